@@ -1,0 +1,200 @@
+// CPU kernels of the geometry family: the loops around the per-pixel drivers of geometry_impl.h.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "../geometry_impl.h"
+
+namespace torchaug {
+namespace {
+
+#define TORCHAUG_DISPATCH_IMAGE_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, TYPE, NAME, __VA_ARGS__)
+
+// Calls fn(b, y) for every output row, in parallel.
+template <typename Fn>
+void for_each_row(int64_t batch, int64_t height, int64_t width, Fn fn) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1));
+  at::parallel_for(0, batch * height, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(i / height, i % height);
+  });
+}
+
+template <typename Batch>
+void resized_crop_loop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B) {
+  const ResizedCropParams& p = plan.p;
+  TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cpu", [&] {
+    const scalar_t* in = src.data_ptr<scalar_t>();
+    for_each_row(B, p.out_h, p.out_w, [&](int64_t b, int64_t oy) {
+      for (int64_t ox = 0; ox < p.out_w; ++ox) resized_crop_output_px(in, batch, p, b, oy, ox);
+    });
+  });
+}
+
+at::Tensor resized_crop_cpu(const at::Tensor& images, const at::Tensor& boxes, c10::SymIntArrayRef out_size,
+                            int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
+                            const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                            std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  const char* op = "resized_crop";
+  check_images(op, images);
+  auto plan = plan_resized_crop(op, images, images.size(1), images.scalar_type(), image_memory_format(images), boxes,
+                                out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+  const int64_t B = images.size(0);
+  if (B == 0) return plan.out;
+  const DenseBatch batch{strides4(images), images.size(2), images.size(3)};
+  resized_crop_loop(images, batch, plan, B);
+  return plan.out;
+}
+
+at::Tensor resized_crop_ragged_cpu(const at::Tensor& data, const at::Tensor& offsets, const at::Tensor& sizes,
+                                   int64_t channels, bool channels_last_in, const at::Tensor& boxes,
+                                   c10::SymIntArrayRef out_size, int64_t interpolation, bool antialias,
+                                   const std::optional<at::Tensor>& flip, const std::optional<at::Tensor>& mean,
+                                   const std::optional<at::Tensor>& std, std::optional<at::ScalarType> out_dtype,
+                                   std::optional<at::MemoryFormat> memory_format) {
+  const char* op = "resized_crop_ragged";
+  auto [off, sz] = plan_ragged(op, data, offsets, sizes, channels);
+  const int64_t B = off.size(0);
+  const at::Tensor ref = data.new_empty({B, 0});
+  auto plan = plan_resized_crop(op, ref, channels, data.scalar_type(),
+                                channels_last_in ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous, boxes,
+                                out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+  if (B == 0) return plan.out;
+  const at::Tensor src = data.contiguous();
+  const RaggedBatch batch{off.data_ptr<int64_t>(), sz.data_ptr<int64_t>(), channels, channels_last_in};
+  resized_crop_loop(src, batch, plan, B);
+  return plan.out;
+}
+
+at::Tensor resized_crop_backward_cpu(const at::Tensor& grad, const at::Tensor& boxes, c10::SymIntArrayRef input_size,
+                                     int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
+                                     const std::optional<at::Tensor>& std, bool channels_last) {
+  const char* op = "_resized_crop_backward";
+  TORCH_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
+  std::vector<int64_t> isz;
+  for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
+  auto grad_in = at::zeros(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
+                                                                           : at::MemoryFormat::Contiguous));
+  const int64_t B = isz[0];
+  if (B == 0) return grad_in;
+  const auto bx = boxes.contiguous();
+  const auto fl = flip ? flip->contiguous() : at::Tensor();
+  const auto sd = std ? std->contiguous() : at::Tensor();
+  ResizedCropBackwardParams p{bx.data_ptr<int64_t>(), fl.defined() ? fl.data_ptr<bool>() : nullptr,
+                              sd.defined() ? sd.data_ptr<float>() : nullptr, strides4(grad), strides4(grad_in),
+                              isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
+                              antialias && interpolation != kernels::kNearest};
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "resized_crop_backward_cpu", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    const scalar_t* g = grad.data_ptr<scalar_t>();
+    scalar_t* gi = grad_in.data_ptr<scalar_t>();
+    // One sample per task: the scatter of a sample never touches another sample's gradient.
+    at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b)
+        for (int64_t oy = 0; oy < p.out_h; ++oy)
+          for (int64_t ox = 0; ox < p.out_w; ++ox)
+            resized_crop_backward_px(g, p, b, oy, ox, [&](int64_t i, acc_t v) {
+              gi[i] = static_cast<scalar_t>(static_cast<acc_t>(gi[i]) + v);
+            });
+    });
+  });
+  return grad_in;
+}
+
+at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices, c10::SymIntArrayRef out_size,
+                           int64_t interpolation, const std::optional<at::Tensor>& fill) {
+  const char* op = "warp_affine";
+  check_warp_affine(op, images, matrices, interpolation, fill);
+  auto [oh, ow] = check_out_size(op, out_size);
+  const int64_t B = images.size(0);
+  auto out = at::empty({B, images.size(1), oh, ow}, images.options().memory_format(image_memory_format(images)));
+  if (B == 0) return out;
+  const auto m = acc_matrices(images, matrices);
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+  const WarpAffineParams p = warp_affine_params(images, out, interpolation, f);
+  TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_affine_cpu", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    const scalar_t* in = images.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    const acc_t* mp = m.data_ptr<acc_t>();
+    for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
+      for (int64_t ox = 0; ox < ow; ++ox) warp_affine_output_px(in, o, mp, p, b, oy, ox);
+    });
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& grad, const at::Tensor& images,
+                                                            const at::Tensor& matrices, int64_t interpolation,
+                                                            const std::optional<at::Tensor>& fill,
+                                                            std::array<bool, 2> output_mask) {
+  const char* op = "_warp_affine_backward";
+  check_warp_affine(op, images, matrices, interpolation, fill);
+  TORCH_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
+  const int64_t B = images.size(0);
+  const auto m = acc_matrices(images, matrices);
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+  const at::Tensor g = grad.to(images.scalar_type());
+  auto grad_images = at::zeros_like(images, images.options().memory_format(image_memory_format(images)));
+  auto grad_m = at::zeros({B, 2, 3}, m.options());
+  if (B == 0) return {grad_images, grad_m.to(matrices.scalar_type())};
+  const WarpAffineParams p = warp_affine_params(images, g, interpolation, f);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, images.scalar_type(), "warp_affine_backward_cpu", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    const scalar_t* in = images.data_ptr<scalar_t>();
+    scalar_t* gi = grad_images.data_ptr<scalar_t>();
+    acc_t* gm = grad_m.data_ptr<acc_t>();
+    const acc_t* mp = m.data_ptr<acc_t>();
+    const Strides4 gs = strides4(g);
+    at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b)
+        for (int64_t oy = 0; oy < p.out_h; ++oy)
+          for (int64_t ox = 0; ox < p.out_w; ++ox)
+            warp_affine_backward_px(
+                gp, in, mp, p, gs, b, oy, ox, output_mask[0],
+                [&](int64_t i, acc_t v) { gi[i] = static_cast<scalar_t>(static_cast<acc_t>(gi[i]) + v); },
+                output_mask[1] ? gm + 6 * b : nullptr);
+    });
+  });
+  return {output_mask[0] ? grad_images : at::Tensor(), output_mask[1] ? grad_m.to(matrices.scalar_type()) : at::Tensor()};
+}
+
+at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, const at::Tensor& vertical) {
+  const char* op = "flip";
+  check_flip(op, images, horizontal, vertical);
+  auto out = at::empty_like(images, images.options().memory_format(image_memory_format(images)));
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
+  if (B == 0) return out;
+  const auto h = horizontal.contiguous(), v = vertical.contiguous();
+  const bool* hp = h.data_ptr<bool>();
+  const bool* vp = v.data_ptr<bool>();
+  const Strides4 is = strides4(images), os = strides4(out);
+  TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "flip_cpu", [&] {
+    const scalar_t* in = images.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    for_each_row(B, H, W, [&](int64_t b, int64_t y) {
+      const int64_t sy = kernels::flip_index(y, H, vp[b]);
+      for (int64_t x = 0; x < W; ++x) {
+        const int64_t sx = kernels::flip_index(x, W, hp[b]);
+        for (int64_t c = 0; c < C; ++c)
+          o[b * os.b + c * os.c + y * os.y + x * os.x] = in[b * is.b + c * is.c + sy * is.y + sx * is.x];
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CPU, m) {
+  m.impl("resized_crop", &resized_crop_cpu);
+  m.impl("resized_crop_ragged", &resized_crop_ragged_cpu);
+  m.impl("_resized_crop_backward", &resized_crop_backward_cpu);
+  m.impl("warp_affine", &warp_affine_cpu);
+  m.impl("_warp_affine_backward", &warp_affine_backward_cpu);
+  m.impl("flip", &flip_cpu);
+}
+
+}  // namespace torchaug

@@ -1,0 +1,264 @@
+// CUDA kernels of the geometry family: one launch per batch, a thread per output pixel (all
+// channels), 32x8 pixel tiles so that neighbouring threads share input cache lines, the sample in
+// blockIdx.z. The per-pixel work is the same driver the CPU backend calls (geometry_impl.h).
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/Atomic.cuh>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "../geometry_impl.h"
+
+namespace torchaug {
+namespace {
+
+#define TORCHAUG_DISPATCH_IMAGE_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, TYPE, NAME, __VA_ARGS__)
+
+constexpr int kTileX = 32;
+constexpr int kTileY = 8;
+constexpr int64_t kMaxGridZ = 65535;
+
+dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
+  return dim3(static_cast<unsigned>((width + kTileX - 1) / kTileX), static_cast<unsigned>((height + kTileY - 1) / kTileY),
+              static_cast<unsigned>(std::min(batch, kMaxGridZ)));
+}
+
+template <typename scalar_t, typename Batch>
+__global__ void resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
+  const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
+  const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
+  if (ox >= p.out_w || oy >= p.out_h) return;
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) resized_crop_output_px(in, batch, p, b, oy, ox);
+}
+
+template <typename Batch>
+void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B) {
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const ResizedCropParams& p = plan.p;
+  TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cuda", [&] {
+    resized_crop_kernel<scalar_t, Batch><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
+        src.data_ptr<scalar_t>(), batch, p, B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+at::Tensor resized_crop_cuda(const at::Tensor& images, const at::Tensor& boxes, c10::SymIntArrayRef out_size,
+                             int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
+                             const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                             std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  const char* op = "resized_crop";
+  check_images(op, images);
+  c10::cuda::CUDAGuard guard(images.device());
+  auto plan = plan_resized_crop(op, images, images.size(1), images.scalar_type(), image_memory_format(images), boxes,
+                                out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+  const int64_t B = images.size(0);
+  if (B == 0) return plan.out;
+  const DenseBatch batch{strides4(images), images.size(2), images.size(3)};
+  launch_resized_crop(images, batch, plan, B);
+  return plan.out;
+}
+
+at::Tensor resized_crop_ragged_cuda(const at::Tensor& data, const at::Tensor& offsets, const at::Tensor& sizes,
+                                    int64_t channels, bool channels_last_in, const at::Tensor& boxes,
+                                    c10::SymIntArrayRef out_size, int64_t interpolation, bool antialias,
+                                    const std::optional<at::Tensor>& flip, const std::optional<at::Tensor>& mean,
+                                    const std::optional<at::Tensor>& std, std::optional<at::ScalarType> out_dtype,
+                                    std::optional<at::MemoryFormat> memory_format) {
+  const char* op = "resized_crop_ragged";
+  c10::cuda::CUDAGuard guard(data.device());
+  auto [off, sz] = plan_ragged(op, data, offsets, sizes, channels);
+  const int64_t B = off.size(0);
+  const at::Tensor ref = data.new_empty({B, 0});
+  auto plan = plan_resized_crop(op, ref, channels, data.scalar_type(),
+                                channels_last_in ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous, boxes,
+                                out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+  if (B == 0) return plan.out;
+  const at::Tensor src = data.contiguous();
+  const RaggedBatch batch{off.data_ptr<int64_t>(), sz.data_ptr<int64_t>(), channels, channels_last_in};
+  launch_resized_crop(src, batch, plan, B);
+  return plan.out;
+}
+
+template <typename scalar_t>
+__global__ void resized_crop_backward_kernel(const scalar_t* __restrict__ grad, scalar_t* grad_in,
+                                             ResizedCropBackwardParams p, int64_t B) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
+  const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
+  if (ox >= p.out_w || oy >= p.out_h) return;
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
+    resized_crop_backward_px(grad, p, b, oy, ox, [&](int64_t i, acc_t v) {
+      gpuAtomicAdd(grad_in + i, static_cast<scalar_t>(v));
+    });
+  }
+}
+
+at::Tensor resized_crop_backward_cuda(const at::Tensor& grad, const at::Tensor& boxes, c10::SymIntArrayRef input_size,
+                                      int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
+                                      const std::optional<at::Tensor>& std, bool channels_last) {
+  const char* op = "_resized_crop_backward";
+  TORCH_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
+  c10::cuda::CUDAGuard guard(grad.device());
+  std::vector<int64_t> isz;
+  for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
+  auto grad_in = at::zeros(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
+                                                                           : at::MemoryFormat::Contiguous));
+  const int64_t B = isz[0];
+  if (B == 0) return grad_in;
+  const auto bx = boxes.contiguous();
+  const auto fl = flip ? flip->contiguous() : at::Tensor();
+  const auto sd = std ? std->contiguous() : at::Tensor();
+  ResizedCropBackwardParams p{bx.data_ptr<int64_t>(), fl.defined() ? fl.data_ptr<bool>() : nullptr,
+                              sd.defined() ? sd.data_ptr<float>() : nullptr, strides4(grad), strides4(grad_in),
+                              isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
+                              antialias && interpolation != kernels::kNearest};
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "resized_crop_backward_cuda", [&] {
+    resized_crop_backward_kernel<scalar_t><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
+        grad.data_ptr<scalar_t>(), grad_in.data_ptr<scalar_t>(), p, B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return grad_in;
+}
+
+template <typename scalar_t>
+__global__ void warp_affine_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out,
+                                   const typename AccOf<scalar_t>::type* __restrict__ matrices, WarpAffineParams p,
+                                   int64_t B) {
+  const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
+  const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
+  if (ox >= p.out_w || oy >= p.out_h) return;
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) warp_affine_output_px(in, out, matrices, p, b, oy, ox);
+}
+
+at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices, c10::SymIntArrayRef out_size,
+                            int64_t interpolation, const std::optional<at::Tensor>& fill) {
+  const char* op = "warp_affine";
+  check_warp_affine(op, images, matrices, interpolation, fill);
+  c10::cuda::CUDAGuard guard(images.device());
+  auto [oh, ow] = check_out_size(op, out_size);
+  const int64_t B = images.size(0);
+  auto out = at::empty({B, images.size(1), oh, ow}, images.options().memory_format(image_memory_format(images)));
+  if (B == 0) return out;
+  const auto m = acc_matrices(images, matrices);
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+  const WarpAffineParams p = warp_affine_params(images, out, interpolation, f);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_affine_cuda", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    warp_affine_kernel<scalar_t><<<pixel_grid(B, oh, ow), dim3(kTileX, kTileY), 0, stream>>>(
+        images.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename scalar_t>
+__global__ void warp_affine_backward_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ in,
+                                            const typename AccOf<scalar_t>::type* __restrict__ matrices,
+                                            WarpAffineParams p, Strides4 gs, int64_t B, bool want_images,
+                                            scalar_t* grad_in, typename AccOf<scalar_t>::type* grad_m) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
+  const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
+  const bool inside = ox < p.out_w && oy < p.out_h;
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
+    acc_t dm[6] = {0, 0, 0, 0, 0, 0};
+    if (inside) {
+      warp_affine_backward_px(
+          grad, in, matrices, p, gs, b, oy, ox, want_images,
+          [&](int64_t i, acc_t v) { gpuAtomicAdd(grad_in + i, static_cast<scalar_t>(v)); },
+          grad_m != nullptr ? dm : nullptr);
+    }
+    if (grad_m != nullptr) {
+      // every thread of the block works on sample b: reduce per warp, one atomic per warp
+#pragma unroll
+      for (int k = 0; k < 6; ++k) {
+        const acc_t s = warp_sum(dm[k]);
+        if ((threadIdx.x & 31) == 0) gpuAtomicAdd(grad_m + 6 * b + k, s);
+      }
+    }
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cuda(const at::Tensor& grad, const at::Tensor& images,
+                                                             const at::Tensor& matrices, int64_t interpolation,
+                                                             const std::optional<at::Tensor>& fill,
+                                                             std::array<bool, 2> output_mask) {
+  const char* op = "_warp_affine_backward";
+  check_warp_affine(op, images, matrices, interpolation, fill);
+  TORCH_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
+  c10::cuda::CUDAGuard guard(images.device());
+  const int64_t B = images.size(0);
+  const auto m = acc_matrices(images, matrices);
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+  const at::Tensor g = grad.to(images.scalar_type());
+  auto grad_images = at::zeros_like(images, images.options().memory_format(image_memory_format(images)));
+  auto grad_m = at::zeros({B, 2, 3}, m.options());
+  if (B > 0) {
+    const WarpAffineParams p = warp_affine_params(images, g, interpolation, f);
+    const auto stream = c10::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, images.scalar_type(), "warp_affine_backward_cuda", [&] {
+      using acc_t = typename AccOf<scalar_t>::type;
+      warp_affine_backward_kernel<scalar_t><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
+          g.data_ptr<scalar_t>(), images.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, strides4(g), B,
+          output_mask[0], grad_images.data_ptr<scalar_t>(), output_mask[1] ? grad_m.data_ptr<acc_t>() : nullptr);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+  return {output_mask[0] ? grad_images : at::Tensor(), output_mask[1] ? grad_m.to(matrices.scalar_type()) : at::Tensor()};
+}
+
+template <typename scalar_t>
+__global__ void flip_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, const bool* __restrict__ hflip,
+                            const bool* __restrict__ vflip, Strides4 is, Strides4 os, int64_t C, int64_t H, int64_t W,
+                            int64_t B) {
+  const int64_t x = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
+  const int64_t y = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
+  if (x >= W || y >= H) return;
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
+    const int64_t sx = kernels::flip_index(x, W, hflip[b]);
+    const int64_t sy = kernels::flip_index(y, H, vflip[b]);
+    for (int64_t c = 0; c < C; ++c) out[b * os.b + c * os.c + y * os.y + x * os.x] = in[b * is.b + c * is.c + sy * is.y + sx * is.x];
+  }
+}
+
+at::Tensor flip_cuda(const at::Tensor& images, const at::Tensor& horizontal, const at::Tensor& vertical) {
+  const char* op = "flip";
+  check_flip(op, images, horizontal, vertical);
+  c10::cuda::CUDAGuard guard(images.device());
+  auto out = at::empty_like(images, images.options().memory_format(image_memory_format(images)));
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
+  if (B == 0) return out;
+  const auto h = horizontal.contiguous(), v = vertical.contiguous();
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "flip_cuda", [&] {
+    flip_kernel<scalar_t><<<pixel_grid(B, H, W), dim3(kTileX, kTileY), 0, stream>>>(
+        images.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), h.data_ptr<bool>(), v.data_ptr<bool>(),
+        strides4(images), strides4(out), C, H, W, B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CUDA, m) {
+  m.impl("resized_crop", &resized_crop_cuda);
+  m.impl("resized_crop_ragged", &resized_crop_ragged_cuda);
+  m.impl("_resized_crop_backward", &resized_crop_backward_cuda);
+  m.impl("warp_affine", &warp_affine_cuda);
+  m.impl("_warp_affine_backward", &warp_affine_backward_cuda);
+  m.impl("flip", &flip_cuda);
+}
+
+}  // namespace torchaug

@@ -1,0 +1,56 @@
+// Shared definitions for the per-pixel math of every family. Plain C style: no ATen types, raw
+// scalars, int64 indexing. Included by the CPU (.cpp) and CUDA (.cu) backends and by the host-side
+// GoogleTest suite.
+#pragma once
+
+#include <stdint.h>
+#include <math.h>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TORCHAUG_HOST_DEVICE __host__ __device__
+#else
+#define TORCHAUG_HOST_DEVICE
+#endif
+
+// Loop unrolling hint for the device compiler (host compilers warn on the bare pragma).
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TORCHAUG_UNROLL _Pragma("unroll")
+#else
+#define TORCHAUG_UNROLL
+#endif
+
+namespace torchaug {
+namespace kernels {
+
+// Interpolation codes shared by every geometric op (the `interpolation` argument of the schemas).
+enum Interpolation : int64_t {
+  kNearest = 0,
+  kBilinear = 1,
+  kBicubic = 2,
+};
+
+template <typename T>
+TORCHAUG_HOST_DEVICE inline T min_of(T a, T b) { return a < b ? a : b; }
+template <typename T>
+TORCHAUG_HOST_DEVICE inline T max_of(T a, T b) { return a > b ? a : b; }
+template <typename T>
+TORCHAUG_HOST_DEVICE inline T clamp_of(T v, T lo, T hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// Round half to even (what torch.round does) and saturate to [0, 255]: how a float result is
+// stored into a uint8 image. rint follows the current rounding mode, which is round-to-nearest-even
+// on the host and always so on the device.
+TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
+  v = rintf(v);
+  return clamp_of(v, 0.0f, 255.0f);
+}
+
+// The view of one image of a batch: base pointer offset (in elements) and element strides.
+// Dense batches and ragged batches both reduce to this per sample.
+struct ImageView {
+  int64_t offset;
+  int64_t height, width;
+  int64_t stride_c, stride_y, stride_x;
+};
+
+}  // namespace kernels
+}  // namespace torchaug

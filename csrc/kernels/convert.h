@@ -1,0 +1,45 @@
+// Per-pixel math of dtype conversion and normalization (the normalize op, and the fused epilogue of
+// resized_crop), shared by the CPU and CUDA backends.
+#pragma once
+
+#include "common.h"
+
+namespace torchaug {
+namespace kernels {
+
+// Storing an accumulated value into an image of type T: uint8 rounds half to even and saturates
+// (torchvision: float_img.round_().to(uint8) after a clamp), floating types convert.
+template <typename T>
+struct PixelStore {
+  template <typename acc_t>
+  TORCHAUG_HOST_DEVICE static T from(acc_t v) { return static_cast<T>(v); }
+};
+
+template <>
+struct PixelStore<uint8_t> {
+  template <typename acc_t>
+  TORCHAUG_HOST_DEVICE static uint8_t from(acc_t v) {
+    return static_cast<uint8_t>(round_to_uint8(static_cast<float>(v)));
+  }
+};
+
+// 1 / the largest value of an image of type T: 1/255 for uint8, 1 for floating images.
+template <typename T>
+struct PixelRange {
+  static constexpr double inv_max = 1.0;
+};
+template <>
+struct PixelRange<uint8_t> {
+  static constexpr double inv_max = 1.0 / 255.0;
+};
+
+// torchvision v2: to_dtype(scale=True) multiplies by 1 / max_value (a float32 constant), normalize
+// then computes (x - mean) / std. The same operations in the same order, so that float32 results
+// match torchvision bit for bit. inv_max is 1 for floating inputs.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t normalize_px(acc_t v, acc_t inv_max, acc_t mean, acc_t std) {
+  return (v * inv_max - mean) / std;
+}
+
+}  // namespace kernels
+}  // namespace torchaug

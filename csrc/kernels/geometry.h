@@ -1,0 +1,266 @@
+// Per-pixel math of the geometry family (resized_crop, warp_affine, flip), shared by the CPU and
+// CUDA backends. The conventions are PyTorch's / torchvision v2's so that the same parameters give
+// the same pixels:
+//  - resize: torch.nn.functional.interpolate with align_corners=False (nearest: legacy "nearest";
+//    antialias: the _upsample_*_aa kernels, triangle filter / Keys cubic with a=-0.5);
+//  - affine: torch.nn.functional.grid_sample(align_corners=False, padding_mode="zeros") plus the
+//    fill blending of torchvision.transforms.v2.functional._apply_grid_transform.
+#pragma once
+
+#include "common.h"
+
+namespace torchaug {
+namespace kernels {
+
+// ----------------------------------------------------------------------------------------------
+// Resampling along one axis
+// ----------------------------------------------------------------------------------------------
+
+enum AxisKind : int {
+  kAxisNearest = 0,
+  kAxisLinear = 1,
+  kAxisCubic = 2,
+  kAxisAALinear = 3,
+  kAxisAACubic = 4,
+};
+
+// Taps of one output coordinate along one axis of a crop of `size` input pixels.
+template <typename acc_t>
+struct ResampleAxis {
+  int64_t first;  // first tap, crop-relative, before clamping
+  int64_t count;  // number of taps
+  int64_t size;   // crop extent along this axis
+  int kind;
+  acc_t t;       // linear: weight of the second tap; cubic: fractional position
+  acc_t center;  // antialias: filter centre (in input pixels)
+  acc_t invscale;
+  acc_t total;   // antialias: sum of the unnormalised weights
+};
+
+TORCHAUG_HOST_DEVICE inline int64_t nearest_source_index(int64_t dst, int64_t in, int64_t out) {
+  // aten/src/ATen/native/UpSample.h: nearest_idx (legacy "nearest", float scale)
+  if (out == in) return dst;
+  if (out == 2 * in) return dst >> 1;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  return min_of(static_cast<int64_t>(floorf(static_cast<float>(dst) * scale)), in - 1);
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t aa_linear_filter(acc_t x) {
+  if (x < 0) x = -x;
+  return x < 1 ? acc_t(1) - x : acc_t(0);
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t aa_cubic_filter(acc_t x) {
+  // Keys cubic with a = -0.5, as PIL and torch's antialiased bicubic.
+  const acc_t a = acc_t(-0.5);
+  if (x < 0) x = -x;
+  if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0;
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t cubic_convolution1(acc_t x, acc_t A) {
+  return ((A + 2) * x - (A + 3)) * x * x + 1;
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t cubic_convolution2(acc_t x, acc_t A) {
+  return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t axis_aa_raw_weight(const ResampleAxis<acc_t>& a, int64_t j) {
+  const acc_t x = (static_cast<acc_t>(j + a.first) - a.center + acc_t(0.5)) * a.invscale;
+  return a.kind == kAxisAALinear ? aa_linear_filter(x) : aa_cubic_filter(x);
+}
+
+// Taps of output coordinate `dst` when `in` input pixels are resized to `out`.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t interpolation, bool antialias,
+                                                                   int64_t in, int64_t out, int64_t dst) {
+  ResampleAxis<acc_t> a;
+  a.size = in;
+  a.t = 0;
+  a.center = 0;
+  a.invscale = 1;
+  a.total = 1;
+  if (interpolation == kNearest) {
+    a.kind = kAxisNearest;
+    a.first = nearest_source_index(dst, in, out);
+    a.count = 1;
+    return a;
+  }
+  const acc_t scale = static_cast<acc_t>(in) / static_cast<acc_t>(out);
+  if (antialias) {
+    const bool cubic = interpolation == kBicubic;
+    const acc_t half_width = cubic ? acc_t(2) : acc_t(1);
+    const acc_t support = scale >= acc_t(1) ? half_width * scale : half_width;
+    a.kind = cubic ? kAxisAACubic : kAxisAALinear;
+    a.center = scale * (static_cast<acc_t>(dst) + acc_t(0.5));
+    a.invscale = scale >= acc_t(1) ? acc_t(1) / scale : acc_t(1);
+    a.first = max_of(static_cast<int64_t>(a.center - support + acc_t(0.5)), int64_t(0));
+    a.count = min_of(static_cast<int64_t>(a.center + support + acc_t(0.5)), in) - a.first;
+    acc_t total = 0;
+    for (int64_t j = 0; j < a.count; ++j) total += axis_aa_raw_weight(a, j);
+    a.total = total != acc_t(0) ? total : acc_t(1);
+    return a;
+  }
+  acc_t src = scale * (static_cast<acc_t>(dst) + acc_t(0.5)) - acc_t(0.5);
+  if (interpolation == kBilinear) {
+    if (src < 0) src = 0;
+    a.kind = kAxisLinear;
+    a.first = min_of(static_cast<int64_t>(floor(src)), in - 1);
+    a.t = clamp_of(src - static_cast<acc_t>(a.first), acc_t(0), acc_t(1));
+    a.count = 2;
+    return a;
+  }
+  // bicubic, A = -0.75 (torch.nn.functional.interpolate(mode="bicubic"))
+  a.kind = kAxisCubic;
+  const int64_t i = min_of(static_cast<int64_t>(floor(src)), in - 1);
+  a.t = clamp_of(src - static_cast<acc_t>(i), acc_t(0), acc_t(1));
+  a.first = i - 1;
+  a.count = 4;
+  return a;
+}
+
+// Crop-relative input index of tap j (clamped to the crop as interpolate clamps to its input).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline int64_t axis_index(const ResampleAxis<acc_t>& a, int64_t j) {
+  return clamp_of(a.first + j, int64_t(0), a.size - 1);
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t axis_weight(const ResampleAxis<acc_t>& a, int64_t j) {
+  switch (a.kind) {
+    case kAxisNearest:
+      return acc_t(1);
+    case kAxisLinear:
+      return j == 0 ? acc_t(1) - a.t : a.t;
+    case kAxisCubic: {
+      const acc_t A = acc_t(-0.75);
+      switch (j) {
+        case 0: return cubic_convolution2(a.t + acc_t(1), A);
+        case 1: return cubic_convolution1(a.t, A);
+        case 2: return cubic_convolution1(acc_t(1) - a.t, A);
+        default: return cubic_convolution2(acc_t(2) - a.t, A);
+      }
+    }
+    default:
+      return axis_aa_raw_weight(a, j) / a.total;
+  }
+}
+
+// One output pixel of resized_crop: crop box (top, left, crop_h, crop_w) of the image, resized to
+// (out_h, out_w). Input pixels outside the image read as 0 (torchvision's crop pads with zeros).
+// Accumulates channels [c0, c0 + nc), nc <= kChunk, into acc[0 .. nc).
+template <int kChunk, typename scalar_t, typename acc_t>
+TORCHAUG_HOST_DEVICE inline void resized_crop_px(const scalar_t* img, const ImageView& v, int64_t c0, int64_t nc,
+                                                 const ResampleAxis<acc_t>& ay, const ResampleAxis<acc_t>& ax,
+                                                 int64_t top, int64_t left, acc_t* acc) {
+TORCHAUG_UNROLL
+  for (int c = 0; c < kChunk; ++c) acc[c] = 0;
+  for (int64_t jy = 0; jy < ay.count; ++jy) {
+    const int64_t y = top + axis_index(ay, jy);
+    if (y < 0 || y >= v.height) continue;
+    const acc_t wy = axis_weight(ay, jy);
+    const scalar_t* row = img + v.offset + y * v.stride_y + c0 * v.stride_c;
+    for (int64_t jx = 0; jx < ax.count; ++jx) {
+      const int64_t x = left + axis_index(ax, jx);
+      if (x < 0 || x >= v.width) continue;
+      const acc_t w = wy * axis_weight(ax, jx);
+      const scalar_t* p = row + x * v.stride_x;
+TORCHAUG_UNROLL
+      for (int c = 0; c < kChunk; ++c) {
+        if (c < nc) acc[c] += w * static_cast<acc_t>(p[c * v.stride_c]);
+      }
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Affine sampling
+// ----------------------------------------------------------------------------------------------
+
+// Input position of output pixel (x, y) under the inverse map m (2x3, row-major, pixel-centre
+// coordinates: pixel i has its centre at i).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, int64_t x, int64_t y, acc_t* sx, acc_t* sy) {
+  const acc_t fx = static_cast<acc_t>(x), fy = static_cast<acc_t>(y);
+  *sx = m[0] * fx + m[1] * fy + m[2];
+  *sy = m[3] * fx + m[4] * fy + m[5];
+}
+
+// Up to four taps of grid_sample at (sx, sy): tap k has offset (ix[k], iy[k]) and weight w[k];
+// taps outside the image get valid[k] = false. mask = sum of the weights of the valid taps.
+template <typename acc_t>
+struct AffineTaps {
+  int64_t ix[4], iy[4];
+  acc_t w[4];
+  bool valid[4];
+  int n;
+  acc_t mask;
+};
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t> affine_taps(acc_t sx, acc_t sy, int64_t height, int64_t width,
+                                                          int64_t interpolation) {
+  AffineTaps<acc_t> t;
+  t.mask = 0;
+  if (interpolation == kNearest) {
+    t.n = 1;
+    t.ix[0] = static_cast<int64_t>(rint(sx));
+    t.iy[0] = static_cast<int64_t>(rint(sy));
+    t.w[0] = 1;
+    t.valid[0] = t.ix[0] >= 0 && t.ix[0] < width && t.iy[0] >= 0 && t.iy[0] < height;
+    t.mask = t.valid[0] ? acc_t(1) : acc_t(0);
+    return t;
+  }
+  // grid_sampler_2d bilinear: nw, ne, sw, se
+  const acc_t fx0 = floor(sx), fy0 = floor(sy);
+  const int64_t x0 = static_cast<int64_t>(fx0), y0 = static_cast<int64_t>(fy0);
+  const acc_t e = (fx0 + 1) - sx, wv = (fy0 + 1) - sy;  // distances to the east / south neighbours
+  const acc_t wx = sx - fx0, wy = sy - fy0;
+  t.n = 4;
+  t.ix[0] = x0;     t.iy[0] = y0;     t.w[0] = e * wv;
+  t.ix[1] = x0 + 1; t.iy[1] = y0;     t.w[1] = wx * wv;
+  t.ix[2] = x0;     t.iy[2] = y0 + 1; t.w[2] = e * wy;
+  t.ix[3] = x0 + 1; t.iy[3] = y0 + 1; t.w[3] = wx * wy;
+  for (int k = 0; k < 4; ++k) {
+    t.valid[k] = t.ix[k] >= 0 && t.ix[k] < width && t.iy[k] >= 0 && t.iy[k] < height;
+    if (t.valid[k]) t.mask += t.w[k];
+  }
+  return t;
+}
+
+// Blend of torchvision's _apply_grid_transform: zero padding when there is no fill; with a fill,
+// nearest takes the fill where the tap is outside, bilinear gives mask * (s - fill) + fill.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t affine_blend(acc_t s, acc_t mask, bool has_fill, acc_t fill, int64_t interpolation) {
+  if (!has_fill) return s;
+  if (interpolation == kNearest) return mask < acc_t(0.5) ? fill : s;
+  return (s - fill) * mask + fill;
+}
+
+template <typename scalar_t, typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t affine_channel(const scalar_t* img, const ImageView& v, int64_t c,
+                                                 const AffineTaps<acc_t>& t) {
+  acc_t s = 0;
+  for (int k = 0; k < t.n; ++k) {
+    if (t.valid[k]) s += t.w[k] * static_cast<acc_t>(img[v.offset + c * v.stride_c + t.iy[k] * v.stride_y + t.ix[k] * v.stride_x]);
+  }
+  return s;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Flip
+// ----------------------------------------------------------------------------------------------
+
+TORCHAUG_HOST_DEVICE inline int64_t flip_index(int64_t i, int64_t size, bool flip) {
+  return flip ? size - 1 - i : i;
+}
+
+}  // namespace kernels
+}  // namespace torchaug

@@ -1,0 +1,50 @@
+// Every schema of torchaug, in one place. Implementations: csrc/cpu/*.cpp (CPU), csrc/cuda/*.cu
+// (CUDA); fake kernels and autograd: torchaug/_ops/*.py.
+//
+// Conventions (DESIGN.md §3): images are (B, C, H, W), uint8 in [0, 255] or floating in [0, 1],
+// contiguous or channels_last; per-sample parameters are tensors on the images' device with a
+// leading batch dimension; sizes are SymInt[]; interpolation codes are 0 nearest, 1 bilinear,
+// 2 bicubic.
+#include <torch/library.h>
+
+TORCH_LIBRARY(torchaug, m) {
+  // ---- geometry ----
+  // Inverse-mapped affine warp: output pixel (x, y) samples input position matrices[b] @ (x, y, 1),
+  // pixel centres at integer coordinates. fill None: zero padding; fill (B, C): torchvision's fill
+  // blending. Output keeps the input's memory format.
+  m.def(
+      "warp_affine(Tensor images, Tensor matrices, SymInt[] out_size, int interpolation=1, "
+      "Tensor? fill=None) -> Tensor");
+  m.def(
+      "_warp_affine_backward(Tensor grad, Tensor images, Tensor matrices, int interpolation, "
+      "Tensor? fill, bool[2] output_mask) -> (Tensor, Tensor)");
+
+  // Crop boxes (B, 4) int64 [top, left, height, width] of each image resized to out_size, with the
+  // optional per-sample horizontal flip and normalize/cast epilogue fused into the same pass:
+  //   out = normalize(flip(resize(crop(images))))
+  // where each stage rounds to the input dtype exactly as the unfused chain would.
+  m.def(
+      "resized_crop(Tensor images, Tensor boxes, SymInt[] out_size, int interpolation=1, "
+      "bool antialias=True, Tensor? flip=None, Tensor? mean=None, Tensor? std=None, "
+      "ScalarType? out_dtype=None, MemoryFormat? memory_format=None) -> Tensor");
+  m.def(
+      "_resized_crop_backward(Tensor grad, Tensor boxes, SymInt[] input_size, int interpolation, "
+      "bool antialias, Tensor? flip, Tensor? std, bool channels_last) -> Tensor");
+  // The same over a ragged batch: image b is data[offsets[b] : offsets[b] + C*H_b*W_b] with
+  // (H_b, W_b) = sizes[b], stored CHW (channels_last_in=False) or HWC (True).
+  m.def(
+      "resized_crop_ragged(Tensor data, Tensor offsets, Tensor sizes, int channels, "
+      "bool channels_last_in, Tensor boxes, SymInt[] out_size, int interpolation=1, "
+      "bool antialias=True, Tensor? flip=None, Tensor? mean=None, Tensor? std=None, "
+      "ScalarType? out_dtype=None, MemoryFormat? memory_format=None) -> Tensor");
+
+  // Per-sample flips: horizontal (B,) bool, vertical (B,) bool.
+  m.def("flip(Tensor images, Tensor horizontal, Tensor vertical) -> Tensor");
+
+  // ---- convert ----
+  // (images * (1/255 if uint8 else 1) - mean) / std, cast to out_dtype (float32 default) and laid
+  // out in memory_format (the input's by default), in one pass. mean, std: (B, C) float32.
+  m.def(
+      "normalize(Tensor images, Tensor mean, Tensor std, ScalarType? out_dtype=None, "
+      "MemoryFormat? memory_format=None) -> Tensor");
+}

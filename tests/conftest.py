@@ -1,0 +1,69 @@
+import sys
+
+import pytest
+import torch
+
+
+def _import_torchvision():
+    """torchvision for parity references. On a CPU-only torch, PyPI's torchvision wheel (a CUDA
+    build) cannot load its compiled ops, and its import then fails registering fake kernels for
+    them; its Python transforms (all the references need) work once the two schemas it registers
+    fakes for exist. On a matching torch (the GPU machine) this is a plain import."""
+    try:
+        import torchvision  # noqa: F401
+
+        return torchvision
+    except RuntimeError as e:
+        if "torchvision::" not in str(e):
+            raise
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[name]
+    lib = torch.library.Library("torchvision", "FRAGMENT")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _import_torchvision._keep = lib
+    import torchvision
+
+    return torchvision
+
+
+try:
+    torchvision = _import_torchvision()
+except ImportError:  # pragma: no cover - the test command installs it
+    torchvision = None
+
+import torchaug  # noqa: E402,F401
+
+CUDA = torch.cuda.is_available()
+DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
+
+requires_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device (runs on the GPU machine)")
+requires_torchvision = pytest.mark.skipif(torchvision is None, reason="torchvision is not installed")
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def random_images(b, c, h, w, dtype=torch.uint8, device="cpu", channels_last=False, generator=None):
+    if dtype == torch.uint8:
+        x = torch.randint(0, 256, (b, c, h, w), dtype=torch.uint8, generator=generator)
+    else:
+        x = torch.rand((b, c, h, w), generator=generator, dtype=torch.float64).to(dtype)
+    x = x.to(device)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def assert_close_images(actual, expected, dtype, msg=""):
+    """uint8: at most 1 LSB apart; floating: close for that precision."""
+    assert actual.shape == expected.shape, f"{msg}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert actual.dtype == expected.dtype, f"{msg}: dtype {actual.dtype} != {expected.dtype}"
+    if dtype == torch.uint8:
+        diff = (actual.int() - expected.int()).abs().max().item() if actual.numel() else 0
+        assert diff <= 1, f"{msg}: uint8 results differ by {diff} LSB"
+    else:
+        tol = {torch.float32: 2e-5, torch.float64: 1e-10, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+        torch.testing.assert_close(actual, expected, atol=tol, rtol=tol, msg=msg)

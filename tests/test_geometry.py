@@ -1,0 +1,530 @@
+"""Geometry ops: resized_crop (dense, ragged, fused epilogue), warp_affine / affine, flip.
+
+References are torchvision.transforms.v2.functional applied per sample with the same parameters.
+One documented difference: for uint8 bicubic on the CPU, torchvision calls PyTorch's native uint8
+kernel, which rounds and clips the intermediate (horizontal) pass to [0, 255], so bicubic overshoot
+is cut twice (up to ~15 LSB from the exact result). torchaug keeps the intermediate in float and
+rounds once, which is what torchvision does on CUDA (cast to float32, interpolate, clamp, round):
+our uint8 bicubic reference is therefore torchvision applied to the float32 image, then clamped
+and rounded.
+"""
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import torchaug.functional as F
+from conftest import (
+    CUDA,
+    DEVICES,
+    assert_close_images,
+    random_images,
+    requires_cuda,
+    requires_torchvision,
+    torchvision,
+)
+
+if torchvision is not None:
+    from torchvision.transforms import InterpolationMode as IM
+    from torchvision.transforms.v2 import functional as TF
+
+ops = torch.ops.torchaug
+MODES = ["nearest", "bilinear", "bicubic"]
+IMAGE_DTYPES = [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def tv_mode(name):
+    return {"nearest": IM.NEAREST, "bilinear": IM.BILINEAR, "bicubic": IM.BICUBIC}[name]
+
+
+def tv_resized_crop(img, box, size, mode, antialias):
+    """torchvision reference for one (C, H, W) image (see the module docstring for uint8 bicubic)."""
+    top, left, h, w = [int(v) for v in box]
+    if img.dtype == torch.uint8 and mode == "bicubic":
+        out = TF.resized_crop(img.float(), top, left, h, w, size, interpolation=tv_mode(mode), antialias=antialias)
+        return out.clamp_(0, 255).round_().to(torch.uint8)
+    if img.dtype in (torch.float16, torch.bfloat16) and mode != "nearest":
+        out = TF.resized_crop(img.float(), top, left, h, w, size, interpolation=tv_mode(mode), antialias=antialias)
+        return out.to(img.dtype)
+    return TF.resized_crop(img, top, left, h, w, size, interpolation=tv_mode(mode), antialias=antialias)
+
+
+def random_boxes(b, h, w, gen, allow_outside=False):
+    rows = []
+    for _ in range(b):
+        bh = int(torch.randint(1, h + 1, (1,), generator=gen))
+        bw = int(torch.randint(1, w + 1, (1,), generator=gen))
+        if allow_outside:
+            top = int(torch.randint(-bh // 2, h - bh // 2 + 1, (1,), generator=gen))
+            left = int(torch.randint(-bw // 2, w - bw // 2 + 1, (1,), generator=gen))
+        else:
+            top = int(torch.randint(0, h - bh + 1, (1,), generator=gen))
+            left = int(torch.randint(0, w - bw + 1, (1,), generator=gen))
+        rows.append([top, left, bh, bw])
+    return torch.tensor(rows, dtype=torch.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# resized_crop
+# ---------------------------------------------------------------------------------------------
+
+@requires_torchvision
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_resized_crop_matches_torchvision(device, mode, antialias, dtype, channels_last):
+    gen = torch.Generator().manual_seed(1)
+    x = random_images(6, 3, 41, 57, dtype, device, channels_last, gen)
+    boxes = random_boxes(6, 41, 57, gen)
+    for size in ([17, 23], [64, 90]):  # down- and upscaling
+        out = F.resized_crop_boxes(x, boxes.to(device), size, mode, antialias)
+        assert out.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        for b in range(6):
+            ref = tv_resized_crop(x[b].cpu(), boxes[b], size, mode, antialias)
+            assert_close_images(out[b].cpu(), ref, dtype, f"sample {b}, size {size}")
+
+
+@requires_torchvision
+def test_resized_crop_boxes_outside_image_pad_with_zeros(device):
+    # torchvision's crop pads with zeros where the box leaves the image; so do we.
+    gen = torch.Generator().manual_seed(2)
+    x = random_images(5, 3, 30, 40, torch.uint8, device, generator=gen)
+    boxes = random_boxes(5, 30, 40, gen, allow_outside=True)
+    out = F.resized_crop_boxes(x, boxes.to(device), [20, 20], "bilinear", True)
+    for b in range(5):
+        ref = tv_resized_crop(x[b].cpu(), boxes[b], [20, 20], "bilinear", True)
+        assert_close_images(out[b].cpu(), ref, torch.uint8, f"sample {b}")
+
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_resized_crop_other_dtypes(device, dtype):
+    gen = torch.Generator().manual_seed(3)
+    x = random_images(3, 3, 25, 31, dtype, device, generator=gen)
+    boxes = random_boxes(3, 25, 31, gen)
+    out = F.resized_crop_boxes(x, boxes.to(device), [12, 14], "bilinear", True)
+    for b in range(3):
+        assert_close_images(out[b].cpu(), tv_resized_crop(x[b].cpu(), boxes[b], [12, 14], "bilinear", True), dtype)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("in_dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("out_format", [torch.contiguous_format, torch.channels_last])
+def test_resized_crop_fused_epilogue(device, in_dtype, out_dtype, out_format):
+    """crop + resize + per-sample hflip + to_dtype(scale) + normalize in one pass equals the
+    torchvision chain (each stage rounding to its dtype as torchvision does)."""
+    gen = torch.Generator().manual_seed(4)
+    x = random_images(5, 3, 40, 52, in_dtype, device, generator=gen)
+    boxes = random_boxes(5, 40, 52, gen)
+    flip = torch.tensor([True, False, True, True, False])
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    out = F.resized_crop_boxes(x, boxes.to(device), [24, 24], "bilinear", True, flip=flip.to(device),
+                               mean=mean, std=std, out_dtype=out_dtype, memory_format=out_format)
+    assert out.dtype == out_dtype and out.is_contiguous(memory_format=out_format)
+    for b in range(5):
+        ref = tv_resized_crop(x[b].cpu(), boxes[b], [24, 24], "bilinear", True)
+        if flip[b]:
+            ref = TF.horizontal_flip(ref)
+        ref = TF.to_dtype(ref, out_dtype, scale=True)
+        ref = TF.normalize(ref, mean, std)
+        # uint8 resize results may differ by 1 LSB before the scale: 1 / 255 / std after it
+        lsb = 1 / 255 / min(std) if in_dtype == torch.uint8 else 0.0
+        rounding = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[out_dtype]
+        torch.testing.assert_close(out[b].cpu().float(), ref.float(), atol=lsb + rounding, rtol=rounding)
+
+
+def test_resized_crop_fused_equals_unfused_bitwise(device):
+    gen = torch.Generator().manual_seed(5)
+    x = random_images(8, 3, 50, 66, torch.uint8, device, generator=gen)
+    boxes = random_boxes(8, 50, 66, gen).to(device)
+    flip = (torch.rand(8, generator=gen) < 0.5).to(device)
+    mean, std = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
+    fused = F.resized_crop_boxes(x, boxes, [32, 32], flip=flip, mean=mean, std=std)
+    step = F.resized_crop_boxes(x, boxes, [32, 32])
+    step = F.flip(step, flip, False)
+    step = F.normalize(step, mean, std)
+    assert torch.equal(fused, step)
+
+
+@pytest.mark.parametrize("hwc", [False, True])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_resized_crop_ragged_equals_dense(device, hwc, dtype):
+    """A list of images of different sizes gives, per sample, what the dense op gives that image."""
+    gen = torch.Generator().manual_seed(6)
+    shapes = [(30, 41), (55, 20), (17, 17), (64, 48)]
+    imgs = []
+    for h, w in shapes:
+        t = random_images(1, 3, h, w, dtype, device, generator=gen)[0]
+        imgs.append(t.permute(1, 2, 0).contiguous().permute(2, 0, 1) if hwc else t)
+    boxes = torch.cat([random_boxes(1, h, w, gen) for h, w in shapes]).to(device)
+    flip = torch.tensor([True, False, False, True], device=device)
+    out = F.resized_crop_boxes(imgs, boxes, [21, 19], "bilinear", True, flip=flip, mean=[0.1, 0.2, 0.3], std=[0.5, 0.6, 0.7])
+    assert out.shape == (4, 3, 21, 19)
+    assert out.is_contiguous(memory_format=torch.channels_last if hwc else torch.contiguous_format)
+    for i, img in enumerate(imgs):
+        ref = F.resized_crop_boxes(img.unsqueeze(0), boxes[i:i + 1], [21, 19], "bilinear", True, flip=flip[i:i + 1],
+                                   mean=[0.1, 0.2, 0.3], std=[0.5, 0.6, 0.7])
+        assert torch.equal(out[i], ref[0])
+
+
+def test_resized_crop_identity_and_crop_are_exact(device):
+    x = random_images(3, 3, 20, 30, torch.uint8, device)
+    for mode in MODES:
+        assert torch.equal(F.resize(x, [20, 30], mode), x)
+    out = F.crop(x, 3, 4, 10, 12)
+    assert torch.equal(out, x[:, :, 3:13, 4:16])
+
+
+@requires_torchvision
+def test_resize_and_center_crop_match_torchvision(device):
+    x = random_images(2, 3, 37, 50, torch.uint8, device)
+    for size, max_size in ((24, None), ([24], 30), ([20, 33], None), (60, None)):
+        out = F.resize(x, size, "bilinear", max_size=max_size)
+        ref = TF.resize(x.cpu(), size, max_size=max_size)
+        assert_close_images(out.cpu(), ref, torch.uint8, f"resize {size}")
+    for size in ([20, 25], [40, 60], [37, 50], 11, [36, 49]):
+        out = F.center_crop(x, size)
+        assert torch.equal(out.cpu(), TF.center_crop(x.cpu(), size)), f"center_crop {size}"
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    b=st.integers(1, 3),
+    c=st.sampled_from([1, 3, 4, 5]),
+    h=st.integers(1, 24),
+    w=st.integers(1, 24),
+    oh=st.integers(1, 20),
+    ow=st.integers(1, 20),
+    mode=st.sampled_from(MODES),
+    antialias=st.booleans(),
+    dtype=st.sampled_from([torch.uint8, torch.float32, torch.float64]),
+    channels_last=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_resized_crop_property(b, c, h, w, oh, ow, mode, antialias, dtype, channels_last, seed):
+    """Any shape, channel count (including > 4, the kernel's channel chunk), dtype and layout:
+    equal to torch.nn.functional.interpolate of the cropped image (torchvision's own path)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = random_images(b, c, h, w, dtype, "cpu", channels_last, gen)
+    boxes = random_boxes(b, h, w, gen)
+    out = F.resized_crop_boxes(x, boxes, [oh, ow], mode, antialias)
+    for i in range(b):
+        top, left, bh, bw = boxes[i].tolist()
+        crop = x[i:i + 1, :, top:top + bh, left:left + bw].to(torch.float64)
+        kw = {} if mode == "nearest" else {"align_corners": False, "antialias": antialias}
+        if antialias and mode != "nearest" and ow == 1 and oh > 1:
+            # PyTorch's CPU antialiased interpolate gives every output row the first row's value
+            # when the output is one pixel wide (a PyTorch bug, seen in 2.13); the transposed
+            # problem is computed correctly there.
+            ref = torch.nn.functional.interpolate(crop.transpose(2, 3), size=[ow, oh], mode=mode, **kw)[0].transpose(1, 2)
+        else:
+            ref = torch.nn.functional.interpolate(crop, size=[oh, ow], mode=mode, **kw)[0]
+        if dtype == torch.uint8:
+            ref = ref.clamp(0, 255).round().to(torch.uint8)
+            assert_close_images(out[i], ref, dtype)
+        else:
+            torch.testing.assert_close(out[i].double(), ref, atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# warp_affine / affine
+# ---------------------------------------------------------------------------------------------
+
+def random_affine_params(gen):
+    angle = float(torch.empty(1).uniform_(-180, 180, generator=gen))
+    translate = [int(torch.randint(-8, 9, (1,), generator=gen)), int(torch.randint(-8, 9, (1,), generator=gen))]
+    scale = float(torch.empty(1).uniform_(0.6, 1.5, generator=gen))
+    shear = [float(torch.empty(1).uniform_(-20, 20, generator=gen)), float(torch.empty(1).uniform_(-20, 20, generator=gen))]
+    return angle, translate, scale, shear
+
+
+@requires_torchvision
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+@pytest.mark.parametrize("fill", [None, 0, [10, 200, 30]])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_affine_matches_torchvision(device, mode, fill, dtype, channels_last):
+    """Per-sample affine parameters; nearest: a pixel may differ only where the sampling position
+    sits within float32 rounding of a tie between two pixels (torchvision builds the position with
+    a different float32 expression); bilinear: uint8 within 1 LSB."""
+    gen = torch.Generator().manual_seed(7)
+    b = 4
+    x = random_images(b, 3, 33, 47, dtype, device, channels_last, gen)
+    if dtype != torch.uint8 and fill is not None and not isinstance(fill, int):
+        fill = [f / 255 for f in fill]
+    params = [random_affine_params(gen) for _ in range(b)]
+    angle = torch.tensor([p[0] for p in params], device=device)
+    translate = torch.tensor([p[1] for p in params], device=device)
+    scale = torch.tensor([p[2] for p in params], device=device)
+    shear = torch.tensor([p[3] for p in params], device=device)
+    out = F.affine(x, angle, translate, scale, shear, mode, fill)
+    for i, (a, t, s, sh) in enumerate(params):
+        ref = TF.affine(x[i].cpu(), a, t, s, sh, interpolation=tv_mode(mode), fill=fill)
+        got = out[i].cpu()
+        if mode == "nearest":
+            mismatch = (got != ref).any(0).float().mean().item()
+            assert mismatch <= 2e-3, f"sample {i}: {mismatch:.4%} of pixels differ"
+        else:
+            assert_close_images(got, ref, dtype, f"sample {i}")
+
+
+def test_warp_affine_identity_and_integer_shift(device):
+    x = random_images(2, 3, 16, 20, torch.float32, device)
+    eye = torch.tensor([[1.0, 0, 0], [0, 1, 0]])
+    for mode in ("nearest", "bilinear"):
+        assert torch.equal(F.warp_affine(x, eye, interpolation=mode), x)
+    shift = torch.tensor([[1.0, 0, 3], [0, 1, -2]])  # out(x, y) = in(x + 3, y - 2)
+    out = F.warp_affine(x, shift, interpolation="bilinear")
+    assert torch.equal(out[:, :, 2:, :17], x[:, :, :14, 3:])
+    assert (out[:, :, :2] == 0).all() and (out[:, :, :, 17:] == 0).all()
+    # with a fill, torchvision's blend (s - fill) * mask + fill rounds inside the image
+    out = F.warp_affine(x, shift, interpolation="bilinear", fill=0.5)
+    torch.testing.assert_close(out[:, :, 2:, :17], x[:, :, :14, 3:], atol=1e-7, rtol=0)
+    assert (out[:, :, :2] == 0.5).all() and (out[:, :, :, 17:] == 0.5).all()
+
+
+def test_warp_affine_out_size_and_per_sample_matrices(device):
+    x = random_images(2, 1, 10, 10, torch.float32, device)
+    m = torch.tensor([[[1.0, 0, 0], [0, 1, 0]], [[0.5, 0, 0], [0, 0.5, 0]]], device=device)
+    out = F.warp_affine(x, m, [20, 20], "nearest")
+    assert out.shape == (2, 1, 20, 20)
+    torch.testing.assert_close(out[1, :, ::2, ::2], x[1])
+    assert (out[0, :, 10:] == 0).all()
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_pad_matches_reference(device, mode):
+    x = random_images(2, 3, 8, 9, torch.uint8, device)
+    out = F.pad(x, [1, 2, 3, 4], fill=[7, 8, 9])
+    assert out.shape == (2, 3, 14, 13)
+    assert torch.equal(out[:, :, 2:10, 1:10], x)
+    assert (out[:, 0, :2] == 7).all() and (out[:, 2, :, -3:] == 9).all()
+    for pm, tm in (("edge", "replicate"), ("reflect", "reflect")):
+        ref = torch.nn.functional.pad(x.float(), [1, 3, 2, 4], mode=tm).to(torch.uint8)
+        assert torch.equal(F.pad(x, [1, 2, 3, 4], padding_mode=pm), ref)
+
+
+@requires_torchvision
+def test_pad_symmetric_matches_torchvision():
+    x = random_images(1, 3, 8, 9, torch.uint8)
+    assert torch.equal(F.pad(x, [1, 2, 3, 4], padding_mode="symmetric")[0], TF.pad(x[0], [1, 2, 3, 4], padding_mode="symmetric"))
+
+
+# ---------------------------------------------------------------------------------------------
+# flip
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", IMAGE_DTYPES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_flip_per_sample(device, dtype, channels_last):
+    x = random_images(4, 3, 7, 9, dtype, device, channels_last)
+    h = torch.tensor([True, False, True, False], device=device)
+    v = torch.tensor([False, False, True, True], device=device)
+    out = F.flip(x, h, v)
+    for i in range(4):
+        dims = [d for d, on in ((1, bool(v[i])), (2, bool(h[i]))) if on]
+        ref = x[i].flip(dims) if dims else x[i]
+        assert torch.equal(out[i], ref)
+    assert out.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    assert torch.equal(F.horizontal_flip(x[0]), x[0].flip(-1))
+
+
+# ---------------------------------------------------------------------------------------------
+# opcheck, gradcheck, CPU <-> CUDA
+# ---------------------------------------------------------------------------------------------
+
+def _opcheck_samples(device):
+    gen = torch.Generator().manual_seed(8)
+    x = random_images(2, 3, 12, 15, torch.float32, device, generator=gen).requires_grad_()
+    xu = random_images(2, 3, 12, 15, torch.uint8, device, generator=gen)
+    xc = random_images(2, 3, 12, 15, torch.float32, device, True, gen)
+    boxes = torch.tensor([[1, 2, 8, 9], [0, 0, 12, 15]], device=device)
+    flip = torch.tensor([True, False], device=device)
+    mean = torch.rand(2, 3, device=device)
+    std = torch.rand(2, 3, device=device) + 0.5
+    m = F.affine_matrices(torch.tensor([10.0, -30.0]), [[1, 2], [0, 0]], 1.1, [3.0, 0.0], None, 12, 15, 2, "cpu").float().to(device)
+    fill = torch.rand(2, 3, device=device)
+    return [
+        (ops.resized_crop, (x, boxes, [7, 9], 1, True)),
+        (ops.resized_crop, (x, boxes, [7, 9], 2, False, flip, mean, std, torch.float32, torch.channels_last)),
+        (ops.resized_crop, (xu, boxes, [16, 20], 0, False, None, mean, std, torch.float16, None)),
+        (ops.resized_crop, (xc, boxes, [5, 6], 1, True, flip)),
+        (ops.warp_affine, (x, m.clone().requires_grad_(), [12, 15], 1, fill)),
+        (ops.warp_affine, (x, m, [9, 20], 0, None)),
+        (ops.warp_affine, (xu, m, [12, 15], 1, fill)),
+        (ops.flip, (x, flip, ~flip)),
+        (ops.flip, (xc, flip, flip)),
+        (ops.normalize, (x, mean, std, torch.float32, None)),
+        (ops.normalize, (xu, mean, std, torch.bfloat16, torch.channels_last)),
+    ]
+
+
+def test_opcheck(device):
+    for op, args in _opcheck_samples(device):
+        torch.library.opcheck(op, args)
+
+
+def test_opcheck_ragged(device):
+    data = torch.randint(0, 256, (3 * 10 * 12 + 3 * 7 * 9,), dtype=torch.uint8).to(device)
+    offsets = torch.tensor([0, 3 * 10 * 12])
+    sizes = torch.tensor([[10, 12], [7, 9]])
+    boxes = torch.tensor([[0, 0, 10, 12], [1, 1, 5, 5]], device=device)
+    torch.library.opcheck(ops.resized_crop_ragged, (data, offsets, sizes, 3, False, boxes, [6, 6], 1, True))
+
+
+@pytest.mark.parametrize("mode,antialias", [(1, True), (1, False), (2, True), (2, False), (0, False)])
+def test_resized_crop_gradcheck(device, mode, antialias):
+    gen = torch.Generator().manual_seed(9)
+    x = random_images(2, 2, 7, 9, torch.float64, device, generator=gen).requires_grad_()
+    boxes = torch.tensor([[1, 2, 5, 6], [0, 0, 7, 9]], device=device)
+    flip = torch.tensor([True, False], device=device)
+    std = torch.tensor([[0.5, 2.0], [1.0, 0.25]], device=device)
+    mean = torch.zeros(2, 2, device=device)
+    for size in ([4, 5], [9, 13]):
+        assert torch.autograd.gradcheck(lambda t: ops.resized_crop(t, boxes, size, mode, antialias), (x,))
+        assert torch.autograd.gradcheck(lambda t: ops.resized_crop(t, boxes, size, mode, antialias, flip, mean, std), (x,))
+
+
+@pytest.mark.parametrize("fill", [False, True])
+def test_warp_affine_gradcheck(device, fill):
+    gen = torch.Generator().manual_seed(10)
+    x = random_images(2, 2, 6, 7, torch.float64, device, generator=gen).requires_grad_()
+    m = F.affine_matrices(torch.tensor([17.0, -41.0]), [[0.3, 0.7], [-1.1, 0.2]], torch.tensor([0.9, 1.13]),
+                          [4.0, 2.0], None, 6, 7, 2, "cpu").to(device).requires_grad_()
+    f = torch.rand(2, 2, generator=gen).float().to(device) if fill else None
+    assert torch.autograd.gradcheck(lambda t, mm: ops.warp_affine(t, mm, [6, 7], 1, f), (x, m))
+    # nearest: differentiable with respect to the images only
+    assert torch.autograd.gradcheck(lambda t: ops.warp_affine(t, m.detach(), [5, 8], 0, f), (x,))
+
+
+def test_flip_and_normalize_gradcheck(device):
+    x = random_images(2, 3, 4, 5, torch.float64, device).requires_grad_()
+    flip = torch.tensor([True, False], device=device)
+    assert torch.autograd.gradcheck(lambda t: ops.flip(t, flip, ~flip), (x,))
+    mean, std = torch.rand(2, 3, device=device), torch.rand(2, 3, device=device) + 0.5
+    assert torch.autograd.gradcheck(lambda t: ops.normalize(t, mean, std, torch.float64, None), (x,))
+
+
+@requires_cuda
+def test_cpu_cuda_agree():
+    """Same parameters on CPU and CUDA: uint8 within 1 LSB, floats to rounding."""
+    for op, args in _opcheck_samples("cpu"):
+        cuda_args = tuple(a.detach().cuda() if isinstance(a, torch.Tensor) else a for a in args)
+        cpu_args = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
+        a, b = op(*cpu_args), op(*cuda_args).cpu()
+        assert a.dtype == b.dtype and a.stride() == b.stride()
+        if a.dtype == torch.uint8:
+            assert (a.int() - b.int()).abs().max() <= 1
+        else:
+            torch.testing.assert_close(a.float(), b.float(), atol=1e-2 if a.dtype == torch.bfloat16 else 1e-4, rtol=1e-3)
+
+
+@requires_cuda
+def test_cpu_cuda_agree_large_batch():
+    gen = torch.Generator().manual_seed(11)
+    x = random_images(64, 3, 75, 100, torch.uint8, generator=gen)
+    boxes = random_boxes(64, 75, 100, gen)
+    for mode in MODES:
+        for aa in (True, False):
+            a = F.resized_crop_boxes(x, boxes, [48, 40], mode, aa)
+            b = F.resized_crop_boxes(x.cuda(), boxes.cuda(), [48, 40], mode, aa).cpu()
+            assert (a.int() - b.int()).abs().max() <= 1
+    m = F.affine_matrices(torch.rand(64) * 360, torch.randn(64, 2) * 5, torch.rand(64) + 0.5, torch.randn(64, 2) * 10, None, 75, 100, 64, "cpu").float()
+    for mode in ("nearest", "bilinear"):
+        a = F.warp_affine(x, m, None, mode, 0)
+        b = F.warp_affine(x.cuda(), m.cuda(), None, mode, 0).cpu()
+        diff = (a.int() - b.int()).abs()
+        assert diff.max() <= 1 if mode == "bilinear" else (diff > 0).float().mean() < 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# errors (DESIGN.md §9)
+# ---------------------------------------------------------------------------------------------
+
+def test_errors_name_the_op_and_argument(device):
+    x = random_images(2, 3, 10, 12, torch.uint8, device)
+    boxes = torch.tensor([[0, 0, 5, 5], [1, 1, 4, 4]], device=device)
+    cases = [
+        (lambda: ops.resized_crop(x.int(), boxes, [4, 4], 1, True), r"torchaug::resized_crop: images must be uint8, float32.*got Int"),
+        (lambda: ops.resized_crop(x[0], boxes, [4, 4], 1, True), r"torchaug::resized_crop: images must be a 4-D \(B, C, H, W\) tensor, got 3-D"),
+        (lambda: ops.resized_crop(x, boxes[:, :3], [4, 4], 1, True), r"torchaug::resized_crop: boxes must have shape \(B, 4\) with B=2, got \(2, 3\)"),
+        (lambda: ops.resized_crop(x, boxes.float(), [4, 4], 1, True), r"torchaug::resized_crop: boxes must have dtype Long, got Float"),
+        (lambda: ops.resized_crop(x, boxes, [0, 4], 1, True), r"torchaug::resized_crop: out_size must be positive, got \[0, 4\]"),
+        (lambda: ops.resized_crop(x, boxes, [4], 1, True), r"torchaug::resized_crop: out_size must be \[height, width\]"),
+        (lambda: ops.resized_crop(x, boxes, [4, 4], 5, True), r"torchaug::resized_crop: interpolation must be 0 \(nearest\), 1 \(bilinear\) or 2 \(bicubic\), got 5"),
+        (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, torch.ones(3, dtype=torch.bool, device=device)), r"torchaug::resized_crop: flip must have shape \(B,\) with B=2, got \(3,\)"),
+        (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, None, torch.zeros(2, 4, device=device), torch.ones(2, 4, device=device)), r"torchaug::resized_crop: mean must have shape \(B, C\) with B=2, got \(2, 4\)"),
+        (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, None, torch.zeros(2, 3, device=device), None), r"mean and std must be given together"),
+        (lambda: ops.resized_crop(x.float(), boxes, [4, 4], 1, True, None, None, None, torch.uint8), r"torchaug::resized_crop: out_dtype must be the input dtype \(Float\) or floating, got Byte"),
+        (lambda: ops.resized_crop(x[:, :, :0], boxes, [4, 4], 1, True), r"torchaug::resized_crop: images must have C, H, W > 0, got shape \(2, 3, 0, 12\)"),
+        (lambda: ops.warp_affine(x, torch.zeros(2, 3, 3, device=device), [4, 4], 1), r"torchaug::warp_affine: matrices must have shape \(B, 2, 3\) with B=2, got \(2, 3, 3\)"),
+        (lambda: ops.warp_affine(x, torch.zeros(2, 2, 3, device=device), [4, 4], 2), r"torchaug::warp_affine: interpolation must be 0 \(nearest\) or 1 \(bilinear\), got 2"),
+        (lambda: ops.warp_affine(x, torch.zeros(2, 2, 3, device=device), [4, 4], 1, torch.zeros(2, 4, device=device)), r"torchaug::warp_affine: fill must have shape \(B, C\) with B=2, got \(2, 4\)"),
+        (lambda: ops.flip(x, torch.ones(2, device=device), torch.ones(2, dtype=torch.bool, device=device)), r"torchaug::flip: horizontal must have dtype Bool, got Float"),
+        (lambda: ops.normalize(x, torch.zeros(2, 3, device=device), torch.ones(2, 3, device=device), torch.uint8, None), r"torchaug::normalize: out_dtype must be float32, float64, float16 or bfloat16, got Byte"),
+        (lambda: ops.normalize(x, torch.zeros(3, device=device), torch.ones(2, 3, device=device), None, None), r"torchaug::normalize: mean must have shape \(B, C\) with B=2, got \(3,\)"),
+    ]
+    for fn, pattern in cases:
+        with pytest.raises(RuntimeError, match=pattern):
+            fn()
+
+
+def test_value_errors_on_cpu():
+    x = random_images(2, 3, 10, 12, torch.uint8)
+    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop: boxes must have height > 0 and width > 0, got box 1 = \[1, 1, 0, 4\]"):
+        ops.resized_crop(x, torch.tensor([[0, 0, 5, 5], [1, 1, 0, 4]]), [4, 4], 1, True)
+    with pytest.raises(RuntimeError, match=r"torchaug::normalize: std must not contain zeros"):
+        ops.normalize(x, torch.zeros(2, 3), torch.tensor([[1.0, 0.0, 1.0]] * 2), None, None)
+    with pytest.raises(ValueError, match=r"torchaug.resized_crop: crop height and width must be > 0, got box 0"):
+        F.resized_crop(x, 0, 0, 0, 5, [4, 4])
+    with pytest.raises(ValueError, match=r"size must be \[height, width\]"):
+        F.resized_crop(x, 0, 0, 5, 5, 4)
+    with pytest.raises(ValueError, match=r"torchaug.flip: images must be \(C, H, W\) or \(B, C, H, W\), got 2-D"):
+        F.flip(x[0, 0], True)
+
+
+def test_ragged_errors():
+    data = torch.zeros(100, dtype=torch.uint8)
+    boxes = torch.tensor([[0, 0, 2, 2]])
+    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop_ragged: image 0 \(offset 0, 3x10x10\) lies outside data of 100 elements"):
+        ops.resized_crop_ragged(data, torch.tensor([0]), torch.tensor([[10, 10]]), 3, False, boxes, [2, 2], 1, True)
+    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop_ragged: sizes must have shape \(B, 2\) with B=1, got \(1, 3\)"):
+        ops.resized_crop_ragged(data, torch.tensor([0]), torch.tensor([[1, 2, 3]]), 3, False, boxes, [2, 2], 1, True)
+    with pytest.raises(ValueError, match=r"torchaug.resized_crop: images\[1\] must have the channels, dtype and device of images\[0\]"):
+        F.resized_crop_boxes([torch.zeros(3, 4, 4), torch.zeros(1, 4, 4)], boxes.expand(2, 4), [2, 2])
+
+
+@requires_cuda
+def test_device_mismatch_errors():
+    x = random_images(2, 3, 10, 12, torch.uint8, "cuda")
+    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop: boxes must be on the images' device cuda:0, got cpu"):
+        ops.resized_crop(x, torch.tensor([[0, 0, 5, 5]] * 2), [4, 4], 1, True)
+    with pytest.raises(RuntimeError, match=r"torchaug::warp_affine: matrices must be on the images' device cuda:0, got cpu"):
+        ops.warp_affine(x, torch.zeros(2, 2, 3), [4, 4], 1)
+
+
+def test_empty_batch(device):
+    x = random_images(0, 3, 10, 12, torch.uint8, device)
+    boxes = torch.zeros(0, 4, dtype=torch.int64, device=device)
+    assert ops.resized_crop(x, boxes, [4, 5], 1, True).shape == (0, 3, 4, 5)
+    assert ops.warp_affine(x, torch.zeros(0, 2, 3, device=device), [4, 5], 1).shape == (0, 3, 4, 5)
+    assert ops.flip(x, torch.zeros(0, dtype=torch.bool, device=device), torch.zeros(0, dtype=torch.bool, device=device)).shape == (0, 3, 10, 12)
+    assert ops.normalize(x, torch.zeros(0, 3, device=device), torch.ones(0, 3, device=device), None, None).shape == (0, 3, 10, 12)
+
+
+def test_torch_compile_fullgraph(device):
+    x = random_images(4, 3, 40, 50, torch.uint8, device)
+    boxes = torch.tensor([[0, 0, 40, 50], [5, 5, 20, 30], [1, 2, 3, 4], [10, 0, 30, 50]], device=device)
+    flip = torch.tensor([True, False, True, False], device=device)
+
+    def pipeline(img, bx, fl):
+        y = torch.ops.torchaug.resized_crop(img, bx, [24, 24], 1, True, fl)
+        mean = torch.full((img.shape[0], 3), 0.5, device=img.device)
+        return torch.ops.torchaug.normalize(y, mean, mean, torch.float32, torch.channels_last)
+
+    compiled = torch.compile(pipeline, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(x, boxes, flip), pipeline(x, boxes, flip))

@@ -1,0 +1,9 @@
+"""torchaug: GPU data augmentation as PyTorch custom operators (torch.ops.torchaug.*), with CPU
+fallbacks, torchvision.transforms.v2-style transforms and per-sample randomness."""
+from . import _ops  # noqa: F401  (loads the operators)
+from . import functional, transforms
+from .functional import InterpolationMode
+
+__version__ = "0.1.0"
+
+__all__ = ["functional", "transforms", "InterpolationMode", "__version__"]

@@ -1,0 +1,134 @@
+"""Fake kernels and autograd of the geometry family (warp_affine, resized_crop, flip)."""
+import torch
+
+from ._common import empty_image, image_memory_format
+
+_lib = "torchaug::"
+
+
+def _check_out_size(op, out_size):
+    torch._check(len(out_size) == 2, lambda: f"torchaug::{op}: out_size must be [height, width], got {len(out_size)} values")
+    return out_size[0], out_size[1]
+
+
+# ---- warp_affine ----------------------------------------------------------------------------
+
+@torch.library.register_fake("torchaug::warp_affine")
+def _warp_affine_fake(images, matrices, out_size, interpolation=1, fill=None):
+    torch._check(images.dim() == 4, lambda: f"torchaug::warp_affine: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
+    oh, ow = _check_out_size("warp_affine", out_size)
+    return empty_image((images.shape[0], images.shape[1], oh, ow), images.dtype, images.device, image_memory_format(images))
+
+
+@torch.library.register_fake("torchaug::_warp_affine_backward")
+def _warp_affine_backward_fake(grad, images, matrices, interpolation, fill, output_mask):
+    gi = torch.empty_like(images, memory_format=image_memory_format(images)) if output_mask[0] else None
+    gm = torch.empty_like(matrices, memory_format=torch.contiguous_format) if output_mask[1] else None
+    return gi, gm
+
+
+def _warp_affine_setup(ctx, inputs, output):
+    images, matrices, out_size, interpolation, fill = inputs
+    ctx.interpolation = interpolation
+    ctx.save_for_backward(images, matrices, fill)
+
+
+def _warp_affine_backward(ctx, grad):
+    images, matrices, fill = ctx.saved_tensors
+    want_images, want_matrices = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    gi, gm = torch.ops.torchaug._warp_affine_backward(
+        grad, images, matrices, ctx.interpolation, fill, [want_images, want_matrices]
+    )
+    return (gi if want_images else None), (gm if want_matrices else None), None, None, None
+
+
+torch.library.register_autograd("torchaug::warp_affine", _warp_affine_backward, setup_context=_warp_affine_setup)
+
+
+# ---- resized_crop ---------------------------------------------------------------------------
+
+def _resized_crop_out(op, batch, channels, in_dtype, device, default_format, out_size, mean, out_dtype, memory_format):
+    oh, ow = _check_out_size(op, out_size)
+    dtype = in_dtype if out_dtype is None else out_dtype
+    torch._check(
+        dtype == in_dtype or dtype.is_floating_point,
+        lambda: f"torchaug::{op}: out_dtype must be the input dtype ({in_dtype}) or floating, got {dtype}",
+    )
+    torch._check(mean is None or dtype.is_floating_point, lambda: f"torchaug::{op}: normalizing (mean/std given) needs a floating out_dtype, got {dtype}")
+    fmt = default_format if memory_format is None else memory_format
+    return empty_image((batch, channels, oh, ow), dtype, device, fmt)
+
+
+@torch.library.register_fake("torchaug::resized_crop")
+def _resized_crop_fake(images, boxes, out_size, interpolation=1, antialias=True, flip=None, mean=None, std=None,
+                       out_dtype=None, memory_format=None):
+    torch._check(images.dim() == 4, lambda: f"torchaug::resized_crop: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
+    return _resized_crop_out("resized_crop", images.shape[0], images.shape[1], images.dtype, images.device,
+                             image_memory_format(images), out_size, mean, out_dtype, memory_format)
+
+
+@torch.library.register_fake("torchaug::resized_crop_ragged")
+def _resized_crop_ragged_fake(data, offsets, sizes, channels, channels_last_in, boxes, out_size, interpolation=1,
+                              antialias=True, flip=None, mean=None, std=None, out_dtype=None, memory_format=None):
+    fmt = torch.channels_last if channels_last_in else torch.contiguous_format
+    return _resized_crop_out("resized_crop_ragged", offsets.shape[0], channels, data.dtype, data.device, fmt,
+                             out_size, mean, out_dtype, memory_format)
+
+
+@torch.library.register_fake("torchaug::_resized_crop_backward")
+def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialias, flip, std, channels_last):
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    return empty_image(tuple(input_size), grad.dtype, grad.device, fmt)
+
+
+def _resized_crop_setup(ctx, inputs, output):
+    images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format = inputs
+    ctx.input_size = list(images.shape)
+    ctx.dtype = images.dtype
+    ctx.channels_last = image_memory_format(images) == torch.channels_last
+    ctx.interpolation = interpolation
+    ctx.antialias = antialias
+    ctx.save_for_backward(boxes, flip, std)
+
+
+def _resized_crop_backward(ctx, grad):
+    boxes, flip, std = ctx.saved_tensors
+    gi = torch.ops.torchaug._resized_crop_backward(
+        grad.to(ctx.dtype), boxes, ctx.input_size, ctx.interpolation, ctx.antialias, flip, std, ctx.channels_last
+    )
+    return gi, None, None, None, None, None, None, None, None, None
+
+
+torch.library.register_autograd("torchaug::resized_crop", _resized_crop_backward, setup_context=_resized_crop_setup)
+
+
+def _ragged_backward(ctx, grad):
+    raise RuntimeError(
+        "torchaug::resized_crop_ragged is not differentiable with respect to data; "
+        "stack the images and use torchaug::resized_crop for gradients"
+    )
+
+
+torch.library.register_autograd("torchaug::resized_crop_ragged", _ragged_backward)
+
+
+# ---- flip -----------------------------------------------------------------------------------
+
+@torch.library.register_fake("torchaug::flip")
+def _flip_fake(images, horizontal, vertical):
+    torch._check(images.dim() == 4, lambda: f"torchaug::flip: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
+    return torch.empty_like(images, memory_format=image_memory_format(images))
+
+
+def _flip_setup(ctx, inputs, output):
+    _, horizontal, vertical = inputs
+    ctx.save_for_backward(horizontal, vertical)
+
+
+def _flip_backward(ctx, grad):
+    horizontal, vertical = ctx.saved_tensors
+    # a flip is its own inverse
+    return torch.ops.torchaug.flip(grad, horizontal, vertical), None, None
+
+
+torch.library.register_autograd("torchaug::flip", _flip_backward, setup_context=_flip_setup)

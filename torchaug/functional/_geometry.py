@@ -1,0 +1,316 @@
+"""Functional geometry ops: torchvision.transforms.v2.functional names and signatures, with every
+parameter optionally per sample (a (B,) or (B, k) tensor on the images' device)."""
+import math
+import numbers
+from typing import List, Optional, Sequence, Union
+
+import torch
+
+from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
+from ._utils import (
+    InterpolationMode,
+    as_batch,
+    check_boxes,
+    fill_tensor,
+    image_list,
+    interpolation_code,
+    pair,
+    per_sample,
+    per_sample_rows,
+    unbatch,
+)
+
+_ops_ns = torch.ops.torchaug
+
+
+# ---- resized_crop ---------------------------------------------------------------------------
+
+def resized_crop_boxes(
+    images,
+    boxes: torch.Tensor,
+    size,
+    interpolation=InterpolationMode.BILINEAR,
+    antialias: bool = True,
+    *,
+    flip: Optional[torch.Tensor] = None,
+    mean: Optional[torch.Tensor] = None,
+    std: Optional[torch.Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
+    memory_format: Optional[torch.memory_format] = None,
+    validate: bool = True,
+) -> torch.Tensor:
+    """Crop boxes (B, 4) [top, left, height, width] (int64) of each image and resize them to `size`
+    in one pass; optionally flip (B,) bool horizontally and normalize ((x * scale - mean) / std with
+    mean, std broadcastable to (B, C)) and cast to `out_dtype` in the same pass. `images` is a
+    (B, C, H, W) tensor or a list of (C, H_i, W_i) tensors (a ragged batch); the output is always a
+    dense (B, C, h, w) batch. The result equals torchvision's
+    normalize(to_dtype(hflip(resized_crop(img, *box, size, interpolation, antialias)))) per sample."""
+    op = "resized_crop"
+    code = interpolation_code(interpolation, op)
+    out_size = pair(size, "size", op)
+    if isinstance(images, (list, tuple)):
+        imgs, hwc = image_list(images, op)
+        batch, channels, device, dtype = len(imgs), imgs[0].shape[0], imgs[0].device, imgs[0].dtype
+    else:
+        x, single = as_batch(images, op)
+        batch, channels, device, dtype = x.shape[0], x.shape[1], x.device, x.dtype
+    boxes = per_sample_rows(boxes, batch, 4, device, torch.int64, "boxes", op)
+    if validate:
+        check_boxes(boxes, op)
+    if flip is not None:
+        flip = per_sample(flip, batch, device, torch.bool, "flip", op)
+    if (mean is None) != (std is None):
+        raise ValueError(f"torchaug.{op}: mean and std must be given together")
+    if mean is not None:
+        mean = per_sample_rows(mean, batch, channels, device, torch.float32, "mean", op)
+        std = per_sample_rows(std, batch, channels, device, torch.float32, "std", op)
+        if out_dtype is None:
+            out_dtype = dtype if dtype.is_floating_point else torch.float32
+    if isinstance(images, (list, tuple)):
+        if hwc:
+            flat = torch.cat([t.permute(1, 2, 0).reshape(-1) for t in imgs])
+        else:
+            flat = torch.cat([t.reshape(-1) for t in imgs])
+        numels = [t.numel() for t in imgs]
+        offsets = torch.tensor([0] + numels[:-1], dtype=torch.int64).cumsum(0)
+        sizes = torch.tensor([[t.shape[1], t.shape[2]] for t in imgs], dtype=torch.int64)
+        return _ops_ns.resized_crop_ragged(
+            flat, offsets, sizes, channels, hwc, boxes, out_size, code, antialias, flip, mean, std, out_dtype, memory_format
+        )
+    out = _ops_ns.resized_crop(x, boxes, out_size, code, antialias, flip, mean, std, out_dtype, memory_format)
+    return unbatch(out, single)
+
+
+def resized_crop(
+    images,
+    top,
+    left,
+    height,
+    width,
+    size,
+    interpolation=InterpolationMode.BILINEAR,
+    antialias: bool = True,
+    **fused,
+) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.resized_crop with per-sample top/left/height/width
+    (numbers or (B,) tensors); size must be [height, width] (every sample gets the same output
+    size). Keyword arguments of resized_crop_boxes (flip, mean, std, out_dtype, memory_format)
+    fuse those stages into the same pass."""
+    op = "resized_crop"
+    if isinstance(images, (list, tuple)):
+        batch, device = len(images), images[0].device if len(images) else torch.device("cpu")
+    else:
+        x, _ = as_batch(images, op)
+        batch, device = x.shape[0], x.device
+    if isinstance(size, numbers.Integral) or (isinstance(size, Sequence) and len(size) == 1):
+        raise ValueError(
+            f"torchaug.{op}: size must be [height, width]: with one number torchvision resizes each crop's "
+            f"smaller edge, which gives every sample a different size; got {size!r}"
+        )
+    boxes = torch.stack([per_sample(v, batch, device, torch.int64, n, op) for v, n in
+                         ((top, "top"), (left, "left"), (height, "height"), (width, "width"))], dim=1)
+    return resized_crop_boxes(images, boxes, size, interpolation, antialias, **fused)
+
+
+def _compute_resized_output_size(height: int, width: int, size, max_size: Optional[int] = None) -> List[int]:
+    # torchvision.transforms.v2.functional._geometry._compute_resized_output_size
+    if isinstance(size, numbers.Integral):
+        size = [int(size)]
+    elif max_size is not None and len(size) != 1:
+        raise ValueError("max_size should only be passed if size is None or specifies the length of the smaller edge")
+    if len(size) == 1:
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = size[0], int(size[0] * long / short)
+        if max_size is not None:
+            if max_size <= size[0]:
+                raise ValueError(f"max_size = {max_size} must be strictly greater than the requested size for the smaller edge size = {size}")
+            if new_long > max_size:
+                new_short, new_long = int(max_size * new_short / new_long), max_size
+        new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
+        return [new_h, new_w]
+    if len(size) != 2:
+        raise ValueError(f"torchaug.resize: size must be an int or a sequence of 1 or 2 ints, got {size!r}")
+    return [int(size[0]), int(size[1])]
+
+
+def resize(images, size, interpolation=InterpolationMode.BILINEAR, max_size: Optional[int] = None, antialias: bool = True, **fused):
+    """torchvision.transforms.v2.functional.resize; `images` may also be a list of (C, H_i, W_i)
+    tensors when size is [height, width] (a ragged batch resized into a dense one)."""
+    if isinstance(images, (list, tuple)):
+        imgs, _ = image_list(images, "resize")
+        if isinstance(size, numbers.Integral) or len(size) != 2:
+            raise ValueError("torchaug.resize: a list of images of different sizes needs size=[height, width]")
+        boxes = torch.tensor([[0, 0, t.shape[1], t.shape[2]] for t in imgs], dtype=torch.int64).to(imgs[0].device)
+        return resized_crop_boxes(imgs, boxes, size, interpolation, antialias, validate=False, **fused)
+    x, single = as_batch(images, "resize")
+    h, w = x.shape[-2:]
+    out_size = _compute_resized_output_size(h, w, size, max_size)
+    boxes = torch.tensor([0, 0, h, w], dtype=torch.int64, device=x.device)
+    return unbatch(resized_crop_boxes(x, boxes, out_size, interpolation, antialias, validate=False, **fused), single)
+
+
+def crop(images, top, left, height: int, width: int) -> torch.Tensor:
+    """torchvision's crop (zero padding where the box leaves the image), top/left per sample."""
+    x, single = as_batch(images, "crop")
+    out = resized_crop(x, top, left, height, width, [height, width], InterpolationMode.NEAREST, False)
+    return unbatch(out, single)
+
+
+def _center_crop_box(height: int, width: int, crop_h: int, crop_w: int) -> List[int]:
+    # torchvision's center_crop: pad (zeros) to at least the crop size, then round((size - crop) / 2)
+    def axis(size, c):
+        before = (c - size) // 2 if c > size else 0
+        after = (c - size + 1) // 2 if c > size else 0
+        return int(round((size + before + after - c) / 2.0)) - before
+
+    return [axis(height, crop_h), axis(width, crop_w), crop_h, crop_w]
+
+
+def center_crop(images, output_size, **fused) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.center_crop; also takes a list of (C, H_i, W_i) tensors."""
+    ch, cw = pair(output_size, "output_size", "center_crop")
+    if isinstance(images, (list, tuple)):
+        imgs, _ = image_list(images, "center_crop")
+        boxes = torch.tensor([_center_crop_box(t.shape[1], t.shape[2], ch, cw) for t in imgs], dtype=torch.int64)
+        return resized_crop_boxes(imgs, boxes.to(imgs[0].device), [ch, cw], InterpolationMode.NEAREST, False, validate=False, **fused)
+    x, single = as_batch(images, "center_crop")
+    box = torch.tensor(_center_crop_box(x.shape[-2], x.shape[-1], ch, cw), dtype=torch.int64, device=x.device)
+    return unbatch(resized_crop_boxes(x, box, [ch, cw], InterpolationMode.NEAREST, False, validate=False, **fused), single)
+
+
+# ---- flips ----------------------------------------------------------------------------------
+
+def flip(images, horizontal=False, vertical=False) -> torch.Tensor:
+    """Per-sample flips: horizontal, vertical are bools or (B,) bool tensors."""
+    x, single = as_batch(images, "flip")
+    b = x.shape[0]
+    h = per_sample(horizontal, b, x.device, torch.bool, "horizontal", "flip")
+    v = per_sample(vertical, b, x.device, torch.bool, "vertical", "flip")
+    return unbatch(_ops_ns.flip(x, h, v), single)
+
+
+def horizontal_flip(images) -> torch.Tensor:
+    return flip(images, True, False)
+
+
+def vertical_flip(images) -> torch.Tensor:
+    return flip(images, False, True)
+
+
+# ---- affine ---------------------------------------------------------------------------------
+
+def warp_affine(images, matrices, out_size=None, interpolation=InterpolationMode.BILINEAR, fill=None) -> torch.Tensor:
+    """Inverse-mapped affine warp: output pixel (x, y) samples the input at matrices[b] @ (x, y, 1)
+    (pixel centres at integer coordinates). matrices: (B, 2, 3) or (2, 3). fill=None pads with zeros;
+    a number, per-channel sequence or (B, C) tensor blends as torchvision's affine does."""
+    op = "warp_affine"
+    x, single = as_batch(images, op)
+    b, c = x.shape[0], x.shape[1]
+    code = interpolation_code(interpolation, op, ("nearest", "bilinear"))
+    if not isinstance(matrices, torch.Tensor):
+        matrices = torch.as_tensor(matrices, dtype=torch.float32)
+    if matrices.dim() == 2:
+        matrices = matrices.unsqueeze(0)
+    if matrices.dim() != 3 or matrices.shape[1:] != (2, 3) or matrices.shape[0] not in (1, b):
+        raise ValueError(f"torchaug.{op}: matrices must have shape (B, 2, 3) or (2, 3) with B={b}, got {tuple(matrices.shape)}")
+    mdtype = torch.float64 if x.dtype == torch.float64 or matrices.dtype == torch.float64 else torch.float32
+    matrices = matrices.to(device=x.device, dtype=mdtype).expand(b, 2, 3)
+    if not matrices.requires_grad:
+        matrices = matrices.contiguous()
+    size = list(x.shape[-2:]) if out_size is None else pair(out_size, "out_size", op)
+    out = _ops_ns.warp_affine(x, matrices, size, code, fill_tensor(fill, b, c, x.device, op))
+    return unbatch(out, single)
+
+
+def affine_matrices(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
+                    out_height: Optional[int] = None, out_width: Optional[int] = None) -> torch.Tensor:
+    """(B, 2, 3) pixel-space inverse matrices of torchvision's affine(angle, translate, scale, shear,
+    center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix."""
+    op = "affine"
+    f64 = torch.float64
+    angle = per_sample(angle, batch, device, f64, "angle", op)
+    scale = per_sample(scale, batch, device, f64, "scale", op)
+    translate = per_sample_rows(translate, batch, 2, device, f64, "translate", op)
+    if isinstance(shear, numbers.Number):
+        shear = [float(shear), 0.0]
+    shear = per_sample_rows(shear, batch, 2, device, f64, "shear", op)
+    if center is None:
+        c = torch.zeros(batch, 2, dtype=f64, device=device)
+    else:
+        c = per_sample_rows(center, batch, 2, device, f64, "center", op) - torch.tensor([width * 0.5, height * 0.5], dtype=f64, device=device)
+    rot = torch.deg2rad(angle)
+    sx, sy = torch.deg2rad(shear[:, 0]), torch.deg2rad(shear[:, 1])
+    cx, cy = c[:, 0], c[:, 1]
+    tx, ty = translate[:, 0], translate[:, 1]
+    a = torch.cos(rot - sy) / torch.cos(sy)
+    b = -torch.cos(rot - sy) * torch.tan(sx) / torch.cos(sy) - torch.sin(rot)
+    cc = torch.sin(rot - sy) / torch.cos(sy)
+    d = -torch.sin(rot - sy) * torch.tan(sx) / torch.cos(sy) + torch.cos(rot)
+    m0, m1, m3, m4 = d / scale, -b / scale, -cc / scale, a / scale
+    m2 = m0 * (-cx - tx) + m1 * (-cy - ty) + cx
+    m5 = m3 * (-cx - tx) + m4 * (-cy - ty) + cy
+    # torchvision samples at theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2)
+    oh = height if out_height is None else out_height
+    ow = width if out_width is None else out_width
+    ox, oy = (ow - 1) * 0.5, (oh - 1) * 0.5
+    m2 = m2 - m0 * ox - m1 * oy + (width - 1) * 0.5
+    m5 = m5 - m3 * ox - m4 * oy + (height - 1) * 0.5
+    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(batch, 2, 3)
+
+
+def affine(images, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.affine with every parameter optionally per sample:
+    angle, scale (B,); translate, shear (B, 2) (or torchvision's numbers and pairs)."""
+    x, single = as_batch(images, "affine")
+    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
+    m = affine_matrices(angle, translate, scale, shear, center, h, w, b, x.device)
+    return unbatch(warp_affine(x, m.to(torch.float64 if x.dtype == torch.float64 else torch.float32), None, interpolation, fill), single)
+
+
+# ---- pad ------------------------------------------------------------------------------------
+
+def _parse_padding(padding) -> List[int]:
+    if isinstance(padding, numbers.Integral):
+        return [int(padding)] * 4
+    padding = list(padding)
+    if len(padding) == 1:
+        return [int(padding[0])] * 4
+    if len(padding) == 2:
+        return [int(padding[0]), int(padding[1]), int(padding[0]), int(padding[1])]
+    if len(padding) == 4:
+        return [int(p) for p in padding]
+    raise ValueError(f"torchaug.pad: padding must be an int or a sequence of 1, 2 or 4 ints, got {padding!r}")
+
+
+def _pad_index(size: int, before: int, after: int, mode: str, device) -> torch.Tensor:
+    i = torch.arange(-before, size + after, device=device)
+    if mode == "edge":
+        return i.clamp(0, size - 1)
+    if mode == "reflect":
+        i = torch.where(i < 0, -i, i)
+        return torch.where(i > size - 1, 2 * (size - 1) - i, i)
+    # symmetric
+    i = torch.where(i < 0, -i - 1, i)
+    return torch.where(i > size - 1, 2 * size - 1 - i, i)
+
+
+def pad(images, padding, fill=0, padding_mode: str = "constant") -> torch.Tensor:
+    """torchvision.transforms.v2.functional.pad: padding [left, top, right, bottom] (or 1 / 2 values),
+    modes constant (fill: number, per-channel sequence or (B, C)), edge, reflect, symmetric."""
+    x, single = as_batch(images, "pad")
+    left, top, right, bottom = _parse_padding(padding)
+    h, w = x.shape[-2:]
+    if padding_mode == "constant":
+        b = x.shape[0]
+        m = torch.tensor([[1.0, 0.0, -left], [0.0, 1.0, -top]], dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+        out = warp_affine(x, m, [h + top + bottom, w + left + right], InterpolationMode.NEAREST, fill if fill is not None else 0)
+        return unbatch(out, single)
+    if padding_mode not in ("edge", "reflect", "symmetric"):
+        raise ValueError(f"torchaug.pad: padding_mode must be constant, edge, reflect or symmetric, got {padding_mode!r}")
+    if min(left, top, right, bottom) < 0:
+        raise ValueError(f"torchaug.pad: negative padding needs padding_mode='constant', got {padding}")
+    if padding_mode == "reflect" and (max(top, bottom) >= h or max(left, right) >= w):
+        raise ValueError(f"torchaug.pad: reflect padding must be smaller than the image ({h}x{w}), got {padding}")
+    rows = _pad_index(h, top, bottom, padding_mode, x.device)
+    cols = _pad_index(w, left, right, padding_mode, x.device)
+    return unbatch(x.index_select(-2, rows).index_select(-1, cols), single)

@@ -1,0 +1,124 @@
+"""Argument handling shared by the functional ops: batching, per-sample parameter broadcasting,
+interpolation modes, and value validation of user-given device parameters."""
+import enum
+import numbers
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+
+
+class InterpolationMode(enum.Enum):
+    """The interpolation modes torchaug implements, with torchvision's names and values: a
+    torchvision.transforms.InterpolationMode (or its string value) is accepted wherever this is."""
+
+    NEAREST = "nearest"
+    BILINEAR = "bilinear"
+    BICUBIC = "bicubic"
+
+
+_INTERP_CODES = {"nearest": 0, "bilinear": 1, "bicubic": 2}
+
+
+def interpolation_code(mode, op: str, allowed=("nearest", "bilinear", "bicubic")) -> int:
+    value = getattr(mode, "value", mode)
+    if isinstance(value, str) and value.lower() in allowed:
+        return _INTERP_CODES[value.lower()]
+    raise ValueError(f"torchaug.{op}: interpolation must be one of {', '.join(allowed)}, got {mode!r}")
+
+
+def as_batch(images, op: str) -> Tuple[torch.Tensor, bool]:
+    """(B, C, H, W) from a (C, H, W) or (B, C, H, W) tensor; the flag says to squeeze the result."""
+    if not isinstance(images, torch.Tensor):
+        raise TypeError(f"torchaug.{op}: images must be a torch.Tensor, got {type(images).__name__}")
+    if images.dim() == 3:
+        return images.unsqueeze(0), True
+    if images.dim() != 4:
+        raise ValueError(
+            f"torchaug.{op}: images must be (C, H, W) or (B, C, H, W), got {images.dim()}-D with shape {tuple(images.shape)}"
+        )
+    return images, False
+
+
+def unbatch(out: torch.Tensor, single: bool) -> torch.Tensor:
+    return out[0] if single else out
+
+
+def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Tensor:
+    """A (B,) tensor from a number, a 0-d, (1,) or (B,) tensor (on `device`)."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 0:
+            value = value.reshape(1)
+        if value.dim() != 1 or value.shape[0] not in (1, batch):
+            raise ValueError(f"torchaug.{op}: {name} must be a number or have shape (B,) or (1,) with B={batch}, got {tuple(value.shape)}")
+        if value.device != torch.device(device) and value.numel() > 1 and value.device.type != "cpu":
+            raise ValueError(f"torchaug.{op}: {name} must be on the images' device {device}, got {value.device}")
+        return value.to(device=device, dtype=dtype).expand(batch).contiguous()
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        if not (isinstance(value, bool) and dtype == torch.bool):
+            raise TypeError(f"torchaug.{op}: {name} must be a number or a tensor, got {type(value).__name__}")
+    return torch.full((batch,), value, dtype=dtype, device=device)
+
+
+def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str) -> torch.Tensor:
+    """A (B, k) tensor from a number, a length-k sequence, or a tensor of shape (), (k,), (1, k) or (B, k)."""
+    if not isinstance(value, torch.Tensor):
+        if isinstance(value, numbers.Number):
+            value = [float(value)] * k
+        value = torch.as_tensor(value, dtype=dtype)
+    if value.dim() == 0:
+        value = value.reshape(1).expand(k)
+    if value.dim() == 1:
+        if value.shape[0] == 1:
+            value = value.expand(k)
+        if value.shape[0] != k:
+            raise ValueError(f"torchaug.{op}: {name} must have {k} values (or shape (B, {k})), got shape {tuple(value.shape)}")
+        value = value.unsqueeze(0)
+    if value.dim() != 2 or value.shape[1] != k or value.shape[0] not in (1, batch):
+        raise ValueError(f"torchaug.{op}: {name} must have shape (B, {k}) or ({k},) with B={batch}, got {tuple(value.shape)}")
+    return value.to(device=device, dtype=dtype).expand(batch, k).contiguous()
+
+
+def fill_tensor(fill, batch: int, channels: int, device, op: str) -> Optional[torch.Tensor]:
+    """None, or the (B, C) float32 fill of a number, a per-channel sequence or a tensor."""
+    if fill is None:
+        return None
+    return per_sample_rows(fill, batch, channels, device, torch.float32, "fill", op)
+
+
+def check_boxes(boxes: torch.Tensor, op: str) -> None:
+    """Value check of user-given crop boxes (a host synchronisation when they live on a GPU; the
+    transforms build valid boxes and skip it)."""
+    if boxes.numel() and bool((boxes[:, 2:] <= 0).any()):
+        bad = int((boxes[:, 2:] <= 0).any(1).nonzero()[0, 0])
+        raise ValueError(f"torchaug.{op}: crop height and width must be > 0, got box {bad} = {boxes[bad].tolist()} (top, left, height, width)")
+
+
+def pair(size, name: str, op: str) -> List[int]:
+    if isinstance(size, numbers.Integral):
+        return [int(size), int(size)]
+    if isinstance(size, Sequence) and len(size) == 2 and all(isinstance(s, (numbers.Integral, torch.SymInt)) for s in size):
+        return [size[0], size[1]]
+    if isinstance(size, Sequence) and len(size) == 1 and isinstance(size[0], numbers.Integral):
+        return [int(size[0]), int(size[0])]
+    raise ValueError(f"torchaug.{op}: {name} must be an int or a sequence of 2 ints, got {size!r}")
+
+
+def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
+    """A ragged batch given as a list of (C, H_i, W_i) tensors: checks them and says whether they are
+    all laid out channels-last (HWC in memory)."""
+    if len(images) == 0:
+        raise ValueError(f"torchaug.{op}: the list of images is empty")
+    first = images[0]
+    for i, t in enumerate(images):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise ValueError(f"torchaug.{op}: images[{i}] must be a (C, H, W) tensor, got {getattr(t, 'shape', type(t).__name__)}")
+        if t.shape[0] != first.shape[0] or t.dtype != first.dtype or t.device != first.device:
+            raise ValueError(
+                f"torchaug.{op}: images[{i}] must have the channels, dtype and device of images[0] "
+                f"({first.shape[0]}, {first.dtype}, {first.device}), got ({t.shape[0]}, {t.dtype}, {t.device})"
+            )
+    hwc = first.shape[0] > 1 and all(t.permute(1, 2, 0).is_contiguous() for t in images)
+    return list(images), hwc
+
+
+Scalar = Union[int, float]

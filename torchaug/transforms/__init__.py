@@ -1,0 +1,29 @@
+"""nn.Module transforms with torchvision.transforms.v2 names and signatures; parameters per sample."""
+from ._container import Compose
+from ._geometry import (
+    CenterCrop,
+    Pad,
+    RandomAffine,
+    RandomCrop,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    RandomVerticalFlip,
+    Resize,
+)
+from ._misc import Normalize, ToDtype
+from ._transform import Transform
+
+__all__ = [
+    "CenterCrop",
+    "Compose",
+    "Normalize",
+    "Pad",
+    "RandomAffine",
+    "RandomCrop",
+    "RandomHorizontalFlip",
+    "RandomResizedCrop",
+    "RandomVerticalFlip",
+    "Resize",
+    "ToDtype",
+    "Transform",
+]

@@ -1,0 +1,83 @@
+"""Compose, with the fusion of crop -> horizontal flip -> ToDtype -> Normalize into one launch."""
+from typing import Any, Callable, List, Optional, Sequence
+
+import torch
+from torch import nn
+
+from ._geometry import RandomHorizontalFlip, _CropLike
+from ._misc import Normalize, ToDtype
+from ._transform import Transform
+
+
+class Compose(Transform):
+    """torchvision.transforms.v2.Compose over torchaug transforms and plain callables.
+
+    A crop-like transform (RandomResizedCrop, Resize, CenterCrop) followed by any of
+    RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that order, runs as one
+    resized_crop launch with the same result as running them one by one (fuse=False does that).
+    forward(images, params=None, return_params=False): params is the list of each transform's
+    parameters (None for plain callables)."""
+
+    def __init__(self, transforms: Sequence[Callable], fuse: bool = True):
+        super().__init__()
+        if not isinstance(transforms, Sequence) or not all(callable(t) for t in transforms):
+            raise TypeError("torchaug.transforms.Compose: transforms must be a sequence of callables")
+        self.transforms = list(transforms)
+        self._modules_list = nn.ModuleList([t for t in transforms if isinstance(t, nn.Module)])
+        self.fuse = fuse
+
+    def _fusable_run(self, i: int) -> int:
+        """End (exclusive) of the fusable run starting at transform i; i + 1 when nothing fuses."""
+        ts = self.transforms
+        if not self.fuse or not isinstance(ts[i], _CropLike):
+            return i + 1
+        j = i + 1
+        if j < len(ts) and type(ts[j]) is RandomHorizontalFlip:
+            j += 1
+        if j < len(ts) and type(ts[j]) is ToDtype and ts[j].scale and ts[j].dtype.is_floating_point:
+            j += 1
+        if j < len(ts) and type(ts[j]) is Normalize:
+            j += 1
+        return j
+
+    def forward(self, images, params: Optional[List[Any]] = None, return_params: bool = False):
+        ts = self.transforms
+        if params is not None and len(params) != len(ts):
+            raise ValueError(f"torchaug.transforms.Compose: params must have one entry per transform ({len(ts)}), got {len(params)}")
+        drawn: List[Any] = [None] * len(ts)
+        x = images
+        i = 0
+        while i < len(ts):
+            end = self._fusable_run(i)
+            if end - i > 1:
+                x = self._run_fused(x, i, end, params, drawn)
+                i = end
+                continue
+            t = ts[i]
+            if isinstance(t, Transform):
+                p = params[i] if params is not None else t.make_params(x)
+                drawn[i] = p
+                x = t.transform(x, p)
+            else:
+                x = t(x)
+            i += 1
+        return (x, drawn) if return_params else x
+
+    def _run_fused(self, x, i: int, end: int, params, drawn):
+        ts = self.transforms
+        crop = ts[i]
+        for k in range(i, end):
+            drawn[k] = params[k] if params is not None else ts[k].make_params(x)
+        fused = {}
+        for k in range(i + 1, end):
+            t = ts[k]
+            if isinstance(t, RandomHorizontalFlip):
+                fused["flip"] = drawn[k]["flip"]
+            elif isinstance(t, ToDtype):
+                fused["out_dtype"] = t.dtype
+            else:
+                fused["mean"], fused["std"] = t.mean, t.std
+                if t.out_dtype is not None:
+                    fused["out_dtype"] = t.out_dtype
+                fused["memory_format"] = t.memory_format
+        return crop.transform_fused(x, drawn[i], **fused)

@@ -1,0 +1,305 @@
+"""Geometric transforms with torchvision.transforms.v2 names and signatures; every sample of a
+batch gets its own parameters."""
+import math
+import numbers
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from .. import functional as F
+from ..functional._utils import InterpolationMode, interpolation_code
+from ._transform import BatchInfo, Transform, check_probability, setup_size
+
+
+class _CropLike(Transform):
+    """Transforms whose output is a crop box of each input resized to a fixed size. Compose fuses
+    such a transform with a following horizontal flip, ToDtype and Normalize into one launch."""
+
+    def crop_boxes(self, images, params: Dict[str, Any]) -> Tuple[torch.Tensor, List[int], Any, bool]:
+        raise NotImplementedError
+
+    def transform(self, images, params):
+        return self.transform_fused(images, params)
+
+    def transform_fused(self, images, params, **fused):
+        boxes, size, interpolation, antialias = self.crop_boxes(images, params)
+        single = isinstance(images, torch.Tensor) and images.dim() == 3
+        x = images.unsqueeze(0) if single else images
+        out = F.resized_crop_boxes(x, boxes, size, interpolation, antialias, validate=False, **fused)
+        return out[0] if single else out
+
+
+class RandomResizedCrop(_CropLike):
+    """torchvision.transforms.v2.RandomResizedCrop, a different crop per sample, one launch per batch.
+    Also takes a list of (C, H_i, W_i) images of different sizes and returns the (B, C, h, w) batch."""
+
+    def __init__(
+        self,
+        size,
+        scale: Tuple[float, float] = (0.08, 1.0),
+        ratio: Tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
+        interpolation=InterpolationMode.BILINEAR,
+        antialias: bool = True,
+        generator: Optional[torch.Generator] = None,
+    ):
+        super().__init__(generator)
+        self.size = setup_size(size, "RandomResizedCrop")
+        if not (isinstance(scale, Sequence) and len(scale) == 2 and 0 < scale[0] <= scale[1]):
+            raise ValueError(f"torchaug.transforms.RandomResizedCrop: scale must be (min, max) with 0 < min <= max, got {scale!r}")
+        if not (isinstance(ratio, Sequence) and len(ratio) == 2 and 0 < ratio[0] <= ratio[1]):
+            raise ValueError(f"torchaug.transforms.RandomResizedCrop: ratio must be (min, max) with 0 < min <= max, got {ratio!r}")
+        self.scale = (float(scale[0]), float(scale[1]))
+        self.ratio = (float(ratio[0]), float(ratio[1]))
+        interpolation_code(interpolation, "RandomResizedCrop")
+        self.interpolation = interpolation
+        self.antialias = antialias
+
+    def make_params(self, images) -> Dict[str, Any]:
+        # torchvision's algorithm, vectorised: 10 attempts per sample, the first that fits wins,
+        # else the central crop clamped to the ratio range.
+        info = BatchInfo(images)
+        b, dev, f64 = info.batch, info.device, torch.float64
+        height, width = info.heights.to(f64), info.widths.to(f64)
+        area = (height * width).unsqueeze(1)
+        target = area * self._uniform((b, 10), self.scale[0], self.scale[1], dev)
+        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
+        aspect = torch.exp(self._uniform((b, 10), log_ratio[0], log_ratio[1], dev))
+        w = torch.round(torch.sqrt(target * aspect))
+        h = torch.round(torch.sqrt(target / aspect))
+        ok = (w > 0) & (w <= width.unsqueeze(1)) & (h > 0) & (h <= height.unsqueeze(1))
+        first = ok.to(torch.int8).argmax(dim=1, keepdim=True)
+        found = ok.any(dim=1)
+        w = w.gather(1, first).squeeze(1)
+        h = h.gather(1, first).squeeze(1)
+        top = torch.floor(self._rand((b,), dev, f64) * (height - h + 1))
+        left = torch.floor(self._rand((b,), dev, f64) * (width - w + 1))
+        # fallback: central crop
+        in_ratio = width / height
+        fw = torch.where(in_ratio < self.ratio[0], width, torch.where(in_ratio > self.ratio[1], torch.round(height * self.ratio[1]), width))
+        fh = torch.where(in_ratio < self.ratio[0], torch.round(width / self.ratio[0]), height)
+        ftop = torch.div(height - fh, 2, rounding_mode="floor")
+        fleft = torch.div(width - fw, 2, rounding_mode="floor")
+        boxes = torch.stack(
+            [torch.where(found, top, ftop), torch.where(found, left, fleft), torch.where(found, h, fh), torch.where(found, w, fw)],
+            dim=1,
+        )
+        return {"boxes": boxes.to(torch.int64)}
+
+    def crop_boxes(self, images, params):
+        return params["boxes"], self.size, self.interpolation, self.antialias
+
+
+class Resize(_CropLike):
+    """torchvision.transforms.v2.Resize (size [h, w], or the smaller edge with optional max_size)."""
+
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size: Optional[int] = None, antialias: bool = True):
+        super().__init__()
+        if isinstance(size, numbers.Integral):
+            size = [int(size)]
+        if not (isinstance(size, Sequence) and len(size) in (1, 2) and all(isinstance(s, numbers.Integral) and s > 0 for s in size)):
+            raise ValueError(f"torchaug.transforms.Resize: size must be a positive int or a sequence of 1 or 2 positive ints, got {size!r}")
+        self.size = [int(s) for s in size]
+        self.max_size = max_size
+        interpolation_code(interpolation, "Resize")
+        self.interpolation = interpolation
+        self.antialias = antialias
+
+    def crop_boxes(self, images, params):
+        info = BatchInfo(images)
+        if info.ragged:
+            if len(self.size) != 2:
+                raise ValueError("torchaug.transforms.Resize: a list of images of different sizes needs size=[height, width]")
+            out_size = self.size
+        else:
+            out_size = F._geometry._compute_resized_output_size(*info.uniform_size, self.size, self.max_size)
+        zeros = torch.zeros_like(info.heights)
+        return torch.stack([zeros, zeros, info.heights, info.widths], 1), out_size, self.interpolation, self.antialias
+
+
+class CenterCrop(_CropLike):
+    """torchvision.transforms.v2.CenterCrop (zero padding where the image is smaller than the crop)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = setup_size(size, "CenterCrop")
+
+    def crop_boxes(self, images, params):
+        info = BatchInfo(images)
+        ch, cw = self.size
+
+        def axis(size, c):
+            before = torch.clamp(c - size, min=0) // 2
+            after = torch.clamp(c - size + 1, min=0) // 2
+            return torch.round((size + before + after - c).to(torch.float64) / 2.0).to(torch.int64) - before
+
+        top, left = axis(info.heights, ch), axis(info.widths, cw)
+        boxes = torch.stack([top, left, torch.full_like(top, ch), torch.full_like(left, cw)], 1)
+        return boxes, self.size, InterpolationMode.NEAREST, False
+
+
+class _RandomFlip(Transform):
+    def __init__(self, p: float = 0.5, generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.p = check_probability(p, type(self).__name__)
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        return {"flip": self._rand((info.batch,), info.device) < self.p}
+
+
+class RandomHorizontalFlip(_RandomFlip):
+    """torchvision.transforms.v2.RandomHorizontalFlip, decided per sample."""
+
+    def transform(self, images, params):
+        return F.flip(images, params["flip"], False)
+
+
+class RandomVerticalFlip(_RandomFlip):
+    """torchvision.transforms.v2.RandomVerticalFlip, decided per sample."""
+
+    def transform(self, images, params):
+        return F.flip(images, False, params["flip"])
+
+
+def _range(value, name: str, center: float = 0.0, lower: Optional[float] = None) -> Tuple[float, float]:
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"torchaug.transforms.RandomAffine: {name} must be non-negative when a single number, got {value}")
+        return (center - float(value), center + float(value))
+    if isinstance(value, Sequence) and len(value) == 2 and value[0] <= value[1]:
+        return (float(value[0]), float(value[1]))
+    raise ValueError(f"torchaug.transforms.RandomAffine: {name} must be a number or a (min, max) pair, got {value!r}")
+
+
+class RandomAffine(Transform):
+    """torchvision.transforms.v2.RandomAffine with an angle, translation, scale and shear per sample."""
+
+    def __init__(
+        self,
+        degrees,
+        translate: Optional[Sequence[float]] = None,
+        scale: Optional[Sequence[float]] = None,
+        shear=None,
+        interpolation=InterpolationMode.NEAREST,
+        fill=0,
+        center: Optional[List[float]] = None,
+        generator: Optional[torch.Generator] = None,
+    ):
+        super().__init__(generator)
+        self.degrees = _range(degrees, "degrees")
+        if translate is not None:
+            if not (isinstance(translate, Sequence) and len(translate) == 2 and all(0.0 <= t <= 1.0 for t in translate)):
+                raise ValueError(f"torchaug.transforms.RandomAffine: translate must be two fractions in [0, 1], got {translate!r}")
+        self.translate = translate
+        if scale is not None:
+            if not (isinstance(scale, Sequence) and len(scale) == 2 and 0 < scale[0] <= scale[1]):
+                raise ValueError(f"torchaug.transforms.RandomAffine: scale must be (min, max) with 0 < min <= max, got {scale!r}")
+        self.scale = scale
+        if shear is None:
+            self.shear = None
+        elif isinstance(shear, numbers.Number) or len(shear) == 2:
+            self.shear = _range(shear, "shear")
+        elif len(shear) == 4:
+            self.shear = _range(shear[:2], "shear") + _range(shear[2:], "shear")
+        else:
+            raise ValueError(f"torchaug.transforms.RandomAffine: shear must be a number or a sequence of 2 or 4 numbers, got {shear!r}")
+        interpolation_code(interpolation, "RandomAffine", ("nearest", "bilinear"))
+        self.interpolation = interpolation
+        self.fill = fill
+        self.center = center
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        b, dev = info.batch, info.device
+        angle = self._uniform((b,), self.degrees[0], self.degrees[1], dev)
+        if self.translate is not None:
+            max_d = torch.stack([info.widths * float(self.translate[0]), info.heights * float(self.translate[1])], 1).to(torch.float64)
+            translate = torch.round(self._uniform((b, 2), -1.0, 1.0, dev) * max_d)
+        else:
+            translate = torch.zeros(b, 2, dtype=torch.float64, device=dev)
+        scale = self._uniform((b,), self.scale[0], self.scale[1], dev) if self.scale is not None else torch.ones(b, dtype=torch.float64, device=dev)
+        shear = torch.zeros(b, 2, dtype=torch.float64, device=dev)
+        if self.shear is not None:
+            shear[:, 0] = self._uniform((b,), self.shear[0], self.shear[1], dev)
+            if len(self.shear) == 4:
+                shear[:, 1] = self._uniform((b,), self.shear[2], self.shear[3], dev)
+        return {"angle": angle, "translate": translate, "scale": scale, "shear": shear}
+
+    def transform(self, images, params):
+        return F.affine(images, params["angle"], params["translate"], params["scale"], params["shear"],
+                        self.interpolation, self.fill, self.center)
+
+
+class Pad(Transform):
+    """torchvision.transforms.v2.Pad."""
+
+    def __init__(self, padding, fill=0, padding_mode: str = "constant"):
+        super().__init__()
+        F._geometry._parse_padding(padding)
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            raise ValueError(f"torchaug.transforms.Pad: padding_mode must be constant, edge, reflect or symmetric, got {padding_mode!r}")
+        self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
+
+    def transform(self, images, params):
+        return F.pad(images, self.padding, self.fill, self.padding_mode)
+
+
+class RandomCrop(Transform):
+    """torchvision.transforms.v2.RandomCrop, a different offset per sample."""
+
+    def __init__(self, size, padding=None, pad_if_needed: bool = False, fill=0, padding_mode: str = "constant",
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.size = setup_size(size, "RandomCrop")
+        self.padding = F._geometry._parse_padding(padding) if padding is not None else [0, 0, 0, 0]
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            raise ValueError(f"torchaug.transforms.RandomCrop: padding_mode must be constant, edge, reflect or symmetric, got {padding_mode!r}")
+        self.pad_if_needed, self.fill, self.padding_mode = pad_if_needed, fill, padding_mode
+
+    def _padding(self, h: int, w: int) -> List[int]:
+        left, top, right, bottom = self.padding
+        ch, cw = self.size
+        if self.pad_if_needed:
+            ph, pw = h + top + bottom, w + left + right
+            if ph < ch:
+                diff = ch - ph
+                top, bottom = top + diff, bottom + diff
+            if pw < cw:
+                diff = cw - pw
+                left, right = left + diff, right + diff
+        return [left, top, right, bottom]
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        if info.ragged:
+            raise ValueError("torchaug.transforms.RandomCrop: takes a (B, C, H, W) batch, not a list of images")
+        h, w = info.uniform_size
+        left, top, right, bottom = self._padding(h, w)
+        ph, pw = h + top + bottom, w + left + right
+        ch, cw = self.size
+        if ph < ch or pw < cw:
+            raise ValueError(f"torchaug.transforms.RandomCrop: crop size {self.size} is larger than the padded image ({ph}, {pw})")
+        b, dev = info.batch, info.device
+        t = torch.floor(self._rand((b,), dev, torch.float64) * (ph - ch + 1)).to(torch.int64)
+        l = torch.floor(self._rand((b,), dev, torch.float64) * (pw - cw + 1)).to(torch.int64)
+        return {"top": t, "left": l, "padding": [left, top, right, bottom]}
+
+    def transform(self, images, params):
+        left, top, right, bottom = params["padding"]
+        ch, cw = self.size
+        x, single = F._utils.as_batch(images, "RandomCrop")
+        if self.padding_mode == "constant":
+            # crop of the padded image = integer shift of the original, the fill outside
+            b = x.shape[0]
+            dt = torch.float64 if x.dtype == torch.float64 else torch.float32
+            m = torch.zeros(b, 2, 3, dtype=dt, device=x.device)
+            m[:, 0, 0] = 1
+            m[:, 1, 1] = 1
+            m[:, 0, 2] = (params["left"] - left).to(dt)
+            m[:, 1, 2] = (params["top"] - top).to(dt)
+            out = F.warp_affine(x, m, [ch, cw], InterpolationMode.NEAREST, self.fill if self.fill is not None else 0)
+        else:
+            padded = F.pad(x, [left, top, right, bottom], padding_mode=self.padding_mode)
+            boxes = torch.stack([params["top"], params["left"], torch.full_like(params["top"], ch), torch.full_like(params["left"], cw)], 1)
+            out = F.resized_crop_boxes(padded, boxes, [ch, cw], InterpolationMode.NEAREST, False, validate=False)
+        return out[0] if single else out

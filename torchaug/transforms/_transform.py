@@ -1,0 +1,98 @@
+"""The base of every torchaug transform: parameters are drawn in make_params (torch RNG, on the
+images' device, optionally from a torch.Generator) and applied in transform; forward does only
+those two steps and keeps nothing on self, so that the same module can run on several streams."""
+import numbers
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import nn
+
+
+class BatchInfo:
+    """What make_params needs to know of its input: batch size, device, and per-sample sizes."""
+
+    def __init__(self, images):
+        if isinstance(images, (list, tuple)):
+            if len(images) == 0:
+                raise ValueError("torchaug: empty list of images")
+            self.batch = len(images)
+            self.device = images[0].device
+            self.channels = images[0].shape[0]
+            sizes = torch.tensor([[t.shape[-2], t.shape[-1]] for t in images], dtype=torch.int64)
+            self.heights = sizes[:, 0].to(self.device, non_blocking=True)
+            self.widths = sizes[:, 1].to(self.device, non_blocking=True)
+            self.uniform_size: Optional[Tuple[int, int]] = None
+            self.ragged = True
+        elif isinstance(images, torch.Tensor) and images.dim() in (3, 4):
+            self.batch = 1 if images.dim() == 3 else images.shape[0]
+            self.device = images.device
+            self.channels = images.shape[-3]
+            h, w = images.shape[-2], images.shape[-1]
+            self.uniform_size = (h, w)
+            self.heights = torch.full((self.batch,), h, dtype=torch.int64, device=self.device)
+            self.widths = torch.full((self.batch,), w, dtype=torch.int64, device=self.device)
+            self.ragged = False
+        else:
+            raise TypeError(
+                "torchaug: images must be a (C, H, W) or (B, C, H, W) tensor or a list of (C, H, W) tensors, "
+                f"got {type(images).__name__}{' of shape ' + str(tuple(images.shape)) if isinstance(images, torch.Tensor) else ''}"
+            )
+
+
+class Transform(nn.Module):
+    """make_params(images) -> dict of per-sample tensors; transform(images, params) -> output.
+
+    forward(images, params=None, return_params=False): draws parameters unless given (replay) and
+    returns the output, and the parameters when asked."""
+
+    def __init__(self, generator: Optional[torch.Generator] = None):
+        super().__init__()
+        self.generator = generator
+
+    def make_params(self, images) -> Dict[str, Any]:
+        return {}
+
+    def transform(self, images, params: Dict[str, Any]):
+        raise NotImplementedError
+
+    def forward(self, images, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        if params is None:
+            params = self.make_params(images)
+        out = self.transform(images, params)
+        return (out, params) if return_params else out
+
+    # -- random numbers on the images' device ------------------------------------------------
+    def _rand(self, shape, device, dtype=torch.float32) -> torch.Tensor:
+        """Uniform [0, 1) numbers on `device`. With a generator on another device (a CPU generator
+        gives the same draws for CPU and CUDA images) they are drawn there and copied."""
+        g = self.generator
+        if g is None:
+            return torch.rand(shape, device=device, dtype=dtype)
+        if _same_device(g.device, torch.device(device)):
+            return torch.rand(shape, device=device, dtype=dtype, generator=g)
+        return torch.rand(shape, device=g.device, dtype=dtype, generator=g).to(device, non_blocking=True)
+
+    def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
+        return low + (high - low) * self._rand(shape, device, dtype)
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
+def check_probability(p: float, name: str) -> float:
+    if not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"torchaug.transforms.{name}: p must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+def setup_size(size, name: str) -> List[int]:
+    if isinstance(size, numbers.Integral):
+        if size <= 0:
+            raise ValueError(f"torchaug.transforms.{name}: size must be positive, got {size}")
+        return [int(size), int(size)]
+    if isinstance(size, Sequence) and len(size) == 1:
+        return setup_size(size[0], name)
+    if isinstance(size, Sequence) and len(size) == 2 and all(isinstance(s, numbers.Integral) and s > 0 for s in size):
+        return [int(size[0]), int(size[1])]
+    raise ValueError(f"torchaug.transforms.{name}: size must be a positive int or a sequence of 2 positive ints, got {size!r}")
