@@ -9,8 +9,9 @@ namespace torchaug {
 struct NormalizeParams {
   Strides4 is, os;
   int64_t channels, height, width;
-  const float* mean;  // (B, C)
-  const float* std;   // (B, C)
+  const float* mean;  // (B, C), with strides ms (a batch-broadcast mean is not copied)
+  const float* std;   // (B, C), with strides ss
+  Strides2 ms, ss;
   void* out;
   int out_kind;
   float inv_max;
@@ -36,8 +37,8 @@ inline NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& 
   const at::MemoryFormat fmt = check_memory_format(op, memory_format, in_fmt);
   NormalizePlan plan;
   plan.out = at::empty(images.sizes(), images.options().dtype(odt).memory_format(fmt));
-  plan.mean = mean.contiguous();
-  plan.std = std.contiguous();
+  plan.mean = mean;
+  plan.std = std;
   NormalizeParams& p = plan.p;
   p.is = strides4(images);
   p.os = strides4(plan.out);
@@ -46,6 +47,8 @@ inline NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& 
   p.width = images.size(3);
   p.mean = plan.mean.data_ptr<float>();
   p.std = plan.std.data_ptr<float>();
+  p.ms = strides2(mean);
+  p.ss = strides2(std);
   p.out = plan.out.data_ptr();
   p.out_kind = pixel_kind(odt);
   p.inv_max = images.scalar_type() == at::kByte ? static_cast<float>(kernels::PixelRange<uint8_t>::inv_max) : 1.0f;
@@ -59,10 +62,9 @@ template <typename scalar_t>
 C10_HOST_DEVICE inline void normalize_output_px(const scalar_t* in, const NormalizeParams& p, int64_t b, int64_t c,
                                                 int64_t y, int64_t x) {
   using acc_t = typename AccOf<scalar_t>::type;
-  const int64_t k = b * p.channels + c;
   const acc_t v = static_cast<acc_t>(in[b * p.is.b + c * p.is.c + y * p.is.y + x * p.is.x]);
-  const acc_t r = kernels::normalize_px<acc_t>(v, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[k]),
-                                               static_cast<acc_t>(p.std[k]));
+  const acc_t r = kernels::normalize_px<acc_t>(v, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[p.ms.at(b, c)]),
+                                               static_cast<acc_t>(p.std[p.ss.at(b, c)]));
   store_pixel(p.out, b * p.os.b + c * p.os.c + y * p.os.y + x * p.os.x, p.out_kind, r);
 }
 
@@ -74,9 +76,8 @@ C10_HOST_DEVICE inline void normalize_flat_px(const scalar_t* in, const Normaliz
   const int64_t chw = p.channels * hw;
   const int64_t b = i / chw;
   const int64_t c = p.channels_last ? i % p.channels : (i / hw) % p.channels;
-  const int64_t k = b * p.channels + c;
   const acc_t r = kernels::normalize_px<acc_t>(static_cast<acc_t>(in[i]), static_cast<acc_t>(p.inv_max),
-                                               static_cast<acc_t>(p.mean[k]), static_cast<acc_t>(p.std[k]));
+                                               static_cast<acc_t>(p.mean[p.ms.at(b, c)]), static_cast<acc_t>(p.std[p.ss.at(b, c)]));
   store_pixel(p.out, i, p.out_kind, r);
 }
 

@@ -40,8 +40,9 @@ struct RaggedBatch {
 struct ResizedCropParams {
   const int64_t* boxes;  // (B, 4) top, left, height, width
   const bool* flip;      // (B,) or nullptr
-  const float* mean;     // (B, C) or nullptr
-  const float* std;      // (B, C) or nullptr
+  const float* mean;     // (B, C) or nullptr; element (b, c) at b * ms.b + c * ms.c
+  const float* std;      // (B, C) or nullptr; element (b, c) at b * ss.b + c * ss.c
+  Strides2 ms, ss;
   void* out;
   int out_kind;
   Strides4 os;
@@ -95,15 +96,17 @@ inline ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, 
   plan.out = at::empty({B, channels, oh, ow}, ref.options().dtype(odt).memory_format(fmt));
   plan.boxes = boxes.contiguous();
   if (flip) plan.flip = flip->contiguous();
-  if (mean) {
-    plan.mean = mean->contiguous();
-    plan.std = std->contiguous();
+  if (mean) {  // used with their strides: a batch-broadcast (stride 0) mean/std is not copied
+    plan.mean = *mean;
+    plan.std = *std;
   }
   ResizedCropParams& p = plan.p;
   p.boxes = plan.boxes.data_ptr<int64_t>();
   p.flip = flip ? plan.flip.data_ptr<bool>() : nullptr;
   p.mean = mean ? plan.mean.data_ptr<float>() : nullptr;
   p.std = mean ? plan.std.data_ptr<float>() : nullptr;
+  p.ms = mean ? strides2(plan.mean) : Strides2{0, 0};
+  p.ss = mean ? strides2(plan.std) : Strides2{0, 0};
   p.out = plan.out.data_ptr();
   p.out_kind = pixel_kind(odt);
   p.os = strides4(plan.out);
@@ -140,9 +143,9 @@ TORCHAUG_UNROLL
       acc_t val = static_cast<acc_t>(kernels::PixelStore<scalar_t>::from(acc[c]));
       // ... then the cast / normalize epilogue.
       if (p.mean != nullptr) {
-        const int64_t k = b * p.channels + c0 + c;
-        val = kernels::normalize_px<acc_t>(val, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[k]),
-                                           static_cast<acc_t>(p.std[k]));
+        const int64_t ch = c0 + c;
+        val = kernels::normalize_px<acc_t>(val, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[p.ms.at(b, ch)]),
+                                           static_cast<acc_t>(p.std[p.ss.at(b, ch)]));
       } else {
         val = val * static_cast<acc_t>(p.inv_max);
       }
@@ -157,6 +160,7 @@ struct ResizedCropBackwardParams {
   const int64_t* boxes;
   const bool* flip;
   const float* std;
+  Strides2 ss;
   Strides4 gs;  // grad_out strides
   Strides4 is;  // grad_in strides
   int64_t channels, in_h, in_w, out_h, out_w, interpolation;
@@ -181,7 +185,7 @@ C10_HOST_DEVICE inline void resized_crop_backward_px(const scalar_t* grad, const
       const acc_t w = wy * kernels::axis_weight(ax, jx);
       for (int64_t c = 0; c < p.channels; ++c) {
         acc_t g = static_cast<acc_t>(grad[b * p.gs.b + c * p.gs.c + oy * p.gs.y + ox * p.gs.x]);
-        if (p.std != nullptr) g = g / static_cast<acc_t>(p.std[b * p.channels + c]);
+        if (p.std != nullptr) g = g / static_cast<acc_t>(p.std[p.ss.at(b, c)]);
         add(b * p.is.b + c * p.is.c + y * p.is.y + x * p.is.x, w * g);
       }
     }
@@ -313,6 +317,54 @@ inline WarpAffineParams warp_affine_params(const at::Tensor& images, const at::T
   p.interpolation = interpolation;
   p.fill = fill.defined() ? fill.data_ptr<float>() : nullptr;
   return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RandomResizedCrop parameters
+// ---------------------------------------------------------------------------------------------
+
+struct RrcBoxParams {
+  const double* rand;     // (B, kRrcDraws)
+  const int64_t* sizes;   // (B, 2) or nullptr
+  int64_t height, width;  // when sizes is nullptr
+  double scale_min, scale_max, ratio_min, ratio_max;
+  int64_t* boxes;  // (B, 4)
+};
+
+C10_HOST_DEVICE inline void rrc_box_px(const RrcBoxParams& p, int64_t b) {
+  const double h = static_cast<double>(p.sizes ? p.sizes[2 * b] : p.height);
+  const double w = static_cast<double>(p.sizes ? p.sizes[2 * b + 1] : p.width);
+  kernels::random_resized_crop_box(p.rand + b * kernels::kRrcDraws, h, w, p.scale_min, p.scale_max, p.ratio_min,
+                                   p.ratio_max, p.boxes + 4 * b);
+}
+
+struct RrcBoxPlan {
+  at::Tensor boxes, rand, sizes;
+  RrcBoxParams p;
+};
+
+inline RrcBoxPlan plan_rrc_boxes(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
+                                 int64_t width, double scale_min, double scale_max, double ratio_min,
+                                 double ratio_max) {
+  const char* op = "_random_resized_crop_boxes";
+  TORCH_CHECK(rand.dim() == 2 && rand.size(1) == kernels::kRrcDraws, "torchaug::", op, ": rand must have shape (B, ",
+              kernels::kRrcDraws, "), got ", shape_str(rand.sizes()));
+  TORCH_CHECK(rand.scalar_type() == at::kDouble, "torchaug::", op, ": rand must be float64, got ", rand.scalar_type());
+  const int64_t B = rand.size(0);
+  if (sizes) check_param(op, "sizes", *sizes, rand, {B, 2}, "(B, 2)", {at::kLong});
+  TORCH_CHECK(sizes || (height > 0 && width > 0), "torchaug::", op, ": height and width must be positive, got ", height,
+              " and ", width);
+  TORCH_CHECK(0 < scale_min && scale_min <= scale_max, "torchaug::", op,
+              ": scale must satisfy 0 < scale_min <= scale_max, got ", scale_min, ", ", scale_max);
+  TORCH_CHECK(0 < ratio_min && ratio_min <= ratio_max, "torchaug::", op, ": ratio must satisfy 0 < ratio_min <= ratio_max, got ",
+              ratio_min, ", ", ratio_max);
+  RrcBoxPlan plan;
+  plan.rand = rand.contiguous();
+  if (sizes) plan.sizes = sizes->contiguous();
+  plan.boxes = at::empty({B, 4}, rand.options().dtype(at::kLong));
+  plan.p = {plan.rand.data_ptr<double>(), sizes ? plan.sizes.data_ptr<int64_t>() : nullptr, height, width,
+            scale_min, scale_max, ratio_min, ratio_max, plan.boxes.data_ptr<int64_t>()};
+  return plan;
 }
 
 // ---------------------------------------------------------------------------------------------

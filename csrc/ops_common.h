@@ -115,6 +115,13 @@ struct Strides4 {
 };
 inline Strides4 strides4(const at::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
 
+// Strides of a (B, C) parameter tensor (a batch-broadcast one has b == 0).
+struct Strides2 {
+  int64_t b, c;
+  C10_HOST_DEVICE int64_t at(int64_t i, int64_t j) const { return i * b + j * c; }
+};
+inline Strides2 strides2(const at::Tensor& t) { return {t.stride(0), t.stride(1)}; }
+
 inline kernels::ImageView dense_view(const Strides4& s, int64_t b, int64_t h, int64_t w) {
   return {b * s.b, h, w, s.c, s.y, s.x};
 }

@@ -38,6 +38,13 @@ TORCH_LIBRARY(torchaug, m) {
       "bool antialias=True, Tensor? flip=None, Tensor? mean=None, Tensor? std=None, "
       "ScalarType? out_dtype=None, MemoryFormat? memory_format=None) -> Tensor");
 
+  // RandomResizedCrop parameters from uniform draws rand (B, 22) float64 (see
+  // csrc/kernels/geometry.h: random_resized_crop_box), for images of sizes (B, 2) int64 [H, W], or
+  // all height x width when sizes is None. Returns boxes (B, 4) int64 [top, left, height, width].
+  m.def(
+      "_random_resized_crop_boxes(Tensor rand, Tensor? sizes, int height, int width, float scale_min, "
+      "float scale_max, float ratio_min, float ratio_max) -> Tensor");
+
   // Per-sample flips: horizontal (B,) bool, vertical (B,) bool.
   m.def("flip(Tensor images, Tensor horizontal, Tensor vertical) -> Tensor");
 

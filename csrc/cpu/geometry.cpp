@@ -80,9 +80,10 @@ at::Tensor resized_crop_backward_cpu(const at::Tensor& grad, const at::Tensor& b
   if (B == 0) return grad_in;
   const auto bx = boxes.contiguous();
   const auto fl = flip ? flip->contiguous() : at::Tensor();
-  const auto sd = std ? std->contiguous() : at::Tensor();
+  const auto sd = std ? *std : at::Tensor();
   ResizedCropBackwardParams p{bx.data_ptr<int64_t>(), fl.defined() ? fl.data_ptr<bool>() : nullptr,
-                              sd.defined() ? sd.data_ptr<float>() : nullptr, strides4(grad), strides4(grad_in),
+                              sd.defined() ? sd.data_ptr<float>() : nullptr, sd.defined() ? strides2(sd) : Strides2{0, 0},
+                              strides4(grad), strides4(grad_in),
                               isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
                               antialias && interpolation != kernels::kNearest};
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "resized_crop_backward_cpu", [&] {
@@ -186,9 +187,20 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
   return out;
 }
 
+at::Tensor random_resized_crop_boxes_cpu(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
+                                         int64_t width, double scale_min, double scale_max, double ratio_min,
+                                         double ratio_max) {
+  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max);
+  at::parallel_for(0, rand.size(0), 256, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) rrc_box_px(plan.p, b);
+  });
+  return plan.boxes;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torchaug, CPU, m) {
+  m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cpu);
   m.impl("resized_crop", &resized_crop_cpu);
   m.impl("resized_crop_ragged", &resized_crop_ragged_cpu);
   m.impl("_resized_crop_backward", &resized_crop_backward_cpu);

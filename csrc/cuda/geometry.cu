@@ -110,9 +110,10 @@ at::Tensor resized_crop_backward_cuda(const at::Tensor& grad, const at::Tensor& 
   if (B == 0) return grad_in;
   const auto bx = boxes.contiguous();
   const auto fl = flip ? flip->contiguous() : at::Tensor();
-  const auto sd = std ? std->contiguous() : at::Tensor();
+  const auto sd = std ? *std : at::Tensor();
   ResizedCropBackwardParams p{bx.data_ptr<int64_t>(), fl.defined() ? fl.data_ptr<bool>() : nullptr,
-                              sd.defined() ? sd.data_ptr<float>() : nullptr, strides4(grad), strides4(grad_in),
+                              sd.defined() ? sd.data_ptr<float>() : nullptr, sd.defined() ? strides2(sd) : Strides2{0, 0},
+                              strides4(grad), strides4(grad_in),
                               isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
                               antialias && interpolation != kernels::kNearest};
   const auto stream = c10::cuda::getCurrentCUDAStream();
@@ -250,9 +251,27 @@ at::Tensor flip_cuda(const at::Tensor& images, const at::Tensor& horizontal, con
   return out;
 }
 
+__global__ void random_resized_crop_boxes_kernel(RrcBoxParams p, int64_t B) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < B) rrc_box_px(p, b);
+}
+
+at::Tensor random_resized_crop_boxes_cuda(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
+                                          int64_t width, double scale_min, double scale_max, double ratio_min,
+                                          double ratio_max) {
+  c10::cuda::CUDAGuard guard(rand.device());
+  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max);
+  const int64_t B = rand.size(0);
+  if (B == 0) return plan.boxes;
+  random_resized_crop_boxes_kernel<<<static_cast<unsigned>((B + 127) / 128), 128, 0, c10::cuda::getCurrentCUDAStream()>>>(plan.p, B);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return plan.boxes;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torchaug, CUDA, m) {
+  m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cuda);
   m.impl("resized_crop", &resized_crop_cuda);
   m.impl("resized_crop_ragged", &resized_crop_ragged_cuda);
   m.impl("_resized_crop_backward", &resized_crop_backward_cuda);

@@ -255,6 +255,48 @@ TORCHAUG_HOST_DEVICE inline acc_t affine_channel(const scalar_t* img, const Imag
 }
 
 // ----------------------------------------------------------------------------------------------
+// RandomResizedCrop parameters
+// ----------------------------------------------------------------------------------------------
+
+constexpr int kRrcAttempts = 10;
+constexpr int kRrcDraws = 2 * kRrcAttempts + 2;
+
+// torchvision's RandomResizedCrop.get_params for one image of height x width, with its uniform
+// [0, 1) draws given in u: u[0..9] the area fractions, u[10..19] the aspect ratios (uniform in log space) of
+// the 10 attempts, u[20] and u[21] the top and left offsets. The first attempt that fits wins; else the
+// central crop with the aspect ratio clamped to [ratio_min, ratio_max]. box = top, left, h, w.
+TORCHAUG_HOST_DEVICE inline void random_resized_crop_box(const double* u, double height, double width,
+                                                         double scale_min, double scale_max, double ratio_min,
+                                                         double ratio_max, int64_t* box) {
+  const double area = height * width;
+  const double log_min = log(ratio_min), log_max = log(ratio_max);
+  for (int k = 0; k < kRrcAttempts; ++k) {
+    const double target = area * (scale_min + (scale_max - scale_min) * u[k]);
+    const double aspect = exp(log_min + (log_max - log_min) * u[kRrcAttempts + k]);
+    const double w = rint(sqrt(target * aspect));
+    const double h = rint(sqrt(target / aspect));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      box[0] = static_cast<int64_t>(floor(u[2 * kRrcAttempts] * (height - h + 1)));
+      box[1] = static_cast<int64_t>(floor(u[2 * kRrcAttempts + 1] * (width - w + 1)));
+      box[2] = static_cast<int64_t>(h);
+      box[3] = static_cast<int64_t>(w);
+      return;
+    }
+  }
+  const double in_ratio = width / height;
+  double w = width, h = height;
+  if (in_ratio < ratio_min) {
+    h = rint(w / ratio_min);
+  } else if (in_ratio > ratio_max) {
+    w = rint(h * ratio_max);
+  }
+  box[0] = static_cast<int64_t>(floor((height - h) / 2));
+  box[1] = static_cast<int64_t>(floor((width - w) / 2));
+  box[2] = static_cast<int64_t>(h);
+  box[3] = static_cast<int64_t>(w);
+}
+
+// ----------------------------------------------------------------------------------------------
 // Flip
 // ----------------------------------------------------------------------------------------------
 

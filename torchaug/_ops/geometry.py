@@ -112,6 +112,12 @@ def _ragged_backward(ctx, grad):
 torch.library.register_autograd("torchaug::resized_crop_ragged", _ragged_backward)
 
 
+@torch.library.register_fake("torchaug::_random_resized_crop_boxes")
+def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max):
+    torch._check(rand.dim() == 2 and rand.shape[1] == 22, lambda: f"torchaug::_random_resized_crop_boxes: rand must have shape (B, 22), got {tuple(rand.shape)}")
+    return rand.new_empty((rand.shape[0], 4), dtype=torch.int64)
+
+
 # ---- flip -----------------------------------------------------------------------------------
 
 @torch.library.register_fake("torchaug::flip")

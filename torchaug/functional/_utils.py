@@ -1,6 +1,7 @@
 """Argument handling shared by the functional ops: batching, per-sample parameter broadcasting,
 interpolation modes, and value validation of user-given device parameters."""
 import enum
+import functools
 import numbers
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -52,18 +53,31 @@ def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Te
             raise ValueError(f"torchaug.{op}: {name} must be a number or have shape (B,) or (1,) with B={batch}, got {tuple(value.shape)}")
         if value.device != torch.device(device) and value.numel() > 1 and value.device.type != "cpu":
             raise ValueError(f"torchaug.{op}: {name} must be on the images' device {device}, got {value.device}")
-        return value.to(device=device, dtype=dtype).expand(batch).contiguous()
+        return value.to(device=device, dtype=dtype).expand(batch)
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
         if not (isinstance(value, bool) and dtype == torch.bool):
             raise TypeError(f"torchaug.{op}: {name} must be a number or a tensor, got {type(value).__name__}")
     return torch.full((batch,), value, dtype=dtype, device=device)
 
 
+@functools.lru_cache(maxsize=256)
+def _constant_row(values: tuple, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    # constants of a transform (Normalize's mean, a fill) live on the device once, not one host
+    # to device copy per call
+    return torch.tensor(values, dtype=dtype, device=device).unsqueeze(0)
+
+
 def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str) -> torch.Tensor:
-    """A (B, k) tensor from a number, a length-k sequence, or a tensor of shape (), (k,), (1, k) or (B, k)."""
+    """A (B, k) tensor from a number, a length-k sequence, or a tensor of shape (), (k,), (1, k) or
+    (B, k); a batch-broadcast value is returned expanded (stride 0), not copied."""
     if not isinstance(value, torch.Tensor):
         if isinstance(value, numbers.Number):
             value = [float(value)] * k
+        if isinstance(value, Sequence) and len(value) in (1, k) and all(isinstance(v, numbers.Number) for v in value):
+            values = tuple(float(v) for v in value) * (k if len(value) == 1 else 1)
+            if torch.compiler.is_compiling():  # traced: a constant of the graph
+                return torch.tensor(values, dtype=dtype, device=device).unsqueeze(0).expand(batch, k)
+            return _constant_row(values, torch.device(device), dtype).expand(batch, k)
         value = torch.as_tensor(value, dtype=dtype)
     if value.dim() == 0:
         value = value.reshape(1).expand(k)
@@ -75,7 +89,7 @@ def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str
         value = value.unsqueeze(0)
     if value.dim() != 2 or value.shape[1] != k or value.shape[0] not in (1, batch):
         raise ValueError(f"torchaug.{op}: {name} must have shape (B, {k}) or ({k},) with B={batch}, got {tuple(value.shape)}")
-    return value.to(device=device, dtype=dtype).expand(batch, k).contiguous()
+    return value.to(device=device, dtype=dtype).expand(batch, k)
 
 
 def fill_tensor(fill, batch: int, channels: int, device, op: str) -> Optional[torch.Tensor]:

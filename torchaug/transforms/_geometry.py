@@ -55,35 +55,16 @@ class RandomResizedCrop(_CropLike):
         self.antialias = antialias
 
     def make_params(self, images) -> Dict[str, Any]:
-        # torchvision's algorithm, vectorised: 10 attempts per sample, the first that fits wins,
-        # else the central crop clamped to the ratio range.
+        # torchvision's get_params per sample (10 attempts, then the central crop), in one launch
+        # of torchaug::_random_resized_crop_boxes over one tensor of uniform draws
         info = BatchInfo(images)
-        b, dev, f64 = info.batch, info.device, torch.float64
-        height, width = info.heights.to(f64), info.widths.to(f64)
-        area = (height * width).unsqueeze(1)
-        target = area * self._uniform((b, 10), self.scale[0], self.scale[1], dev)
-        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
-        aspect = torch.exp(self._uniform((b, 10), log_ratio[0], log_ratio[1], dev))
-        w = torch.round(torch.sqrt(target * aspect))
-        h = torch.round(torch.sqrt(target / aspect))
-        ok = (w > 0) & (w <= width.unsqueeze(1)) & (h > 0) & (h <= height.unsqueeze(1))
-        first = ok.to(torch.int8).argmax(dim=1, keepdim=True)
-        found = ok.any(dim=1)
-        w = w.gather(1, first).squeeze(1)
-        h = h.gather(1, first).squeeze(1)
-        top = torch.floor(self._rand((b,), dev, f64) * (height - h + 1))
-        left = torch.floor(self._rand((b,), dev, f64) * (width - w + 1))
-        # fallback: central crop
-        in_ratio = width / height
-        fw = torch.where(in_ratio < self.ratio[0], width, torch.where(in_ratio > self.ratio[1], torch.round(height * self.ratio[1]), width))
-        fh = torch.where(in_ratio < self.ratio[0], torch.round(width / self.ratio[0]), height)
-        ftop = torch.div(height - fh, 2, rounding_mode="floor")
-        fleft = torch.div(width - fw, 2, rounding_mode="floor")
-        boxes = torch.stack(
-            [torch.where(found, top, ftop), torch.where(found, left, fleft), torch.where(found, h, fh), torch.where(found, w, fw)],
-            dim=1,
-        )
-        return {"boxes": boxes.to(torch.int64)}
+        rand = self._rand((info.batch, 22), info.device, torch.float64)
+        if info.ragged:
+            sizes, (h, w) = info.sizes(), (0, 0)
+        else:
+            sizes, (h, w) = None, info.uniform_size
+        boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, sizes, h, w, self.scale[0], self.scale[1], self.ratio[0], self.ratio[1])
+        return {"boxes": boxes}
 
     def crop_boxes(self, images, params):
         return params["boxes"], self.size, self.interpolation, self.antialias
@@ -110,10 +91,11 @@ class Resize(_CropLike):
             if len(self.size) != 2:
                 raise ValueError("torchaug.transforms.Resize: a list of images of different sizes needs size=[height, width]")
             out_size = self.size
+            boxes = torch.tensor([[0, 0, h, w] for h, w in info.host_sizes], dtype=torch.int64).to(info.device, non_blocking=True)
         else:
             out_size = F._geometry._compute_resized_output_size(*info.uniform_size, self.size, self.max_size)
-        zeros = torch.zeros_like(info.heights)
-        return torch.stack([zeros, zeros, info.heights, info.widths], 1), out_size, self.interpolation, self.antialias
+            boxes = F._utils._constant_row((0, 0) + tuple(info.uniform_size), torch.device(info.device), torch.int64).expand(info.batch, 4)
+        return boxes, out_size, self.interpolation, self.antialias
 
 
 class CenterCrop(_CropLike):
@@ -126,14 +108,12 @@ class CenterCrop(_CropLike):
     def crop_boxes(self, images, params):
         info = BatchInfo(images)
         ch, cw = self.size
-
-        def axis(size, c):
-            before = torch.clamp(c - size, min=0) // 2
-            after = torch.clamp(c - size + 1, min=0) // 2
-            return torch.round((size + before + after - c).to(torch.float64) / 2.0).to(torch.int64) - before
-
-        top, left = axis(info.heights, ch), axis(info.widths, cw)
-        boxes = torch.stack([top, left, torch.full_like(top, ch), torch.full_like(left, cw)], 1)
+        box = F._geometry._center_crop_box
+        if info.ragged:
+            boxes = torch.tensor([box(h, w, ch, cw) for h, w in info.host_sizes], dtype=torch.int64).to(info.device, non_blocking=True)
+        else:
+            row = tuple(box(*info.uniform_size, ch, cw))
+            boxes = F._utils._constant_row(row, torch.device(info.device), torch.int64).expand(info.batch, 4)
         return boxes, self.size, InterpolationMode.NEAREST, False
 
 
@@ -213,7 +193,8 @@ class RandomAffine(Transform):
         b, dev = info.batch, info.device
         angle = self._uniform((b,), self.degrees[0], self.degrees[1], dev)
         if self.translate is not None:
-            max_d = torch.stack([info.widths * float(self.translate[0]), info.heights * float(self.translate[1])], 1).to(torch.float64)
+            sizes = info.sizes().to(torch.float64)
+            max_d = torch.stack([sizes[:, 1] * float(self.translate[0]), sizes[:, 0] * float(self.translate[1])], 1)
             translate = torch.round(self._uniform((b, 2), -1.0, 1.0, dev) * max_d)
         else:
             translate = torch.zeros(b, 2, dtype=torch.float64, device=dev)

@@ -9,7 +9,8 @@ from torch import nn
 
 
 class BatchInfo:
-    """What make_params needs to know of its input: batch size, device, and per-sample sizes."""
+    """What make_params needs to know of its input: batch size, device, and image sizes (uniform,
+    or per sample for a list of images of different sizes)."""
 
     def __init__(self, images):
         if isinstance(images, (list, tuple)):
@@ -18,25 +19,26 @@ class BatchInfo:
             self.batch = len(images)
             self.device = images[0].device
             self.channels = images[0].shape[0]
-            sizes = torch.tensor([[t.shape[-2], t.shape[-1]] for t in images], dtype=torch.int64)
-            self.heights = sizes[:, 0].to(self.device, non_blocking=True)
-            self.widths = sizes[:, 1].to(self.device, non_blocking=True)
+            self.host_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in images]
             self.uniform_size: Optional[Tuple[int, int]] = None
             self.ragged = True
         elif isinstance(images, torch.Tensor) and images.dim() in (3, 4):
             self.batch = 1 if images.dim() == 3 else images.shape[0]
             self.device = images.device
             self.channels = images.shape[-3]
-            h, w = images.shape[-2], images.shape[-1]
-            self.uniform_size = (h, w)
-            self.heights = torch.full((self.batch,), h, dtype=torch.int64, device=self.device)
-            self.widths = torch.full((self.batch,), w, dtype=torch.int64, device=self.device)
+            self.uniform_size = (images.shape[-2], images.shape[-1])
             self.ragged = False
         else:
             raise TypeError(
                 "torchaug: images must be a (C, H, W) or (B, C, H, W) tensor or a list of (C, H, W) tensors, "
                 f"got {type(images).__name__}{' of shape ' + str(tuple(images.shape)) if isinstance(images, torch.Tensor) else ''}"
             )
+
+    def sizes(self) -> torch.Tensor:
+        """(B, 2) int64 [H, W] on the images' device."""
+        if self.ragged:
+            return torch.tensor(self.host_sizes, dtype=torch.int64).to(self.device, non_blocking=True)
+        return torch.tensor(self.uniform_size, dtype=torch.int64, device=self.device).expand(self.batch, 2)
 
 
 class Transform(nn.Module):

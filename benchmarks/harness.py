@@ -1,0 +1,130 @@
+"""Side-by-side timing harness (DESIGN.md §11): CUDA-event timing after warm-up, median of repeats,
+inputs rotated across several batches so that the L2 cache does not flatter, results as JSON rows
+and a Markdown table with date, device, torch version and commit."""
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+
+
+def commit() -> str:
+    try:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
+    except Exception:
+        return os.environ.get("TORCHAUG_COMMIT", "unknown")
+
+
+def environment() -> Dict[str, str]:
+    env = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "commit": os.environ.get("TORCHAUG_COMMIT") or commit(),
+        "cpus": str(os.cpu_count()),
+    }
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        env["device"] = f"{p.name} ({p.multi_processor_count} SMs, {p.total_memory / 2**30:.0f} GiB)"
+    else:
+        env["device"] = f"CPU only ({platform.processor() or platform.machine()})"
+    try:
+        import torchvision
+
+        env["torchvision"] = torchvision.__version__
+    except Exception:
+        env["torchvision"] = "not installed"
+    return env
+
+
+def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats: int = 5) -> Dict[str, float]:
+    """fn(i) runs iteration i (it should rotate its inputs on i). Returns the median over `repeats`
+    of the mean time per iteration (ms) in blocks of `iters`, timed with CUDA events."""
+    for i in range(warmup):
+        fn(i)
+    torch.cuda.synchronize()
+    per_iter = []
+    for r in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(iters):
+            fn(r * iters + i)
+        end.record()
+        end.synchronize()
+        per_iter.append(start.elapsed_time(end) / iters)
+    return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
+
+
+def time_host(fn: Callable[[int], object], iters: int, warmup: int = 1, repeats: int = 3, sync: bool = False) -> Dict[str, float]:
+    """Wall-clock timing (for CPU work and for pipelines that include host work)."""
+    for i in range(warmup):
+        fn(i)
+    if sync:
+        torch.cuda.synchronize()
+    per_iter = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        for i in range(iters):
+            fn(r * iters + i)
+        if sync:
+            torch.cuda.synchronize()
+        per_iter.append((time.perf_counter() - t0) * 1e3 / iters)
+    return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
+
+
+class Results:
+    def __init__(self, title: str):
+        self.title = title
+        self.env = environment()
+        self.rows: List[Dict] = []
+
+    def add(self, case: str, impl: str, batch: int, timing: Dict[str, float], note: str = "", target: Optional[float] = None):
+        row = {"case": case, "impl": impl, "batch": batch, **timing, "img_per_s": batch / (timing["ms"] / 1e3), "note": note}
+        if target is not None:
+            row["target_img_per_s"] = target
+        self.rows.append(row)
+        print(f"  {case:<34} {impl:<44} {row['img_per_s']:>14,.0f} img/s  ({timing['ms']:.3f} ms/batch) {note}", flush=True)
+        return row
+
+    def markdown(self) -> str:
+        e = self.env
+        lines = [
+            f"### {self.title}",
+            "",
+            f"{e['date']} · {e['device']} · torch {e['torch']} · torchvision {e['torchvision']} · "
+            f"Python {e['python']} · {e['cpus']} CPUs · commit {e['commit']}",
+            "",
+            "| case | implementation | batch | ms / batch | img/s | vs torchaug | note |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+        ]
+        best = {}
+        for r in self.rows:
+            if r["impl"].startswith("torchaug"):
+                best[r["case"]] = max(best.get(r["case"], 0), r["img_per_s"])
+        for r in self.rows:
+            ref = best.get(r["case"])
+            rel = f"{r['img_per_s'] / ref:.3g}x" if ref else ""
+            note = r["note"]
+            if "target_img_per_s" in r:
+                ok = "met" if r["img_per_s"] >= r["target_img_per_s"] else "MISSED"
+                note = (note + "; " if note else "") + f"target {r['target_img_per_s']:,.0f} img/s: {ok}"
+            lines.append(f"| {r['case']} | {r['impl']} | {r['batch']} | {r['ms']:.3f} | {r['img_per_s']:,.0f} | {rel} | {note} |")
+        return "\n".join(lines) + "\n"
+
+    def save(self, json_path: Optional[str], md_path: Optional[str]):
+        if json_path:
+            os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+            with open(json_path, "w") as f:
+                json.dump({"title": self.title, "env": self.env, "rows": self.rows}, f, indent=1)
+        if md_path:
+            os.makedirs(os.path.dirname(os.path.abspath(md_path)), exist_ok=True)
+            with open(md_path, "w") as f:
+                f.write(self.markdown())

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Compile-only check of every CUDA source (sm_90) against the installed torch's headers, so that
+# CUDA code that no longer compiles fails CI on a machine without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[ -x "$NVCC" ] || { echo "check_cuda_compile: nvcc not found" >&2; exit 1; }
+TORCH_INC=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))')
+STD=${TORCHAUG_CUDA_STD:-c++20}
+OUTDIR=$(mktemp -d)
+trap 'rm -rf "$OUTDIR"' EXIT
+status=0
+pids=()
+for src in csrc/cuda/*.cu; do
+  obj="$OUTDIR/$(basename "$src").o"
+  (
+    if "$NVCC" -c "$src" -o "$obj" -arch=sm_90 -std="$STD" -O1 --expt-relaxed-constexpr -Xcompiler -fPIC \
+         -Iscripts/cuda_shim -I"$TORCH_INC" -I"$TORCH_INC/torch/csrc/api/include" -DTORCH_API_INCLUDE_EXTENSION_H \
+         -w > "$obj.log" 2>&1; then
+      echo "nvcc sm_90 OK: $src"
+    else
+      echo "nvcc sm_90 FAILED: $src"; cat "$obj.log"; exit 1
+    fi
+  ) &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+exit $status

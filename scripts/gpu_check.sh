@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The one command for the GPU machine: builds torchaug in place against the torch already there
+# (sm_90), runs the whole pytest suite with the CUDA tests, compute-sanitizer over every kernel,
+# then the benchmarks, and prints a short summary. Logs and results go to $OUT (or ./out).
+#   bash scripts/gpu_check.sh [--no-bench] [--no-sanitize]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+BENCH=1; SANITIZE=1
+for a in "$@"; do
+  case "$a" in --no-bench) BENCH=0 ;; --no-sanitize) SANITIZE=0 ;; esac
+done
+summary=()
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c 'import torch, torchvision; print("torch", torch.__version__, "cuda", torch.version.cuda, "torchvision", torchvision.__version__)'
+
+t0=$(date +%s)
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} TORCHAUG_CUDA=1 TORCHAUG_PTXAS_VERBOSE=1
+if python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1; then
+  summary+=("build: OK in $(( $(date +%s) - t0 )) s (sm_90)")
+else
+  tail -50 "$OUT/build.log"; echo "build FAILED"; exit 1
+fi
+grep -E "Function properties|registers|spill" "$OUT/build.log" | grep -B1 -A1 -E "bytes spill (stores|loads)" | grep -vE " 0 bytes spill stores, 0 bytes spill loads" | head -20 > "$OUT/spills.txt" || true
+
+t0=$(date +%s)
+python3 -m pytest tests -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -40
+rc=${PIPESTATUS[0]}
+summary+=("pytest (rc $rc, $(( $(date +%s) - t0 )) s): $(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$OUT/pytest.log" | tail -1)")
+
+if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    if compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitize_smoke.py > "$OUT/sanitize_$tool.log" 2>&1; then
+      summary+=("compute-sanitizer $tool: clean ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1))")
+    else
+      tail -30 "$OUT/sanitize_$tool.log"; summary+=("compute-sanitizer $tool: FAILED (see sanitize_$tool.log)")
+    fi
+  done
+fi
+
+if [ "$BENCH" = 1 ]; then
+  python3 benchmarks/bench_geometry.py --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench.log" | tail -25
+  summary+=("benchmarks: $OUT/bench_geometry.md")
+fi
+
+echo; echo "===== summary ====="
+for s in "${summary[@]}"; do echo "$s"; done
+[ -s "$OUT/spills.txt" ] && { echo "register spills:"; cat "$OUT/spills.txt"; }
+[ -f "$OUT/bench_geometry.md" ] && cat "$OUT/bench_geometry.md"
+exit $rc

@@ -1,0 +1,28 @@
+"""Every CUDA kernel once, on small inputs, forward and backward: run under compute-sanitizer
+(memcheck, racecheck) by scripts/gpu_check.sh."""
+import torch
+
+import torchaug.functional as F
+
+assert torch.cuda.is_available()
+dev = "cuda"
+g = torch.Generator().manual_seed(0)
+for dtype in (torch.uint8, torch.float32):
+    x = (torch.randint(0, 256, (3, 3, 23, 31), generator=g).to(dtype) if dtype == torch.uint8 else torch.rand(3, 3, 23, 31, generator=g)).to(dev)
+    boxes = torch.tensor([[0, 0, 23, 31], [-3, 5, 30, 20], [4, 4, 7, 9]], device=dev)
+    for mode in ("nearest", "bilinear", "bicubic"):
+        for aa in (True, False):
+            F.resized_crop_boxes(x, boxes, [17, 13], mode, aa, flip=torch.tensor([True, False, True], device=dev), mean=[0.5] * 3, std=[0.2] * 3, validate=False)
+    F.resized_crop_boxes([x[0], x[1, :, :10], x[2, :, :, :7].contiguous()], boxes, [9, 9], validate=False)
+    m = F.affine_matrices(torch.tensor([10.0, 100.0, -30.0]), [[1, 2], [0, 0], [3, -3]], 1.2, [5.0, 1.0], None, 23, 31, 3, "cpu").float().to(dev)
+    for mode in ("nearest", "bilinear"):
+        F.warp_affine(x, m, [20, 40], mode, [1.0, 2.0, 3.0])
+    F.flip(x, torch.tensor([True, False, True], device=dev), torch.tensor([False, True, True], device=dev))
+    F.normalize(x, [0.1, 0.2, 0.3], [0.5, 0.5, 0.5], memory_format=torch.channels_last)
+    F.normalize(x.contiguous(memory_format=torch.channels_last), [0.1, 0.2, 0.3], [0.5, 0.5, 0.5])
+xf = torch.rand(3, 3, 23, 31, device=dev, requires_grad=True)
+mm = m.clone().requires_grad_()
+(F.resized_crop_boxes(xf, boxes, [17, 13], "bicubic", True, validate=False).sum() + F.warp_affine(xf, mm, None, "bilinear", 0.5).sum()).backward()
+torch.ops.torchaug._random_resized_crop_boxes(torch.rand(300, 22, device=dev, dtype=torch.float64), None, 375, 500, 0.08, 1.0, 0.75, 4 / 3)
+torch.cuda.synchronize()
+print("sanitize smoke: all kernels ran")

@@ -1,0 +1,108 @@
+// The shared per-pixel math of csrc/kernels/, on the host.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/convert.h"
+#include "kernels/geometry.h"
+
+using namespace torchaug::kernels;
+
+TEST(Kernels, RoundToUint8IsHalfToEvenAndSaturates) {
+  EXPECT_EQ(round_to_uint8(0.5f), 0.0f);
+  EXPECT_EQ(round_to_uint8(1.5f), 2.0f);
+  EXPECT_EQ(round_to_uint8(2.5f), 2.0f);
+  EXPECT_EQ(round_to_uint8(-3.0f), 0.0f);
+  EXPECT_EQ(round_to_uint8(300.0f), 255.0f);
+  EXPECT_EQ(PixelStore<uint8_t>::from(254.7f), 255);
+}
+
+TEST(Kernels, NearestSourceIndexFollowsPyTorch) {
+  EXPECT_EQ(nearest_source_index(5, 10, 10), 5);   // same size: identity
+  EXPECT_EQ(nearest_source_index(7, 10, 20), 3);   // exact 2x upscale: dst >> 1
+  EXPECT_EQ(nearest_source_index(2, 10, 3), 6);    // floor(2 * 10/3)
+  EXPECT_EQ(nearest_source_index(2, 3, 3), 2);
+}
+
+class AxisTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(AxisTest, WeightsSumToOneAndTapsStayInside) {
+  const auto [mode, antialias] = GetParam();
+  for (int64_t in : {1, 2, 7, 31, 100}) {
+    for (int64_t out : {1, 3, 7, 50, 224}) {
+      for (int64_t dst = 0; dst < out; ++dst) {
+        const auto a = make_resample_axis<double>(mode, antialias, in, out, dst);
+        ASSERT_GE(a.count, 1);
+        double sum = 0;
+        for (int64_t j = 0; j < a.count; ++j) {
+          const int64_t i = axis_index(a, j);
+          ASSERT_GE(i, 0);
+          ASSERT_LT(i, in);
+          sum += axis_weight(a, j);
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-9) << "in=" << in << " out=" << out << " dst=" << dst;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, AxisTest,
+                         ::testing::Values(std::make_tuple(0, false), std::make_tuple(1, false), std::make_tuple(1, true),
+                                           std::make_tuple(2, false), std::make_tuple(2, true)));
+
+TEST(Kernels, SameSizeResampleIsIdentity) {
+  for (int mode : {0, 1, 2}) {
+    for (bool aa : {false, true}) {
+      for (int64_t dst = 0; dst < 9; ++dst) {
+        const auto a = make_resample_axis<float>(mode, aa, 9, 9, dst);
+        float at_dst = 0, elsewhere = 0;
+        for (int64_t j = 0; j < a.count; ++j) (axis_index(a, j) == dst ? at_dst : elsewhere) += axis_weight(a, j);
+        EXPECT_FLOAT_EQ(at_dst, 1.0f) << mode << aa << dst;
+        EXPECT_FLOAT_EQ(elsewhere, 0.0f);
+      }
+    }
+  }
+}
+
+TEST(Kernels, BilinearDownscaleByTwoAveragesPairs) {
+  // 4 -> 2 without antialias: source 0.5 and 2.5 -> taps (0, 1) and (2, 3), weights 1/2
+  const auto a = make_resample_axis<float>(kBilinear, false, 4, 2, 1);
+  EXPECT_EQ(axis_index(a, 0), 2);
+  EXPECT_EQ(axis_index(a, 1), 3);
+  EXPECT_FLOAT_EQ(axis_weight(a, 0), 0.5f);
+  // with antialias: triangle of half-width 2 centred at 3.0 over pixel centres 1.5, 2.5, 3.5
+  // (pixel 4 is outside): raw weights 0.25, 0.75, 0.75, normalised by their sum 1.75
+  const auto b = make_resample_axis<float>(kBilinear, true, 4, 2, 1);
+  EXPECT_EQ(b.first, 1);
+  EXPECT_EQ(b.count, 3);
+  EXPECT_FLOAT_EQ(axis_weight(b, 0), 0.25f / 1.75f);
+  EXPECT_FLOAT_EQ(axis_weight(b, 2), 0.75f / 1.75f);
+}
+
+TEST(Kernels, AffineTapsAndBlend) {
+  // bilinear at (1.25, 2.5): four taps, weights sum to 1 inside the image
+  const auto t = affine_taps<float>(1.25f, 2.5f, 5, 5, kBilinear);
+  ASSERT_EQ(t.n, 4);
+  EXPECT_FLOAT_EQ(t.w[0] + t.w[1] + t.w[2] + t.w[3], 1.0f);
+  EXPECT_FLOAT_EQ(t.w[0], 0.75f * 0.5f);
+  EXPECT_FLOAT_EQ(t.mask, 1.0f);
+  // half outside on the left: mask is the weight of the inside taps
+  const auto u = affine_taps<float>(-0.5f, 1.0f, 5, 5, kBilinear);
+  EXPECT_FLOAT_EQ(u.mask, 0.5f);
+  // torchvision's blend: mask * (s - fill) + fill
+  EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.5f, true, 100.0f, kBilinear), 55.0f);
+  EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.5f, false, 100.0f, kBilinear), 10.0f);
+  EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.4f, true, 100.0f, kNearest), 100.0f);
+  // nearest rounds half to even, like grid_sample
+  const auto n = affine_taps<float>(2.5f, 1.5f, 5, 5, kNearest);
+  EXPECT_EQ(n.ix[0], 2);
+  EXPECT_EQ(n.iy[0], 2);
+}
+
+TEST(Kernels, NormalizeMatchesTorchvisionOrder) {
+  const float v = 200.0f;
+  const float expected = (v * (1.0f / 255.0f) - 0.485f) / 0.229f;
+  EXPECT_EQ(normalize_px(v, static_cast<float>(PixelRange<uint8_t>::inv_max), 0.485f, 0.229f), expected);
+  EXPECT_EQ(flip_index(0, 10, true), 9);
+  EXPECT_EQ(flip_index(3, 10, false), 3);
+}

@@ -1,0 +1,287 @@
+"""Transforms: per-sample parameter distributions (seeded, with statistical bounds), p=0/p=1,
+replay, generators, torchvision parity for the drawn parameters, Compose fusion."""
+import math
+
+import pytest
+import torch
+
+import torchaug.functional as F
+import torchaug.transforms as T
+from conftest import CUDA, assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
+
+if torchvision is not None:
+    from torchvision.transforms import InterpolationMode as IM
+    from torchvision.transforms import v2 as TV
+    from torchvision.transforms.v2 import functional as TF
+
+
+# ---- RandomResizedCrop ------------------------------------------------------------------------
+
+def test_random_resized_crop_boxes_follow_torchvision_rules(device):
+    t = T.RandomResizedCrop(32, scale=(0.1, 0.9), ratio=(0.5, 2.0), generator=torch.Generator(device).manual_seed(0))
+    x = random_images(4000, 1, 60, 80, torch.uint8, device)
+    boxes = t.make_params(x)["boxes"].cpu()
+    top, left, h, w = boxes.unbind(1)
+    assert ((top >= 0) & (left >= 0) & (top + h <= 60) & (left + w <= 80) & (h > 0) & (w > 0)).all()
+    area = (h * w).double() / (60 * 80)
+    # rounding of w and h moves the area a little outside [0.1, 0.9]
+    assert area.min() > 0.08 and area.max() < 0.95
+    ratio = w.double() / h.double()
+    assert ratio.min() > 0.5 * 0.8 and ratio.max() < 2.0 * 1.25
+    # a different box per sample
+    assert len({tuple(b) for b in boxes.tolist()}) > 3900
+
+
+@requires_torchvision
+def test_random_resized_crop_distribution_matches_torchvision():
+    """Seeded: the mean and quartiles of the crop area, aspect ratio and position agree with
+    torchvision's get_params over 4000 draws (bounds ~5 standard errors)."""
+    torch.manual_seed(0)
+    n, hh, ww = 4000, 375, 500
+    ref = torch.tensor([TV.RandomResizedCrop.get_params(torch.empty(1, hh, ww), [0.08, 1.0], [3 / 4, 4 / 3]) for _ in range(n)]).double()
+    t = T.RandomResizedCrop(224, generator=torch.Generator().manual_seed(1))
+    ours = t.make_params(torch.empty(n, 1, hh, ww, dtype=torch.uint8))["boxes"].double()
+
+    def stats(b):
+        top, left, h, w = b.unbind(1)
+        area = h * w / (hh * ww)
+        cy, cx = (top + h / 2) / hh, (left + w / 2) / ww
+        return torch.stack([area, torch.log(w / h), cy, cx], 1)
+
+    a, r = stats(ours), stats(ref)
+    for k, name in enumerate(["area", "log aspect", "centre y", "centre x"]):
+        se = math.sqrt(a[:, k].var().item() / n + r[:, k].var().item() / n)
+        assert abs(a[:, k].mean() - r[:, k].mean()) < 5 * se + 1e-3, name
+        for q in (0.25, 0.5, 0.75):
+            assert abs(a[:, k].quantile(q) - r[:, k].quantile(q)) < 0.05 * (r[:, k].quantile(0.9) - r[:, k].quantile(0.1)) + 0.01, f"{name} q{q}"
+
+
+def test_random_resized_crop_fallback_is_central_crop():
+    # an impossible ratio range makes every attempt fail: torchvision's central-crop fallback
+    t = T.RandomResizedCrop(8, scale=(0.99, 1.0), ratio=(4.0, 5.0))
+    boxes = t.make_params(torch.empty(3, 1, 40, 50))["boxes"]
+    # in_ratio 1.25 < 4: w = 50, h = round(50 / 4) = 12 (half to even), top = (40 - 12) // 2
+    assert boxes.tolist() == [[14, 0, 12, 50]] * 3
+
+
+@requires_torchvision
+def test_random_resized_crop_output_matches_torchvision_per_sample(device):
+    x = random_images(6, 3, 45, 61, torch.uint8, device)
+    t = T.RandomResizedCrop([20, 24])
+    out, params = t(x, return_params=True)
+    for i, (top, left, h, w) in enumerate(params["boxes"].tolist()):
+        ref = TF.resized_crop(x[i].cpu(), top, left, h, w, [20, 24], antialias=True)
+        assert_close_images(out[i].cpu(), ref, torch.uint8, f"sample {i}")
+
+
+def test_random_resized_crop_on_ragged_list(device):
+    imgs = [random_images(1, 3, h, w, torch.uint8, device)[0] for h, w in ((30, 40), (50, 20), (64, 64))]
+    t = T.RandomResizedCrop(16)
+    out, params = t(imgs, return_params=True)
+    assert out.shape == (3, 3, 16, 16)
+    for i, img in enumerate(imgs):
+        assert torch.equal(out[i], t(img, params={"boxes": params["boxes"][i:i + 1]}))
+        top, left, h, w = params["boxes"][i].tolist()
+        assert top + h <= img.shape[1] and left + w <= img.shape[2]
+
+
+# ---- replay, generators -----------------------------------------------------------------------
+
+def _all_random():
+    return [
+        T.RandomResizedCrop(16),
+        T.RandomHorizontalFlip(),
+        T.RandomVerticalFlip(),
+        T.RandomAffine(30, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-10, 10, -5, 5)),
+        T.RandomCrop(20, padding=4),
+        T.RandomCrop(20, padding=[2, 3], padding_mode="reflect"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_replay_and_generator(device, index):
+    x = random_images(8, 3, 24, 28, torch.uint8, device)
+    t = _all_random()[index]
+    out, params = t(x, return_params=True)
+    assert torch.equal(t(x, params=params), out)
+    # seeded generators: same draws, same output; another seed: different output
+    t.generator = torch.Generator().manual_seed(123)
+    a = t(x)
+    t.generator = torch.Generator().manual_seed(123)
+    assert torch.equal(t(x), a)
+    t.generator = torch.Generator().manual_seed(124)
+    assert not torch.equal(t(x), a)
+
+
+@requires_cuda
+@pytest.mark.parametrize("index", range(6))
+def test_cpu_generator_gives_same_params_on_cpu_and_cuda(index):
+    x = random_images(8, 3, 24, 28, torch.uint8)
+    t = _all_random()[index]
+    t.generator = torch.Generator().manual_seed(5)
+    out_cpu, p_cpu = t(x, return_params=True)
+    t.generator = torch.Generator().manual_seed(5)
+    out_cuda, p_cuda = t(x.cuda(), return_params=True)
+    for k in p_cpu:
+        a, b = p_cpu[k], p_cuda[k]
+        assert (torch.equal(a, b.cpu()) if isinstance(a, torch.Tensor) else a == b), k
+    diff = (out_cpu.int() - out_cuda.cpu().int()).abs()
+    assert diff.max() <= 1 or (index == 3 and (diff > 0).float().mean() < 1e-3)
+
+
+# ---- flips --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls,dim", [(T.RandomHorizontalFlip, -1), (T.RandomVerticalFlip, -2)])
+def test_random_flip_p0_p1_and_rate(device, cls, dim):
+    x = random_images(16, 3, 5, 7, torch.uint8, device)
+    assert torch.equal(cls(p=0.0)(x), x)
+    assert torch.equal(cls(p=1.0)(x), x.flip(dim))
+    t = cls(p=0.3, generator=torch.Generator().manual_seed(0))
+    flags = t.make_params(torch.empty(20000, 1, 1, 1))["flip"].float()
+    assert abs(flags.mean().item() - 0.3) < 5 * math.sqrt(0.3 * 0.7 / 20000)
+    out, params = t(x, return_params=True)
+    for i in range(16):
+        assert torch.equal(out[i], x[i].flip(dim) if params["flip"][i] else x[i])
+    with pytest.raises(ValueError, match="p must be a probability in"):
+        cls(p=1.5)
+
+
+# ---- RandomAffine -------------------------------------------------------------------------
+
+def test_random_affine_parameter_ranges(device):
+    t = T.RandomAffine(20, translate=(0.1, 0.25), scale=(0.7, 1.3), shear=(-5, 5, -8, 8), generator=torch.Generator().manual_seed(0))
+    p = t.make_params(random_images(4000, 1, 40, 64, torch.uint8, device))
+    a, tr, s, sh = p["angle"].cpu(), p["translate"].cpu(), p["scale"].cpu(), p["shear"].cpu()
+    assert a.min() >= -20 and a.max() <= 20 and abs(a.mean()) < 0.6
+    assert tr[:, 0].abs().max() <= round(0.1 * 64) and tr[:, 1].abs().max() <= 10 and torch.equal(tr, tr.round())
+    assert s.min() >= 0.7 and s.max() <= 1.3 and abs(s.mean() - 1.0) < 0.01
+    assert sh[:, 0].abs().max() <= 5 and sh[:, 1].abs().max() <= 8 and sh[:, 1].std() > 4
+    assert len(set(a.tolist())) == 4000
+
+
+@requires_torchvision
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_random_affine_matches_torchvision_per_sample(device, interpolation):
+    x = random_images(6, 3, 31, 43, torch.uint8, device)
+    mode = IM.NEAREST if interpolation == "nearest" else IM.BILINEAR
+    t = T.RandomAffine(45, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=10, interpolation=interpolation, fill=[5, 100, 200])
+    out, p = t(x, return_params=True)
+    for i in range(6):
+        ref = TF.affine(x[i].cpu(), float(p["angle"][i]), [float(v) for v in p["translate"][i]], float(p["scale"][i]),
+                        [float(v) for v in p["shear"][i]], interpolation=mode, fill=[5, 100, 200])
+        diff = (out[i].cpu().int() - ref.int()).abs()
+        if interpolation == "nearest":
+            assert (diff > 0).any(0).float().mean() < 2e-3
+        else:
+            assert diff.max() <= 1
+
+
+# ---- deterministic transforms: torchvision parity -------------------------------------------
+
+@requires_torchvision
+def test_deterministic_transforms_match_torchvision(device):
+    x = random_images(3, 3, 29, 37, torch.uint8, device)
+    xc = x.cpu()
+    pairs = [
+        (T.Resize(20), TV.Resize(20)),
+        (T.Resize([15, 50], interpolation="bicubic"), None),
+        (T.Resize(20, max_size=24), TV.Resize(20, max_size=24)),
+        (T.CenterCrop(16), TV.CenterCrop(16)),
+        (T.CenterCrop([40, 21]), TV.CenterCrop([40, 21])),
+        (T.Pad([1, 2, 3, 4], fill=9), TV.Pad([1, 2, 3, 4], fill=9)),
+        (T.Pad(3, padding_mode="symmetric"), TV.Pad(3, padding_mode="symmetric")),
+        (T.Pad([2, 5], padding_mode="edge"), TV.Pad([2, 5], padding_mode="edge")),
+        (T.Pad(2, padding_mode="reflect"), TV.Pad(2, padding_mode="reflect")),
+    ]
+    for ours, theirs in pairs:
+        out = ours(x).cpu()
+        if theirs is None:  # uint8 bicubic: torchvision's CUDA path (see test_geometry)
+            ref = TF.resize(xc.float(), [15, 50], interpolation=IM.BICUBIC).clamp(0, 255).round().to(torch.uint8)
+        else:
+            ref = theirs(xc)
+        assert_close_images(out, ref, torch.uint8, repr(ours))
+    xf = x.float() / 255
+    out = T.Normalize([0.4, 0.5, 0.6], [0.2, 0.3, 0.4])(xf)
+    torch.testing.assert_close(out.cpu(), TV.Normalize([0.4, 0.5, 0.6], [0.2, 0.3, 0.4])(xf.cpu()))
+    out = T.ToDtype(torch.float32, scale=True)(x)
+    assert torch.equal(out.cpu(), TV.ToDtype(torch.float32, scale=True)(xc))
+    assert torch.equal(T.ToDtype(torch.uint8, scale=True)(out).cpu(), TV.ToDtype(torch.uint8, scale=True)(out.cpu()))
+
+
+@requires_torchvision
+def test_random_crop_matches_torchvision_per_sample(device):
+    x = random_images(5, 3, 20, 24, torch.uint8, device)
+    for kwargs in ({"padding": 4, "fill": 7}, {"padding": [1, 2], "padding_mode": "reflect"}, {"pad_if_needed": True}):
+        size = [26, 30] if kwargs.get("pad_if_needed") else [18, 20]
+        t = T.RandomCrop(size, **kwargs)
+        out, p = t(x, return_params=True)
+        left, top, right, bottom = p["padding"]
+        for i in range(5):
+            padded = TF.pad(x[i].cpu(), [left, top, right, bottom], fill=kwargs.get("fill", 0),
+                            padding_mode=kwargs.get("padding_mode", "constant"))
+            ref = TF.crop(padded, int(p["top"][i]), int(p["left"][i]), *size)
+            assert torch.equal(out[i].cpu(), ref), (kwargs, i)
+
+
+def test_single_image_input(device):
+    x = random_images(1, 3, 20, 30, torch.uint8, device)[0]
+    for t in _all_random() + [T.Resize(10), T.CenterCrop(8), T.Normalize([0.5] * 3, [0.5] * 3)]:
+        out = t(x)
+        assert out.dim() == 3 and out.shape[0] == 3
+
+
+# ---- Compose ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compose_fusion_equals_unfused(device, dtype):
+    x = random_images(16, 3, 50, 70, torch.uint8, device)
+    pipe = T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ToDtype(dtype, scale=True),
+                      T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    assert pipe._fusable_run(0) == 4
+    out, params = pipe(x, return_params=True)
+    assert out.dtype == dtype and out.shape == (16, 3, 24, 24)
+    pipe.fuse = False
+    unfused = pipe(x, params=params)
+    if dtype == torch.float32:
+        assert torch.equal(unfused, out)
+    else:
+        # the fused pass rounds to bfloat16 once; the unfused chain after each bfloat16 stage
+        torch.testing.assert_close(unfused.float(), out.float(), atol=0.04, rtol=0.016)
+    # partial runs fuse too, and plain callables pass through
+    pipe2 = T.Compose([T.CenterCrop(20), T.Normalize([0.5] * 3, [0.25] * 3), lambda t: t * 2])
+    assert pipe2._fusable_run(0) == 2
+    ref = F.normalize(F.center_crop(x, 20), [0.5] * 3, [0.25] * 3) * 2
+    assert torch.equal(pipe2(x), ref)
+
+
+def test_compose_params_length_checked():
+    with pytest.raises(ValueError, match="params must have one entry per transform"):
+        T.Compose([T.RandomHorizontalFlip()])(torch.zeros(1, 3, 4, 4), params=[None, None])
+
+
+def test_constructor_errors():
+    with pytest.raises(ValueError, match="RandomResizedCrop: scale must be"):
+        T.RandomResizedCrop(10, scale=(0.9, 0.1))
+    with pytest.raises(ValueError, match="interpolation must be one of"):
+        T.RandomResizedCrop(10, interpolation="lanczos")
+    with pytest.raises(ValueError, match="RandomAffine: translate must be two fractions"):
+        T.RandomAffine(10, translate=(2, 0))
+    with pytest.raises(ValueError, match="Normalize: std evaluated to zero"):
+        T.Normalize([0.5], [0.0])
+    with pytest.raises(ValueError, match="padding_mode must be"):
+        T.Pad(2, padding_mode="wrap")
+    with pytest.raises(TypeError, match="images must be a"):
+        T.RandomHorizontalFlip()(torch.zeros(4, 4))
+
+
+def test_transform_compiles_fullgraph(device):
+    """The functional path of a transform (parameters drawn outside) compiles without graph breaks."""
+    x = random_images(4, 3, 30, 40, torch.uint8, device)
+    t = T.RandomResizedCrop(16)
+    params = t.make_params(x)
+
+    def run(img, boxes):
+        return F.resized_crop_boxes(img, boxes, [16, 16], validate=False, mean=[0.5] * 3, std=[0.5] * 3)
+
+    compiled = torch.compile(run, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(x, params["boxes"]), run(x, params["boxes"]))
