@@ -15,93 +15,34 @@
 
 namespace torchaug {
 
-inline std::string shape_str(at::IntArrayRef s) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  if (s.size() == 1) os << ",";
-  os << ")";
-  return os.str();
-}
+std::string shape_str(at::IntArrayRef s);
 
 inline bool is_image_dtype(at::ScalarType t) {
   return t == at::kByte || t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }
 
 // images: (B, C, H, W), uint8 or floating, on `device`.
-inline void check_images(const char* op, const at::Tensor& images, const char* name = "images") {
-  TORCH_CHECK(images.dim() == 4, "torchaug::", op, ": ", name, " must be a 4-D (B, C, H, W) tensor, got ",
-              images.dim(), "-D with shape ", shape_str(images.sizes()));
-  TORCH_CHECK(is_image_dtype(images.scalar_type()), "torchaug::", op, ": ", name,
-              " must be uint8, float32, float64, float16 or bfloat16, got ", images.scalar_type());
-  if (images.size(0) > 0) {
-    TORCH_CHECK(images.size(1) > 0 && images.size(2) > 0 && images.size(3) > 0, "torchaug::", op, ": ", name,
-                " must have C, H, W > 0, got shape ", shape_str(images.sizes()));
-  }
-}
+void check_images(const char* op, const at::Tensor& images, const char* name = "images");
 
-inline void check_device(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images) {
-  TORCH_CHECK(t.device() == images.device(), "torchaug::", op, ": ", name, " must be on the images' device ",
-              images.device(), ", got ", t.device());
-}
+void check_device(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images);
 
 // A per-sample parameter: exact shape, one of the allowed dtypes, on the images' device.
-inline void check_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
+void check_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
                         std::vector<int64_t> shape, const char* shape_doc,
-                        std::initializer_list<at::ScalarType> dtypes) {
-  check_device(op, name, t, images);
-  bool ok_shape = t.dim() == static_cast<int64_t>(shape.size());
-  for (size_t i = 0; ok_shape && i < shape.size(); ++i) ok_shape = t.size(i) == shape[i];
-  TORCH_CHECK(ok_shape, "torchaug::", op, ": ", name, " must have shape ", shape_doc, " with B=", images.size(0),
-              ", got ", shape_str(t.sizes()));
-  bool ok_dtype = false;
-  std::ostringstream allowed;
-  for (auto d : dtypes) {
-    ok_dtype = ok_dtype || t.scalar_type() == d;
-    allowed << (allowed.tellp() > 0 ? " or " : "") << d;
-  }
-  TORCH_CHECK(ok_dtype, "torchaug::", op, ": ", name, " must have dtype ", allowed.str(), ", got ", t.scalar_type());
-}
+                        std::initializer_list<at::ScalarType> dtypes);
 
-inline std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef out_size) {
-  TORCH_CHECK(out_size.size() == 2, "torchaug::", op, ": out_size must be [height, width], got ", out_size.size(),
-              " values");
-  const int64_t oh = out_size[0].guard_int(__FILE__, __LINE__);
-  const int64_t ow = out_size[1].guard_int(__FILE__, __LINE__);
-  TORCH_CHECK(oh > 0 && ow > 0, "torchaug::", op, ": out_size must be positive, got [", oh, ", ", ow, "]");
-  return {oh, ow};
-}
+std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef out_size);
 
-inline void check_interpolation(const char* op, int64_t interpolation, int64_t max_code) {
-  TORCH_CHECK(interpolation >= 0 && interpolation <= max_code, "torchaug::", op,
-              ": interpolation must be ", max_code == 2 ? "0 (nearest), 1 (bilinear) or 2 (bicubic)" : "0 (nearest) or 1 (bilinear)",
-              ", got ", interpolation);
-}
+void check_interpolation(const char* op, int64_t interpolation, int64_t max_code);
 
 // mean/std of normalize and of the fused epilogue: (B, C) float32, std without zeros.
-inline void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& images,
-                           int64_t channels) {
-  const std::vector<int64_t> shape{images.size(0), channels};
-  check_param(op, "mean", mean, images, shape, "(B, C)", {at::kFloat});
-  check_param(op, "std", std, images, shape, "(B, C)", {at::kFloat});
-  if (std.device().is_cpu() && std.numel() > 0) {
-    TORCH_CHECK(!(std == 0).any().item<bool>(), "torchaug::", op, ": std must not contain zeros");
-  }
-}
+void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& images,
+                           int64_t channels);
 
-inline at::ScalarType check_out_dtype(const char* op, std::optional<at::ScalarType> out_dtype,
-                                      at::ScalarType fallback) {
-  const at::ScalarType t = out_dtype.value_or(fallback);
-  TORCH_CHECK(is_image_dtype(t), "torchaug::", op, ": out_dtype must be uint8, float32, float64, float16 or bfloat16, got ", t);
-  return t;
-}
+at::ScalarType check_out_dtype(const char* op, std::optional<at::ScalarType> out_dtype,
+                                      at::ScalarType fallback);
 
-inline at::MemoryFormat check_memory_format(const char* op, std::optional<at::MemoryFormat> fmt, at::MemoryFormat fallback) {
-  const at::MemoryFormat f = fmt.value_or(fallback);
-  TORCH_CHECK(f == at::MemoryFormat::Contiguous || f == at::MemoryFormat::ChannelsLast, "torchaug::", op,
-              ": memory_format must be torch.contiguous_format or torch.channels_last, got ", f);
-  return f;
-}
+at::MemoryFormat check_memory_format(const char* op, std::optional<at::MemoryFormat> fmt, at::MemoryFormat fallback);
 
 // The memory format an output keeps: channels_last when the input is laid out so, else contiguous.
 inline at::MemoryFormat image_memory_format(const at::Tensor& images) {

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 BENCH=1; SANITIZE=1
 for a in "$@"; do
   case "$a" in --no-bench) BENCH=0 ;; --no-sanitize) SANITIZE=0 ;; esac
@@ -23,7 +24,17 @@ if python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1; then
 else
   tail -50 "$OUT/build.log"; echo "build FAILED"; exit 1
 fi
-grep -E "Function properties|registers|spill" "$OUT/build.log" | grep -B1 -A1 -E "bytes spill (stores|loads)" | grep -vE " 0 bytes spill stores, 0 bytes spill loads" | head -20 > "$OUT/spills.txt" || true
+# kernels whose ptxas report shows a stack frame or spills (the report line before names the kernel)
+grep -E "Compiling entry function|bytes stack frame" "$OUT/build.log" | grep -B1 -E "[1-9][0-9]* bytes (stack frame|spill)" | head -20 > "$OUT/spills.txt" || true
+
+# the error paths on CUDA, with a native backtrace if one crashes
+if ! python3 scripts/error_paths.py > "$OUT/error_paths.log" 2>&1; then
+  cat "$OUT/error_paths.log" | tail -20
+  command -v cuda-gdb >/dev/null && cuda-gdb -batch -ex run -ex bt --args python3 scripts/error_paths.py 2>&1 | tail -40 | tee "$OUT/error_paths_gdb.log"
+  summary+=("error paths on CUDA: CRASHED (see error_paths_gdb.log)")
+else
+  summary+=("error paths on CUDA: $(tail -1 "$OUT/error_paths.log")")
+fi
 
 t0=$(date +%s)
 python3 -m pytest tests -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -40
