@@ -30,7 +30,7 @@ grep -E "Compiling entry function|bytes stack frame" "$OUT/build.log" | grep -B1
 # the error paths on CUDA, with a native backtrace if one crashes
 if ! python3 scripts/error_paths.py > "$OUT/error_paths.log" 2>&1; then
   cat "$OUT/error_paths.log" | tail -20
-  command -v cuda-gdb >/dev/null && cuda-gdb -batch -ex run -ex bt --args python3 scripts/error_paths.py 2>&1 | tail -40 | tee "$OUT/error_paths_gdb.log"
+  command -v cuda-gdb >/dev/null && cuda-gdb -batch -ex run -ex bt --args python3 scripts/error_paths.py 2>&1 | grep -A14 -E "SIGSEGV|signal" | cut -c1-300 | tee "$OUT/error_paths_gdb.log"
   summary+=("error paths on CUDA: CRASHED (see error_paths_gdb.log)")
 else
   summary+=("error paths on CUDA: $(tail -1 "$OUT/error_paths.log")")

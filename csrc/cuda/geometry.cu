@@ -26,16 +26,16 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
 }
 
-// resized_crop with per-block tap tables: the block's 32 output columns and 8 output rows of one
-// sample get their taps (input offsets and normalised weights, computed once by the shared axis
-// functions) in shared memory, so the inner loop is loads and FMAs. Out-of-image taps get weight 0
-// (torchvision's zero padding). A block whose taps exceed kMaxTaps (extreme downscaling) falls back
-// to the per-pixel driver; both give the same sums in the same order.
+// resized_crop with per-block tap tables: the taps (input offsets and normalised weights, computed
+// once by the shared axis functions) of the block's 32 output columns and 8 output rows of one
+// sample go to shared memory, so that the inner loop is loads and FMAs. Taps are processed in
+// pages of kMaxTaps per axis, so any scale factor takes the same path. Out-of-image taps get
+// weight 0 (torchvision's zero padding).
 constexpr int kMaxTaps = 16;
 
 template <typename scalar_t, typename Batch>
-__global__ void __launch_bounds__(kTileX* kTileY) resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch,
-                                                                       ResizedCropParams p, int64_t B) {
+__global__ void __launch_bounds__(kTileX* kTileY, 4)
+    resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
   using acc_t = typename AccOf<scalar_t>::type;
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
@@ -43,84 +43,85 @@ __global__ void __launch_bounds__(kTileX* kTileY) resized_crop_kernel(const scal
   __shared__ int64_t s_yoff[kTileY][kMaxTaps];
   __shared__ acc_t s_yw[kTileY][kMaxTaps];
   __shared__ int s_yn[kTileY];
-  __shared__ int s_fits;
+  __shared__ int s_xmax, s_ymax;
 
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + tx;
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + ty;
+  const int64_t row_of_tx = static_cast<int64_t>(blockIdx.y) * kTileY + tx;  // the row a ty == 1 thread tabulates
   const bool inside = ox < p.out_w && oy < p.out_h;
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
     const kernels::ImageView v = batch.view(b);
     const int64_t* box = p.boxes + 4 * b;
-    if (tx == 0 && ty == 0) s_fits = 1;
+    const int64_t sx = resized_crop_source_column(p, b, ox);
+    if (tx == 0 && ty == 0) s_xmax = s_ymax = 0;
     __syncthreads();
-    if (ty == 0) {
-      int n = 0;
-      if (ox < p.out_w) {
-        const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
-                                                           resized_crop_source_column(p, b, ox));
-        if (ax.count > kMaxTaps) {
-          s_fits = 0;
-        } else {
-          n = static_cast<int>(ax.count);
-          for (int j = 0; j < n; ++j) {
-            const int64_t x = box[1] + kernels::axis_index(ax, j);
-            const bool valid = x >= 0 && x < v.width;
-            s_xoff[j][tx] = valid ? x * v.stride_x : 0;
-            s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) : acc_t(0);
-          }
-        }
-      }
-      s_xn[tx] = n;
-    } else if (ty == 1 && tx < kTileY) {
-      const int64_t row = static_cast<int64_t>(blockIdx.y) * kTileY + tx;
-      int n = 0;
-      if (row < p.out_h) {
-        const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, row);
-        if (ay.count > kMaxTaps) {
-          s_fits = 0;
-        } else {
-          n = static_cast<int>(ay.count);
-          for (int j = 0; j < n; ++j) {
-            const int64_t y = box[0] + kernels::axis_index(ay, j);
-            const bool valid = y >= 0 && y < v.height;
-            s_yoff[tx][j] = valid ? y * v.stride_y : 0;
-            s_yw[tx][j] = valid ? kernels::axis_weight(ay, j) : acc_t(0);
-          }
-        }
-      }
-      s_yn[tx] = n;
+    // the number of taps of this block's columns and rows (pages to visit)
+    if (ty == 0 && ox < p.out_w) {
+      atomicMax(&s_xmax, static_cast<int>(kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w, sx).count));
+    } else if (ty == 1 && tx < kTileY && row_of_tx < p.out_h) {
+      atomicMax(&s_ymax, static_cast<int>(kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, row_of_tx).count));
     }
     __syncthreads();
-    if (inside) {
-      if (s_fits) {
-        const int xn = s_xn[tx], yn = s_yn[ty];
-        const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
-        for (int64_t c0 = 0; c0 < p.channels; c0 += kChannelChunk) {
-          const int64_t nc = kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
-          acc_t acc[kChannelChunk];
-          TORCHAUG_UNROLL
-          for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
-          const scalar_t* base = in + v.offset + c0 * v.stride_c;
-          for (int jy = 0; jy < yn; ++jy) {
-            const acc_t wy = s_yw[ty][jy];
-            const scalar_t* row = base + s_yoff[ty][jy];
-            for (int jx = 0; jx < xn; ++jx) {
-              const acc_t w = wy * s_xw[jx][tx];
-              const scalar_t* px = row + s_xoff[jx][tx];
-              TORCHAUG_UNROLL
-              for (int c = 0; c < kChannelChunk; ++c) {
-                if (c < nc) acc[c] += w * static_cast<acc_t>(px[c * v.stride_c]);
+    const int xmax = s_xmax, ymax = s_ymax;
+    const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
+    for (int64_t c0 = 0; c0 < p.channels; c0 += kChannelChunk) {
+      const int64_t nc = kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
+      acc_t acc[kChannelChunk];
+      TORCHAUG_UNROLL
+      for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
+      const scalar_t* base = in + v.offset + c0 * v.stride_c;
+      for (int y0 = 0; y0 < ymax; y0 += kMaxTaps) {
+        for (int x0 = 0; x0 < xmax; x0 += kMaxTaps) {
+          // tabulate taps [x0, x0 + kMaxTaps) of each column and [y0, y0 + kMaxTaps) of each row
+          if (ty == 0) {
+            int n = 0;
+            if (ox < p.out_w) {
+              const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w, sx);
+              n = static_cast<int>(kernels::clamp_of<int64_t>(ax.count - x0, 0, kMaxTaps));
+              for (int j = 0; j < n; ++j) {
+                const int64_t x = box[1] + kernels::axis_index(ax, x0 + j);
+                const bool valid = x >= 0 && x < v.width;
+                s_xoff[j][tx] = valid ? x * v.stride_x : 0;
+                s_xw[j][tx] = valid ? kernels::axis_weight(ax, x0 + j) : acc_t(0);
+              }
+            }
+            s_xn[tx] = n;
+          } else if (ty == 1 && tx < kTileY) {
+            int n = 0;
+            if (row_of_tx < p.out_h) {
+              const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, row_of_tx);
+              n = static_cast<int>(kernels::clamp_of<int64_t>(ay.count - y0, 0, kMaxTaps));
+              for (int j = 0; j < n; ++j) {
+                const int64_t y = box[0] + kernels::axis_index(ay, y0 + j);
+                const bool valid = y >= 0 && y < v.height;
+                s_yoff[tx][j] = valid ? y * v.stride_y : 0;
+                s_yw[tx][j] = valid ? kernels::axis_weight(ay, y0 + j) : acc_t(0);
+              }
+            }
+            s_yn[tx] = n;
+          }
+          __syncthreads();
+          if (inside) {
+            const int xn = s_xn[tx], yn = s_yn[ty];
+            for (int jy = 0; jy < yn; ++jy) {
+              const acc_t wy = s_yw[ty][jy];
+              const scalar_t* row = base + s_yoff[ty][jy];
+              for (int jx = 0; jx < xn; ++jx) {
+                const acc_t w = wy * s_xw[jx][tx];
+                const scalar_t* px = row + s_xoff[jx][tx];
+                TORCHAUG_UNROLL
+                for (int c = 0; c < kChannelChunk; ++c) {
+                  if (c < nc) acc[c] += w * static_cast<acc_t>(px[c * v.stride_c]);
+                }
               }
             }
           }
-          resized_crop_store<scalar_t>(acc, c0, nc, p, b, obase);
+          __syncthreads();  // the tables are rewritten for the next page
         }
-      } else {
-        resized_crop_output_px(in, batch, p, b, oy, ox);
       }
+      if (inside) resized_crop_store<scalar_t>(acc, c0, nc, p, b, obase);
     }
-    __syncthreads();  // the tables are rebuilt for the next sample
   }
 }
 
