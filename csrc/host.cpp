@@ -10,27 +10,25 @@
 namespace torchaug {
 
 std::string shape_str(at::IntArrayRef s) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  if (s.size() == 1) os << ",";
-  os << ")";
-  return os.str();
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  if (s.size() == 1) out += ",";
+  return out + ")";
 }
 
 void check_images(const char* op, const at::Tensor& images, const char* name) {
-  TORCH_CHECK(images.dim() == 4, "torchaug::", op, ": ", name, " must be a 4-D (B, C, H, W) tensor, got ",
+  TORCHAUG_CHECK(images.dim() == 4, "torchaug::", op, ": ", name, " must be a 4-D (B, C, H, W) tensor, got ",
               images.dim(), "-D with shape ", shape_str(images.sizes()));
-  TORCH_CHECK(is_image_dtype(images.scalar_type()), "torchaug::", op, ": ", name,
+  TORCHAUG_CHECK(is_image_dtype(images.scalar_type()), "torchaug::", op, ": ", name,
               " must be uint8, float32, float64, float16 or bfloat16, got ", images.scalar_type());
   if (images.size(0) > 0) {
-    TORCH_CHECK(images.size(1) > 0 && images.size(2) > 0 && images.size(3) > 0, "torchaug::", op, ": ", name,
+    TORCHAUG_CHECK(images.size(1) > 0 && images.size(2) > 0 && images.size(3) > 0, "torchaug::", op, ": ", name,
                 " must have C, H, W > 0, got shape ", shape_str(images.sizes()));
   }
 }
 
 void check_device(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images) {
-  TORCH_CHECK(t.device() == images.device(), "torchaug::", op, ": ", name, " must be on the images' device ",
+  TORCHAUG_CHECK(t.device() == images.device(), "torchaug::", op, ": ", name, " must be on the images' device ",
               images.device(), ", got ", t.device());
 }
 
@@ -40,28 +38,28 @@ void check_param(const char* op, const char* name, const at::Tensor& t, const at
   check_device(op, name, t, images);
   bool ok_shape = t.dim() == static_cast<int64_t>(shape.size());
   for (size_t i = 0; ok_shape && i < shape.size(); ++i) ok_shape = t.size(i) == shape[i];
-  TORCH_CHECK(ok_shape, "torchaug::", op, ": ", name, " must have shape ", shape_doc, " with B=", images.size(0),
+  TORCHAUG_CHECK(ok_shape, "torchaug::", op, ": ", name, " must have shape ", shape_doc, " with B=", images.size(0),
               ", got ", shape_str(t.sizes()));
   bool ok_dtype = false;
-  std::ostringstream allowed;
+  std::string allowed;
   for (auto d : dtypes) {
     ok_dtype = ok_dtype || t.scalar_type() == d;
-    allowed << (allowed.tellp() > 0 ? " or " : "") << d;
+    allowed += cat(allowed.empty() ? "" : " or ", d);
   }
-  TORCH_CHECK(ok_dtype, "torchaug::", op, ": ", name, " must have dtype ", allowed.str(), ", got ", t.scalar_type());
+  TORCHAUG_CHECK(ok_dtype, "torchaug::", op, ": ", name, " must have dtype ", allowed, ", got ", t.scalar_type());
 }
 
 std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef out_size) {
-  TORCH_CHECK(out_size.size() == 2, "torchaug::", op, ": out_size must be [height, width], got ", out_size.size(),
+  TORCHAUG_CHECK(out_size.size() == 2, "torchaug::", op, ": out_size must be [height, width], got ", out_size.size(),
               " values");
   const int64_t oh = out_size[0].guard_int(__FILE__, __LINE__);
   const int64_t ow = out_size[1].guard_int(__FILE__, __LINE__);
-  TORCH_CHECK(oh > 0 && ow > 0, "torchaug::", op, ": out_size must be positive, got [", oh, ", ", ow, "]");
+  TORCHAUG_CHECK(oh > 0 && ow > 0, "torchaug::", op, ": out_size must be positive, got [", oh, ", ", ow, "]");
   return {oh, ow};
 }
 
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code) {
-  TORCH_CHECK(interpolation >= 0 && interpolation <= max_code, "torchaug::", op,
+  TORCHAUG_CHECK(interpolation >= 0 && interpolation <= max_code, "torchaug::", op,
               ": interpolation must be ", max_code == 2 ? "0 (nearest), 1 (bilinear) or 2 (bicubic)" : "0 (nearest) or 1 (bilinear)",
               ", got ", interpolation);
 }
@@ -72,20 +70,20 @@ void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& st
   check_param(op, "mean", mean, images, shape, "(B, C)", {at::kFloat});
   check_param(op, "std", std, images, shape, "(B, C)", {at::kFloat});
   if (std.device().is_cpu() && std.numel() > 0) {
-    TORCH_CHECK(!(std == 0).any().item<bool>(), "torchaug::", op, ": std must not contain zeros");
+    TORCHAUG_CHECK(!(std == 0).any().item<bool>(), "torchaug::", op, ": std must not contain zeros");
   }
 }
 
 at::ScalarType check_out_dtype(const char* op, std::optional<at::ScalarType> out_dtype,
                                       at::ScalarType fallback) {
   const at::ScalarType t = out_dtype.value_or(fallback);
-  TORCH_CHECK(is_image_dtype(t), "torchaug::", op, ": out_dtype must be uint8, float32, float64, float16 or bfloat16, got ", t);
+  TORCHAUG_CHECK(is_image_dtype(t), "torchaug::", op, ": out_dtype must be uint8, float32, float64, float16 or bfloat16, got ", t);
   return t;
 }
 
 at::MemoryFormat check_memory_format(const char* op, std::optional<at::MemoryFormat> fmt, at::MemoryFormat fallback) {
   const at::MemoryFormat f = fmt.value_or(fallback);
-  TORCH_CHECK(f == at::MemoryFormat::Contiguous || f == at::MemoryFormat::ChannelsLast, "torchaug::", op,
+  TORCHAUG_CHECK(f == at::MemoryFormat::Contiguous || f == at::MemoryFormat::ChannelsLast, "torchaug::", op,
               ": memory_format must be torch.contiguous_format or torch.channels_last, got ", f);
   return f;
 }
@@ -104,13 +102,13 @@ ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t
   check_interpolation(op, interpolation, kernels::kBicubic);
   check_param(op, "boxes", boxes, ref, {B, 4}, "(B, 4)", {at::kLong});
   if (flip) check_param(op, "flip", *flip, ref, {B}, "(B,)", {at::kBool});
-  TORCH_CHECK(mean.has_value() == std.has_value(), "torchaug::", op, ": mean and std must be given together");
+  TORCHAUG_CHECK(mean.has_value() == std.has_value(), "torchaug::", op, ": mean and std must be given together");
   if (mean) check_mean_std(op, *mean, *std, ref, channels);
   const at::ScalarType odt = check_out_dtype(op, out_dtype, in_dtype);
   const bool in_float = at::isFloatingType(in_dtype);
-  TORCH_CHECK(odt == in_dtype || at::isFloatingType(odt), "torchaug::", op, ": out_dtype must be the input dtype (",
+  TORCHAUG_CHECK(odt == in_dtype || at::isFloatingType(odt), "torchaug::", op, ": out_dtype must be the input dtype (",
               in_dtype, ") or floating, got ", odt);
-  TORCH_CHECK(!mean || at::isFloatingType(odt), "torchaug::", op,
+  TORCHAUG_CHECK(!mean || at::isFloatingType(odt), "torchaug::", op,
               ": normalizing (mean/std given) needs a floating out_dtype, got ", odt);
   const at::MemoryFormat fmt = check_memory_format(op, memory_format, default_format);
   if (boxes.device().is_cpu() && B > 0) {
@@ -118,7 +116,7 @@ ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t
     if (bad.any().item<bool>()) {
       const int64_t i = bad.nonzero()[0][0].item<int64_t>();
       const auto box = boxes[i];
-      TORCH_CHECK(false, "torchaug::", op, ": boxes must have height > 0 and width > 0, got box ", i, " = [",
+      TORCHAUG_CHECK(false, "torchaug::", op, ": boxes must have height > 0 and width > 0, got box ", i, " = [",
                   box[0].item<int64_t>(), ", ", box[1].item<int64_t>(), ", ", box[2].item<int64_t>(), ", ",
                   box[3].item<int64_t>(), "] (top, left, height, width)");
     }
@@ -183,16 +181,16 @@ RrcBoxPlan plan_rrc_boxes(const at::Tensor& rand, const std::optional<at::Tensor
                                  int64_t width, double scale_min, double scale_max, double ratio_min,
                                  double ratio_max) {
   const char* op = "_random_resized_crop_boxes";
-  TORCH_CHECK(rand.dim() == 2 && rand.size(1) == kernels::kRrcDraws, "torchaug::", op, ": rand must have shape (B, ",
+  TORCHAUG_CHECK(rand.dim() == 2 && rand.size(1) == kernels::kRrcDraws, "torchaug::", op, ": rand must have shape (B, ",
               kernels::kRrcDraws, "), got ", shape_str(rand.sizes()));
-  TORCH_CHECK(rand.scalar_type() == at::kDouble, "torchaug::", op, ": rand must be float64, got ", rand.scalar_type());
+  TORCHAUG_CHECK(rand.scalar_type() == at::kDouble, "torchaug::", op, ": rand must be float64, got ", rand.scalar_type());
   const int64_t B = rand.size(0);
   if (sizes) check_param(op, "sizes", *sizes, rand, {B, 2}, "(B, 2)", {at::kLong});
-  TORCH_CHECK(sizes || (height > 0 && width > 0), "torchaug::", op, ": height and width must be positive, got ", height,
+  TORCHAUG_CHECK(sizes || (height > 0 && width > 0), "torchaug::", op, ": height and width must be positive, got ", height,
               " and ", width);
-  TORCH_CHECK(0 < scale_min && scale_min <= scale_max, "torchaug::", op,
+  TORCHAUG_CHECK(0 < scale_min && scale_min <= scale_max, "torchaug::", op,
               ": scale must satisfy 0 < scale_min <= scale_max, got ", scale_min, ", ", scale_max);
-  TORCH_CHECK(0 < ratio_min && ratio_min <= ratio_max, "torchaug::", op, ": ratio must satisfy 0 < ratio_min <= ratio_max, got ",
+  TORCHAUG_CHECK(0 < ratio_min && ratio_min <= ratio_max, "torchaug::", op, ": ratio must satisfy 0 < ratio_min <= ratio_max, got ",
               ratio_min, ", ", ratio_max);
   RrcBoxPlan plan;
   plan.rand = rand.contiguous();
@@ -213,18 +211,18 @@ void check_flip(const char* op, const at::Tensor& images, const at::Tensor& hori
 
 std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& data, const at::Tensor& offsets,
                                                      const at::Tensor& sizes, int64_t channels) {
-  TORCH_CHECK(data.dim() == 1, "torchaug::", op, ": data must be a 1-D tensor (the images' elements back to back), got ",
+  TORCHAUG_CHECK(data.dim() == 1, "torchaug::", op, ": data must be a 1-D tensor (the images' elements back to back), got ",
               data.dim(), "-D with shape ", shape_str(data.sizes()));
-  TORCH_CHECK(is_image_dtype(data.scalar_type()), "torchaug::", op,
+  TORCHAUG_CHECK(is_image_dtype(data.scalar_type()), "torchaug::", op,
               ": data must be uint8, float32, float64, float16 or bfloat16, got ", data.scalar_type());
-  TORCH_CHECK(channels > 0, "torchaug::", op, ": channels must be positive, got ", channels);
-  TORCH_CHECK(offsets.dim() == 1, "torchaug::", op, ": offsets must have shape (B,), got ", shape_str(offsets.sizes()));
+  TORCHAUG_CHECK(channels > 0, "torchaug::", op, ": channels must be positive, got ", channels);
+  TORCHAUG_CHECK(offsets.dim() == 1, "torchaug::", op, ": offsets must have shape (B,), got ", shape_str(offsets.sizes()));
   const int64_t B = offsets.size(0);
-  TORCH_CHECK(sizes.dim() == 2 && sizes.size(0) == B && sizes.size(1) == 2, "torchaug::", op,
+  TORCHAUG_CHECK(sizes.dim() == 2 && sizes.size(0) == B && sizes.size(1) == 2, "torchaug::", op,
               ": sizes must have shape (B, 2) with B=", B, ", got ", shape_str(sizes.sizes()));
-  TORCH_CHECK(offsets.scalar_type() == at::kLong && sizes.scalar_type() == at::kLong, "torchaug::", op,
+  TORCHAUG_CHECK(offsets.scalar_type() == at::kLong && sizes.scalar_type() == at::kLong, "torchaug::", op,
               ": offsets and sizes must be int64, got ", offsets.scalar_type(), " and ", sizes.scalar_type());
-  TORCH_CHECK(offsets.device().is_cpu() && sizes.device().is_cpu(), "torchaug::", op,
+  TORCHAUG_CHECK(offsets.device().is_cpu() && sizes.device().is_cpu(), "torchaug::", op,
               ": offsets and sizes must be CPU tensors (host metadata of the ragged batch), got ", offsets.device(),
               " and ", sizes.device());
   auto off = offsets.contiguous();
@@ -232,9 +230,9 @@ std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& 
   const int64_t* o = off.data_ptr<int64_t>();
   const int64_t* s = sz.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) {
-    TORCH_CHECK(s[2 * b] > 0 && s[2 * b + 1] > 0, "torchaug::", op, ": sizes[", b, "] must be positive, got (",
+    TORCHAUG_CHECK(s[2 * b] > 0 && s[2 * b + 1] > 0, "torchaug::", op, ": sizes[", b, "] must be positive, got (",
                 s[2 * b], ", ", s[2 * b + 1], ")");
-    TORCH_CHECK(o[b] >= 0 && o[b] + channels * s[2 * b] * s[2 * b + 1] <= data.numel(), "torchaug::", op,
+    TORCHAUG_CHECK(o[b] >= 0 && o[b] + channels * s[2 * b] * s[2 * b + 1] <= data.numel(), "torchaug::", op,
                 ": image ", b, " (offset ", o[b], ", ", channels, "x", s[2 * b], "x", s[2 * b + 1],
                 ") lies outside data of ", data.numel(), " elements");
   }
@@ -252,7 +250,7 @@ NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& mean, c
   check_images(op, images);
   check_mean_std(op, mean, std, images, images.size(1));
   const at::ScalarType odt = check_out_dtype(op, out_dtype, at::kFloat);
-  TORCH_CHECK(at::isFloatingType(odt), "torchaug::", op, ": out_dtype must be float32, float64, float16 or bfloat16, got ", odt);
+  TORCHAUG_CHECK(at::isFloatingType(odt), "torchaug::", op, ": out_dtype must be float32, float64, float16 or bfloat16, got ", odt);
   const at::MemoryFormat in_fmt = image_memory_format(images);
   const at::MemoryFormat fmt = check_memory_format(op, memory_format, in_fmt);
   NormalizePlan plan;

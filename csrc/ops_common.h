@@ -6,7 +6,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <sstream>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,6 +14,44 @@
 #include "kernels/convert.h"
 
 namespace torchaug {
+
+// Error messages are assembled here with std::string and std::to_string, never with an iostream
+// inserting numbers: on the GPU machine (g++ 13, torch 2.11 wheel) the extension segfaulted inside
+// ostream::operator<<(long) -> a codecvt facet once CUDA was initialised, which looks like two
+// copies of libstdc++'s locale machinery in one process (root cause not pinned down). TORCH_CHECK
+// with a single preformatted std::string never formats a number in this library.
+inline void append_to(std::string& s, const char* v) { s += v; }
+inline void append_to(std::string& s, const std::string& v) { s += v; }
+inline void append_to(std::string& s, char v) { s += v; }
+inline void append_to(std::string& s, int v) { s += std::to_string(v); }
+inline void append_to(std::string& s, long v) { s += std::to_string(v); }
+inline void append_to(std::string& s, long long v) { s += std::to_string(v); }
+inline void append_to(std::string& s, unsigned long v) { s += std::to_string(v); }
+inline void append_to(std::string& s, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  s += buf;
+}
+inline void append_to(std::string& s, at::ScalarType t) { s += c10::toString(t); }
+inline void append_to(std::string& s, const at::Device& d) { s += d.str(); }
+inline void append_to(std::string& s, at::MemoryFormat f) {
+  switch (f) {
+    case at::MemoryFormat::Contiguous: s += "torch.contiguous_format"; break;
+    case at::MemoryFormat::ChannelsLast: s += "torch.channels_last"; break;
+    case at::MemoryFormat::ChannelsLast3d: s += "torch.channels_last_3d"; break;
+    default: s += "torch.preserve_format"; break;
+  }
+}
+
+template <typename... Args>
+std::string cat(const Args&... args) {
+  std::string s;
+  (append_to(s, args), ...);
+  return s;
+}
+
+// TORCH_CHECK with the message built by cat(): evaluated only when the check fails.
+#define TORCHAUG_CHECK(cond, ...) TORCH_CHECK(cond, ::torchaug::cat(__VA_ARGS__))
 
 std::string shape_str(at::IntArrayRef s);
 

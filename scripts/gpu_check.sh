@@ -9,9 +9,9 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-BENCH=1; SANITIZE=1
+BENCH=1; SANITIZE=1; PROFILE=0; TESTS=1
 for a in "$@"; do
-  case "$a" in --no-bench) BENCH=0 ;; --no-sanitize) SANITIZE=0 ;; esac
+  case "$a" in --no-bench) BENCH=0 ;; --no-sanitize) SANITIZE=0 ;; --profile) PROFILE=1 ;; --no-tests) TESTS=0 ;; esac
 done
 summary=()
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -36,10 +36,24 @@ else
   summary+=("error paths on CUDA: $(tail -1 "$OUT/error_paths.log")")
 fi
 
-t0=$(date +%s)
-python3 -m pytest tests -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -40
-rc=${PIPESTATUS[0]}
-summary+=("pytest (rc $rc, $(( $(date +%s) - t0 )) s): $(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$OUT/pytest.log" | tail -1)")
+rc=0
+if [ "$TESTS" = 1 ]; then
+  t0=$(date +%s)
+  python3 -m pytest tests -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -40
+  rc=${PIPESTATUS[0]}
+  summary+=("pytest (rc $rc, $(( $(date +%s) - t0 )) s): $(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1)")
+fi
+
+if [ "$PROFILE" = 1 ]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+  if [ -n "$NCU" ]; then
+    "$NCU" --kernel-name regex:resized_crop_kernel --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy --section WarpStateStats \
+      --section LaunchStats python3 scripts/profile_resized_crop.py > "$OUT/ncu.txt" 2>&1
+    grep -E "Duration|Throughput|Achieved Occupancy|Registers|Issue Slots Busy|Executed Ipc|Stall|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles Per Issued|One or More|Theoretical Occupancy" "$OUT/ncu.txt" | head -40
+    summary+=("ncu: $OUT/ncu.txt")
+  fi
+fi
 
 if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do

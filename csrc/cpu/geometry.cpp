@@ -71,7 +71,7 @@ at::Tensor resized_crop_backward_cpu(const at::Tensor& grad, const at::Tensor& b
                                      int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
                                      const std::optional<at::Tensor>& std, bool channels_last) {
   const char* op = "_resized_crop_backward";
-  TORCH_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
+  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
   std::vector<int64_t> isz;
   for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
   auto grad_in = at::zeros(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
@@ -132,7 +132,7 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& gr
                                                             std::array<bool, 2> output_mask) {
   const char* op = "_warp_affine_backward";
   check_warp_affine(op, images, matrices, interpolation, fill);
-  TORCH_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
+  TORCHAUG_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
   const int64_t B = images.size(0);
   const auto m = acc_matrices(images, matrices);
   const at::Tensor f = fill ? fill->contiguous() : at::Tensor();

@@ -33,6 +33,17 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
 // weight 0 (torchvision's zero padding).
 constexpr int kMaxTaps = 16;
 
+// A pixel as the accumulator type. uint8 -> float with the exponent trick (2^23 + v is exact in
+// float32): two full-rate instructions instead of an I2F, whose rate is 1/8 of an FFMA on sm_90.
+template <typename acc_t, typename scalar_t>
+__device__ __forceinline__ acc_t pixel_to_acc(scalar_t v) {
+  return static_cast<acc_t>(v);
+}
+template <>
+__device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
+  return __uint_as_float(0x4B000000u | static_cast<uint32_t>(v)) - 8388608.0f;
+}
+
 template <typename scalar_t, typename Batch>
 __global__ void __launch_bounds__(kTileX* kTileY, 4)
     resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
@@ -112,7 +123,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
                 const scalar_t* px = row + s_xoff[jx][tx];
                 TORCHAUG_UNROLL
                 for (int c = 0; c < kChannelChunk; ++c) {
-                  if (c < nc) acc[c] += w * static_cast<acc_t>(px[c * v.stride_c]);
+                  if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[c * v.stride_c]);
                 }
               }
             }
@@ -191,7 +202,7 @@ at::Tensor resized_crop_backward_cuda(const at::Tensor& grad, const at::Tensor& 
                                       int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
                                       const std::optional<at::Tensor>& std, bool channels_last) {
   const char* op = "_resized_crop_backward";
-  TORCH_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
+  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
   c10::cuda::CUDAGuard guard(grad.device());
   std::vector<int64_t> isz;
   for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
@@ -288,7 +299,7 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cuda(const at::Tensor& g
                                                              std::array<bool, 2> output_mask) {
   const char* op = "_warp_affine_backward";
   check_warp_affine(op, images, matrices, interpolation, fill);
-  TORCH_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
+  TORCHAUG_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
   c10::cuda::CUDAGuard guard(images.device());
   const int64_t B = images.size(0);
   const auto m = acc_matrices(images, matrices);
