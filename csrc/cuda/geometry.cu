@@ -9,6 +9,8 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <climits>
+
 #include "../geometry_impl.h"
 
 namespace torchaug {
@@ -26,12 +28,27 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
 }
 
-// resized_crop with per-block tap tables: the taps (input offsets and normalised weights, computed
-// once by the shared axis functions) of the block's 32 output columns and 8 output rows of one
-// sample go to shared memory, so that the inner loop is loads and FMAs. Taps are processed in
-// pages of kMaxTaps per axis, so any scale factor takes the same path. Out-of-image taps get
-// weight 0 (torchvision's zero padding).
+// resized_crop, separable, one block per 32 x 16 output tile of one sample:
+//  1. the taps of the tile's 32 columns and 16 rows (input offsets and normalised weights from the
+//     shared axis functions) are tabulated in shared memory; out-of-image taps get weight 0
+//     (torchvision's zero padding);
+//  2. horizontal pass: every input row the tile's rows need is resampled to the 32 output columns
+//     into shared memory (each input pixel converted once per column tap, loads coalesced along
+//     the row);
+//  3. vertical pass: each thread combines those rows for its 2 output pixels and runs the fused
+//     cast / normalize epilogue.
+// A tile whose taps do not fit the tables (a downscale by more than ~kMaxTaps/2 per axis with
+// antialias, or more than kRegionRows input rows) takes the per-pixel driver instead: same taps,
+// same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
+constexpr int kRowsPerThread = 2;
+constexpr int kTileRows = kTileY * kRowsPerThread;  // 16 output rows per block
+
+template <typename acc_t>
+struct RegionRows {
+  // 32 KB of horizontally resampled rows: kRegionRows rows x 32 columns x kChannelChunk channels
+  static constexpr int value = 32768 / (kTileX * kChannelChunk * static_cast<int>(sizeof(acc_t)));
+};
 
 // A pixel as the accumulator type. uint8 -> float with the exponent trick (2^23 + v is exact in
 // float32): two full-rate instructions instead of an I2F, whose rate is 1/8 of an FFMA on sm_90.
@@ -48,90 +65,128 @@ template <typename scalar_t, typename Batch>
 __global__ void __launch_bounds__(kTileX* kTileY, 4)
     resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
   using acc_t = typename AccOf<scalar_t>::type;
+  constexpr int kRegionRows = RegionRows<acc_t>::value;
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
   __shared__ int s_xn[kTileX];
-  __shared__ int64_t s_yoff[kTileY][kMaxTaps];
-  __shared__ acc_t s_yw[kTileY][kMaxTaps];
-  __shared__ int s_yn[kTileY];
-  __shared__ int s_xmax, s_ymax;
+  __shared__ int s_yrow[kTileRows][kMaxTaps];  // input row of each tap, -1 outside the image
+  __shared__ acc_t s_yw[kTileRows][kMaxTaps];
+  __shared__ int s_yn[kTileRows];
+  __shared__ acc_t s_h[kChannelChunk * kRegionRows * kTileX];  // [channel][region row][column]
+  __shared__ int s_ylo, s_yhi, s_fits;
 
-  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + tx;
-  const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + ty;
-  const int64_t row_of_tx = static_cast<int64_t>(blockIdx.y) * kTileY + tx;  // the row a ty == 1 thread tabulates
-  const bool inside = ox < p.out_w && oy < p.out_h;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTileRows;
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
     const kernels::ImageView v = batch.view(b);
     const int64_t* box = p.boxes + 4 * b;
-    const int64_t sx = resized_crop_source_column(p, b, ox);
-    if (tx == 0 && ty == 0) s_xmax = s_ymax = 0;
-    __syncthreads();
-    // the number of taps of this block's columns and rows (pages to visit)
-    if (ty == 0 && ox < p.out_w) {
-      atomicMax(&s_xmax, static_cast<int>(kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w, sx).count));
-    } else if (ty == 1 && tx < kTileY && row_of_tx < p.out_h) {
-      atomicMax(&s_ymax, static_cast<int>(kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, row_of_tx).count));
+    if (tid == 0) {
+      s_ylo = INT_MAX;
+      s_yhi = -1;
+      s_fits = 1;
     }
     __syncthreads();
-    const int xmax = s_xmax, ymax = s_ymax;
-    const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
-    for (int64_t c0 = 0; c0 < p.channels; c0 += kChannelChunk) {
-      const int64_t nc = kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
-      acc_t acc[kChannelChunk];
-      TORCHAUG_UNROLL
-      for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
-      const scalar_t* base = in + v.offset + c0 * v.stride_c;
-      for (int y0 = 0; y0 < ymax; y0 += kMaxTaps) {
-        for (int x0 = 0; x0 < xmax; x0 += kMaxTaps) {
-          // tabulate taps [x0, x0 + kMaxTaps) of each column and [y0, y0 + kMaxTaps) of each row
-          if (ty == 0) {
-            int n = 0;
-            if (ox < p.out_w) {
-              const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w, sx);
-              n = static_cast<int>(kernels::clamp_of<int64_t>(ax.count - x0, 0, kMaxTaps));
-              for (int j = 0; j < n; ++j) {
-                const int64_t x = box[1] + kernels::axis_index(ax, x0 + j);
-                const bool valid = x >= 0 && x < v.width;
-                s_xoff[j][tx] = valid ? x * v.stride_x : 0;
-                s_xw[j][tx] = valid ? kernels::axis_weight(ax, x0 + j) : acc_t(0);
-              }
-            }
-            s_xn[tx] = n;
-          } else if (ty == 1 && tx < kTileY) {
-            int n = 0;
-            if (row_of_tx < p.out_h) {
-              const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, row_of_tx);
-              n = static_cast<int>(kernels::clamp_of<int64_t>(ay.count - y0, 0, kMaxTaps));
-              for (int j = 0; j < n; ++j) {
-                const int64_t y = box[0] + kernels::axis_index(ay, y0 + j);
-                const bool valid = y >= 0 && y < v.height;
-                s_yoff[tx][j] = valid ? y * v.stride_y : 0;
-                s_yw[tx][j] = valid ? kernels::axis_weight(ay, y0 + j) : acc_t(0);
-              }
-            }
-            s_yn[tx] = n;
+    // 1. tap tables
+    if (ty == 0) {
+      int n = 0;
+      if (ox < p.out_w) {
+        const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
+                                                           resized_crop_source_column(p, b, ox));
+        if (ax.count > kMaxTaps) {
+          s_fits = 0;
+        } else {
+          n = static_cast<int>(ax.count);
+          for (int j = 0; j < n; ++j) {
+            const int64_t x = box[1] + kernels::axis_index(ax, j);
+            const bool valid = x >= 0 && x < v.width;
+            s_xoff[j][tx] = valid ? x * v.stride_x : 0;
+            s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) : acc_t(0);
           }
-          __syncthreads();
-          if (inside) {
-            const int xn = s_xn[tx], yn = s_yn[ty];
-            for (int jy = 0; jy < yn; ++jy) {
-              const acc_t wy = s_yw[ty][jy];
-              const scalar_t* row = base + s_yoff[ty][jy];
-              for (int jx = 0; jx < xn; ++jx) {
-                const acc_t w = wy * s_xw[jx][tx];
-                const scalar_t* px = row + s_xoff[jx][tx];
-                TORCHAUG_UNROLL
-                for (int c = 0; c < kChannelChunk; ++c) {
-                  if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[c * v.stride_c]);
-                }
-              }
-            }
-          }
-          __syncthreads();  // the tables are rewritten for the next page
         }
       }
-      if (inside) resized_crop_store<scalar_t>(acc, c0, nc, p, b, obase);
+      s_xn[tx] = n;
+    } else if (ty == 1 && tx < kTileRows) {
+      const int64_t oy = row0 + tx;
+      int n = 0;
+      if (oy < p.out_h) {
+        const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, oy);
+        if (ay.count > kMaxTaps) {
+          s_fits = 0;
+        } else {
+          n = static_cast<int>(ay.count);
+          int lo = INT_MAX, hi = -1;
+          for (int j = 0; j < n; ++j) {
+            const int64_t y = box[0] + kernels::axis_index(ay, j);
+            const bool valid = y >= 0 && y < v.height;
+            s_yrow[tx][j] = valid ? static_cast<int>(y) : -1;
+            s_yw[tx][j] = kernels::axis_weight(ay, j);
+            if (valid) {
+              lo = min(lo, static_cast<int>(y));
+              hi = max(hi, static_cast<int>(y));
+            }
+          }
+          if (hi >= 0) {
+            atomicMin(&s_ylo, lo);
+            atomicMax(&s_yhi, hi);
+          }
+        }
+      }
+      s_yn[tx] = n;
+    }
+    __syncthreads();
+    const int ylo = s_ylo;
+    const int nrows = s_yhi >= ylo ? s_yhi - ylo + 1 : 0;
+    if (!s_fits || nrows > kRegionRows) {
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        const int64_t oy = row0 + ty + r * kTileY;
+        if (ox < p.out_w && oy < p.out_h) resized_crop_output_px(in, batch, p, b, oy, ox);
+      }
+      __syncthreads();  // s_fits etc. are rewritten for the next sample
+      continue;
+    }
+    for (int64_t c0 = 0; c0 < p.channels; c0 += kChannelChunk) {
+      const int64_t nc = kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
+      // 2. horizontal pass over the region rows: item i = (region row i / 32, column i % 32)
+      for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
+        const int r = i / kTileX, col = i % kTileX;
+        const scalar_t* rowp = in + v.offset + static_cast<int64_t>(ylo + r) * v.stride_y + c0 * v.stride_c;
+        acc_t acc[kChannelChunk];
+        TORCHAUG_UNROLL
+        for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
+        const int xn = s_xn[col];
+        for (int j = 0; j < xn; ++j) {
+          const acc_t w = s_xw[j][col];
+          const scalar_t* px = rowp + s_xoff[j][col];
+          TORCHAUG_UNROLL
+          for (int c = 0; c < kChannelChunk; ++c) {
+            if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[c * v.stride_c]);
+          }
+        }
+        TORCHAUG_UNROLL
+        for (int c = 0; c < kChannelChunk; ++c) s_h[(c * kRegionRows + r) * kTileX + col] = acc[c];
+      }
+      __syncthreads();
+      // 3. vertical pass and epilogue
+      for (int rr = 0; rr < kRowsPerThread; ++rr) {
+        const int trow = ty + rr * kTileY;
+        const int64_t oy = row0 + trow;
+        if (ox >= p.out_w || oy >= p.out_h) continue;
+        acc_t acc[kChannelChunk];
+        TORCHAUG_UNROLL
+        for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
+        const int yn = s_yn[trow];
+        for (int j = 0; j < yn; ++j) {
+          const int y = s_yrow[trow][j];
+          if (y < 0) continue;  // outside the image: zero
+          const acc_t w = s_yw[trow][j];
+          const acc_t* h = s_h + (y - ylo) * kTileX + tx;
+          TORCHAUG_UNROLL
+          for (int c = 0; c < kChannelChunk; ++c) acc[c] += w * h[c * kRegionRows * kTileX];
+        }
+        resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
+      }
+      __syncthreads();  // s_h is rewritten by the next channel chunk / sample
     }
   }
 }
@@ -141,7 +196,10 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const ResizedCropParams& p = plan.p;
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cuda", [&] {
-    resized_crop_kernel<scalar_t, Batch><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
+    const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
+                    static_cast<unsigned>((p.out_h + kTileRows - 1) / kTileRows),
+                    static_cast<unsigned>(std::min(B, kMaxGridZ)));
+    resized_crop_kernel<scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(
         src.data_ptr<scalar_t>(), batch, p, B);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });

@@ -44,6 +44,25 @@ TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
   return clamp_of(v, 0.0f, 255.0f);
 }
 
+// Arithmetic rounded after every operation, never contracted into an FMA, where results must match
+// a reference that rounds each step (torchvision's normalize: x * (1/255), - mean, / std, each a
+// separate tensor op). Host compilers do not contract without -ffp-contract=fast and FMA flags.
+#if defined(__CUDA_ARCH__)
+TORCHAUG_HOST_DEVICE inline float rn_mul(float a, float b) { return __fmul_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline float rn_sub(float a, float b) { return __fsub_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline float rn_div(float a, float b) { return __fdiv_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline double rn_mul(double a, double b) { return __dmul_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline double rn_sub(double a, double b) { return __dsub_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline double rn_div(double a, double b) { return __ddiv_rn(a, b); }
+#else
+template <typename T>
+inline T rn_mul(T a, T b) { return a * b; }
+template <typename T>
+inline T rn_sub(T a, T b) { return a - b; }
+template <typename T>
+inline T rn_div(T a, T b) { return a / b; }
+#endif
+
 // The view of one image of a batch: base pointer offset (in elements) and element strides.
 // Dense batches and ragged batches both reduce to this per sample.
 struct ImageView {

@@ -38,7 +38,7 @@ struct PixelRange<uint8_t> {
 // match torchvision bit for bit. inv_max is 1 for floating inputs.
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t normalize_px(acc_t v, acc_t inv_max, acc_t mean, acc_t std) {
-  return (v * inv_max - mean) / std;
+  return rn_div(rn_sub(rn_mul(v, inv_max), mean), std);
 }
 
 }  // namespace kernels
