@@ -78,7 +78,7 @@ C10_HOST_DEVICE inline void resized_crop_store(const acc_t* acc, int64_t c0, int
   TORCHAUG_UNROLL
   for (int c = 0; c < kChannelChunk; ++c) {
     if (c >= nc) break;
-    acc_t val = static_cast<acc_t>(kernels::PixelStore<scalar_t>::from(acc[c]));
+    acc_t val = kernels::PixelStore<scalar_t>::quantize(acc[c]);
     if (p.mean != nullptr) {
       const int64_t ch = c0 + c;
       val = kernels::normalize_px<acc_t>(val, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[p.ms.at(b, ch)]),

@@ -61,11 +61,14 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
   return __uint_as_float(0x4B000000u | static_cast<uint32_t>(v)) - 8388608.0f;
 }
 
-template <typename scalar_t, typename Batch>
+// kC: the channel count when it is 3 (compile-time loops, no predication), 0 for any other count
+// (chunks of kChannelChunk).
+template <int kC, typename scalar_t, typename Batch>
 __global__ void __launch_bounds__(kTileX* kTileY, 4)
     resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
   using acc_t = typename AccOf<scalar_t>::type;
   constexpr int kRegionRows = RegionRows<acc_t>::value;
+  constexpr int kChunk = kC > 0 ? kC : kChannelChunk;
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
   __shared__ int s_xn[kTileX];
@@ -145,26 +148,30 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       __syncthreads();  // s_fits etc. are rewritten for the next sample
       continue;
     }
-    for (int64_t c0 = 0; c0 < p.channels; c0 += kChannelChunk) {
-      const int64_t nc = kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
+    for (int64_t c0 = 0; c0 < p.channels; c0 += kChunk) {
+      const int64_t nc = kC > 0 ? kC : kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
       // 2. horizontal pass over the region rows: item i = (region row i / 32, column i % 32)
       for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
         const int r = i / kTileX, col = i % kTileX;
         const scalar_t* rowp = in + v.offset + static_cast<int64_t>(ylo + r) * v.stride_y + c0 * v.stride_c;
-        acc_t acc[kChannelChunk];
+        int64_t coff[kChunk];
+        acc_t acc[kChunk];
         TORCHAUG_UNROLL
-        for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
+        for (int c = 0; c < kChunk; ++c) {
+          acc[c] = 0;
+          coff[c] = c * v.stride_c;
+        }
         const int xn = s_xn[col];
         for (int j = 0; j < xn; ++j) {
           const acc_t w = s_xw[j][col];
           const scalar_t* px = rowp + s_xoff[j][col];
           TORCHAUG_UNROLL
-          for (int c = 0; c < kChannelChunk; ++c) {
-            if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[c * v.stride_c]);
+          for (int c = 0; c < kChunk; ++c) {
+            if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[coff[c]]);
           }
         }
         TORCHAUG_UNROLL
-        for (int c = 0; c < kChannelChunk; ++c) s_h[(c * kRegionRows + r) * kTileX + col] = acc[c];
+        for (int c = 0; c < kChunk; ++c) s_h[(c * kRegionRows + r) * kTileX + col] = acc[c];
       }
       __syncthreads();
       // 3. vertical pass and epilogue
@@ -182,7 +189,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           const acc_t w = s_yw[trow][j];
           const acc_t* h = s_h + (y - ylo) * kTileX + tx;
           TORCHAUG_UNROLL
-          for (int c = 0; c < kChannelChunk; ++c) acc[c] += w * h[c * kRegionRows * kTileX];
+          for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * kRegionRows * kTileX];
         }
         resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
       }
@@ -199,8 +206,11 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
     const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
                     static_cast<unsigned>((p.out_h + kTileRows - 1) / kTileRows),
                     static_cast<unsigned>(std::min(B, kMaxGridZ)));
-    resized_crop_kernel<scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(
-        src.data_ptr<scalar_t>(), batch, p, B);
+    if (p.channels == 3) {
+      resized_crop_kernel<3, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+    } else {
+      resized_crop_kernel<0, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+    }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

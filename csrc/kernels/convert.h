@@ -9,10 +9,14 @@ namespace kernels {
 
 // Storing an accumulated value into an image of type T: uint8 rounds half to even and saturates
 // (torchvision: float_img.round_().to(uint8) after a clamp), floating types convert.
+// quantize(v): the value an image of type T would hold, still as an accumulator value (no round
+// trip through the integer type).
 template <typename T>
 struct PixelStore {
   template <typename acc_t>
   TORCHAUG_HOST_DEVICE static T from(acc_t v) { return static_cast<T>(v); }
+  template <typename acc_t>
+  TORCHAUG_HOST_DEVICE static acc_t quantize(acc_t v) { return static_cast<acc_t>(static_cast<T>(v)); }
 };
 
 template <>
@@ -21,6 +25,8 @@ struct PixelStore<uint8_t> {
   TORCHAUG_HOST_DEVICE static uint8_t from(acc_t v) {
     return static_cast<uint8_t>(round_to_uint8(static_cast<float>(v)));
   }
+  template <typename acc_t>
+  TORCHAUG_HOST_DEVICE static acc_t quantize(acc_t v) { return static_cast<acc_t>(round_to_uint8(static_cast<float>(v))); }
 };
 
 // 1 / the largest value of an image of type T: 1/255 for uint8, 1 for floating images.
