@@ -17,7 +17,6 @@ missing=()
 if [ "${TORCHAUG_SETUP:-}" = test ]; then
   "$PY" -c "import pytest" 2>/dev/null || missing+=("pytest>=7")
   "$PY" -c "import hypothesis" 2>/dev/null || missing+=("hypothesis>=6")
-  "$PY" -c "import expecttest" 2>/dev/null || missing+=(expecttest)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"

@@ -64,7 +64,7 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
 // kC: the channel count when it is 3 (compile-time loops, no predication), 0 for any other count
 // (chunks of kChannelChunk).
 template <int kC, typename scalar_t, typename Batch>
-__global__ void __launch_bounds__(kTileX* kTileY, 3)
+__global__ void __launch_bounds__(kTileX* kTileY, 4)
     resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
   using acc_t = typename AccOf<scalar_t>::type;
   constexpr int kRegionRows = RegionRows<acc_t>::value;
