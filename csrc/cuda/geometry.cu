@@ -61,6 +61,37 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
   return __uint_as_float(0x4B000000u | static_cast<uint32_t>(v)) - 8388608.0f;
 }
 
+// The horizontal pass when every column's taps are consecutive pixels inside the image (the
+// common case: antialiased or interior taps of a box inside the image, W contiguous): the taps are
+// loads at immediate offsets from one address per channel, kT of them unrolled and predicated on
+// the column's tap count, all in flight together. Same products, same order as the general loop.
+template <int kT, int kChunk, int kRegionRows, typename scalar_t, typename acc_t>
+__device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restrict__ cbase, int64_t stride_y,
+                                                       const int64_t* coff, int64_t nc, int ylo, int nrows, int tid,
+                                                       const int64_t* s_xfirst, const int* s_xn,
+                                                       const acc_t (*s_xw)[kTileX], acc_t* s_h) {
+  for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
+    const int r = i / kTileX, col = i % kTileX;
+    const scalar_t* rowp = cbase + static_cast<int64_t>(ylo + r) * stride_y + s_xfirst[col];
+    const int xn = s_xn[col];
+    acc_t w[kT];
+    TORCHAUG_UNROLL
+    for (int j = 0; j < kT; ++j) w[j] = j < xn ? s_xw[j][col] : acc_t(0);
+    TORCHAUG_UNROLL
+    for (int c = 0; c < kChunk; ++c) {
+      acc_t acc = 0;
+      if (c < nc) {
+        const scalar_t* pc = rowp + coff[c];
+        TORCHAUG_UNROLL
+        for (int j = 0; j < kT; ++j) {
+          if (j < xn) acc += w[j] * pixel_to_acc<acc_t>(pc[j]);
+        }
+      }
+      s_h[(c * kRegionRows + r) * kTileX + col] = acc;
+    }
+  }
+}
+
 // kC: the channel count when it is 3 (compile-time loops, no predication), 0 for any other count
 // (chunks of kChannelChunk).
 template <int kC, typename scalar_t, typename Batch>
@@ -72,11 +103,12 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
   __shared__ int s_xn[kTileX];
+  __shared__ int64_t s_xfirst[kTileX];  // offset of each column's first tap
   __shared__ int s_yrow[kTileRows][kMaxTaps];  // input row of each tap, -1 outside the image
   __shared__ acc_t s_yw[kTileRows][kMaxTaps];
   __shared__ int s_yn[kTileRows];
   __shared__ acc_t s_h[kChannelChunk * kRegionRows * kTileX];  // [channel][region row][column]
-  __shared__ int s_ylo, s_yhi, s_fits;
+  __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_consecutive;
 
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + tx;
@@ -88,6 +120,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       s_ylo = INT_MAX;
       s_yhi = -1;
       s_fits = 1;
+      s_xmaxn = 0;
+      s_consecutive = v.stride_x == 1;
     }
     __syncthreads();
     // 1. tap tables
@@ -100,12 +134,18 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           s_fits = 0;
         } else {
           n = static_cast<int>(ax.count);
+          const int64_t x0 = box[1] + kernels::axis_index(ax, 0);
+          bool consecutive = true;  // taps x0, x0 + 1, ... all inside the image
           for (int j = 0; j < n; ++j) {
             const int64_t x = box[1] + kernels::axis_index(ax, j);
             const bool valid = x >= 0 && x < v.width;
+            consecutive = consecutive && valid && x == x0 + j;
             s_xoff[j][tx] = valid ? x * v.stride_x : 0;
             s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) : acc_t(0);
           }
+          s_xfirst[tx] = x0 * v.stride_x;
+          if (!consecutive) s_consecutive = 0;
+          atomicMax(&s_xmaxn, n);
         }
       }
       s_xn[tx] = n;
@@ -151,27 +191,33 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     for (int64_t c0 = 0; c0 < p.channels; c0 += kChunk) {
       const int64_t nc = kC > 0 ? kC : kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
       // 2. horizontal pass over the region rows: item i = (region row i / 32, column i % 32)
-      for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
-        const int r = i / kTileX, col = i % kTileX;
-        const scalar_t* rowp = in + v.offset + static_cast<int64_t>(ylo + r) * v.stride_y + c0 * v.stride_c;
-        int64_t coff[kChunk];
-        acc_t acc[kChunk];
-        TORCHAUG_UNROLL
-        for (int c = 0; c < kChunk; ++c) {
-          acc[c] = 0;
-          coff[c] = c * v.stride_c;
-        }
-        const int xn = s_xn[col];
-        for (int j = 0; j < xn; ++j) {
-          const acc_t w = s_xw[j][col];
-          const scalar_t* px = rowp + s_xoff[j][col];
+      int64_t coff[kChunk];
+      TORCHAUG_UNROLL
+      for (int c = 0; c < kChunk; ++c) coff[c] = c * v.stride_c;
+      const scalar_t* cbase = in + v.offset + c0 * v.stride_c;
+      if (s_consecutive && s_xmaxn <= 4) {
+        horizontal_consecutive<4, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xfirst, s_xn, s_xw, s_h);
+      } else if (s_consecutive && s_xmaxn <= 8) {
+        horizontal_consecutive<8, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xfirst, s_xn, s_xw, s_h);
+      } else {
+        for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
+          const int r = i / kTileX, col = i % kTileX;
+          const scalar_t* rowp = cbase + static_cast<int64_t>(ylo + r) * v.stride_y;
+          acc_t acc[kChunk];
           TORCHAUG_UNROLL
-          for (int c = 0; c < kChunk; ++c) {
-            if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[coff[c]]);
+          for (int c = 0; c < kChunk; ++c) acc[c] = 0;
+          const int xn = s_xn[col];
+          for (int j = 0; j < xn; ++j) {
+            const acc_t w = s_xw[j][col];
+            const scalar_t* px = rowp + s_xoff[j][col];
+            TORCHAUG_UNROLL
+            for (int c = 0; c < kChunk; ++c) {
+              if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[coff[c]]);
+            }
           }
+          TORCHAUG_UNROLL
+          for (int c = 0; c < kChunk; ++c) s_h[(c * kRegionRows + r) * kTileX + col] = acc[c];
         }
-        TORCHAUG_UNROLL
-        for (int c = 0; c < kChunk; ++c) s_h[(c * kRegionRows + r) * kTileX + col] = acc[c];
       }
       __syncthreads();
       // 3. vertical pass and epilogue
