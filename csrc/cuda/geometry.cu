@@ -67,16 +67,17 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
 // the column's tap count, all in flight together. Same products, same order as the general loop.
 template <int kT, int kChunk, int kRegionRows, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restrict__ cbase, int64_t stride_y,
-                                                       const int64_t* coff, int64_t nc, int ylo, int nrows, int tid,
-                                                       const int64_t* s_xfirst, const int* s_xn,
+                                                       const int64_t* coff, int64_t nc, int ylo, int nrows, int tx,
+                                                       int ty, const int64_t* s_xfirst, const int* s_xn,
                                                        const acc_t (*s_xw)[kTileX], acc_t* s_h) {
-  for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
-    const int r = i / kTileX, col = i % kTileX;
-    const scalar_t* rowp = cbase + static_cast<int64_t>(ylo + r) * stride_y + s_xfirst[col];
-    const int xn = s_xn[col];
-    acc_t w[kT];
-    TORCHAUG_UNROLL
-    for (int j = 0; j < kT; ++j) w[j] = j < xn ? s_xw[j][col] : acc_t(0);
+  // thread (tx, ty) resamples column tx of region rows ty, ty + 8, ...: its weights stay in registers
+  const int xn = s_xn[tx];
+  acc_t w[kT];
+  TORCHAUG_UNROLL
+  for (int j = 0; j < kT; ++j) w[j] = j < xn ? s_xw[j][tx] : acc_t(0);
+  const scalar_t* colp = cbase + static_cast<int64_t>(ylo) * stride_y + s_xfirst[tx];
+  for (int r = ty; r < nrows; r += kTileY) {
+    const scalar_t* rowp = colp + r * stride_y;
     TORCHAUG_UNROLL
     for (int c = 0; c < kChunk; ++c) {
       acc_t acc = 0;
@@ -87,7 +88,7 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
           if (j < xn) acc += w[j] * pixel_to_acc<acc_t>(pc[j]);
         }
       }
-      s_h[(c * kRegionRows + r) * kTileX + col] = acc;
+      s_h[(c * kRegionRows + r) * kTileX + tx] = acc;
     }
   }
 }
@@ -195,10 +196,14 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       TORCHAUG_UNROLL
       for (int c = 0; c < kChunk; ++c) coff[c] = c * v.stride_c;
       const scalar_t* cbase = in + v.offset + c0 * v.stride_c;
-      if (s_consecutive && s_xmaxn <= 4) {
-        horizontal_consecutive<4, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xfirst, s_xn, s_xw, s_h);
+      if (s_consecutive && s_xmaxn <= 3) {
+        horizontal_consecutive<3, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+      } else if (s_consecutive && s_xmaxn <= 4) {
+        horizontal_consecutive<4, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+      } else if (s_consecutive && s_xmaxn <= 6) {
+        horizontal_consecutive<6, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
       } else if (s_consecutive && s_xmaxn <= 8) {
-        horizontal_consecutive<8, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xfirst, s_xn, s_xw, s_h);
+        horizontal_consecutive<8, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
       } else {
         for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
           const int r = i / kTileX, col = i % kTileX;
