@@ -100,6 +100,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    ap.add_argument("--torchaug-only", action="store_true", help="skip the peers (for comparing torchaug variants)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench_geometry: needs a CUDA device (timings on a CPU are not evidence of GPU speed)")
@@ -133,7 +134,7 @@ def main(argv=None):
             note=f"{bw / 1e12:.2f} TB/s measured copy; {(read + written) / 1e3:.0f} KB per image")
 
     try:
-        tv = torchvision_pipeline()
+        tv = None if args.torchaug_only else torchvision_pipeline()
     except ImportError:
         tv = None
     if tv is not None:

@@ -10,6 +10,9 @@
 #include <torch/library.h>
 
 #include <climits>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 
 #include "../geometry_impl.h"
 
@@ -41,8 +44,6 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
 // antialias, or more than kRegionRows input rows) takes the per-pixel driver instead: same taps,
 // same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
-constexpr int kRowsPerThread = 2;
-constexpr int kTileRows = kTileY * kRowsPerThread;  // 16 output rows per block
 
 template <typename acc_t>
 struct RegionRows {
@@ -95,10 +96,12 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
 
 // kC: the channel count when it is 3 (compile-time loops, no predication), 0 for any other count
 // (chunks of kChannelChunk).
-template <int kC, typename scalar_t, typename Batch>
+// kRowsPerThread: output rows per thread (the tile is 32 x 8 * kRowsPerThread outputs).
+template <int kC, int kRowsPerThread, typename scalar_t, typename Batch>
 __global__ void __launch_bounds__(kTileX* kTileY, 4)
     resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
   using acc_t = typename AccOf<scalar_t>::type;
+  constexpr int kTileRows = kTileY * kRowsPerThread;
   constexpr int kRegionRows = RegionRows<acc_t>::value;
   constexpr int kChunk = kC > 0 ? kC : kChannelChunk;
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
@@ -249,18 +252,33 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   }
 }
 
+// max_scale_y: an upper bound of crop height / output height when the caller knows one (crops
+// inside the images), else 0. 32-row tiles halve the per-tile overhead but need up to 36 * scale
+// input rows in shared memory (antialiased bicubic); 16-row tiles take twice that scale before a
+// tile falls back. TORCHAUG_RC_TILE_ROWS=16|32 overrides the choice (for benchmarks).
 template <typename Batch>
-void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B) {
+void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B,
+                         double max_scale_y) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const ResizedCropParams& p = plan.p;
+  bool tall_tiles = max_scale_y > 0 && max_scale_y <= 1.7 && src.scalar_type() != at::kDouble;
+  if (const char* env = std::getenv("TORCHAUG_RC_TILE_ROWS")) tall_tiles = std::string(env) == "32";
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cuda", [&] {
-    const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
-                    static_cast<unsigned>((p.out_h + kTileRows - 1) / kTileRows),
-                    static_cast<unsigned>(std::min(B, kMaxGridZ)));
-    if (p.channels == 3) {
-      resized_crop_kernel<3, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+    const auto launch = [&](auto rows_per_thread) {
+      constexpr int kR = decltype(rows_per_thread)::value;
+      const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
+                      static_cast<unsigned>((p.out_h + kTileY * kR - 1) / (kTileY * kR)),
+                      static_cast<unsigned>(std::min(B, kMaxGridZ)));
+      if (p.channels == 3) {
+        resized_crop_kernel<3, kR, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+      } else {
+        resized_crop_kernel<0, kR, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+      }
+    };
+    if (tall_tiles) {
+      launch(std::integral_constant<int, 4>{});
     } else {
-      resized_crop_kernel<0, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+      launch(std::integral_constant<int, 2>{});
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
@@ -278,7 +296,7 @@ at::Tensor resized_crop_cuda(const at::Tensor& images, const at::Tensor& boxes, 
   const int64_t B = images.size(0);
   if (B == 0) return plan.out;
   const DenseBatch batch{strides4(images), images.size(2), images.size(3)};
-  launch_resized_crop(images, batch, plan, B);
+  launch_resized_crop(images, batch, plan, B, static_cast<double>(images.size(2)) / static_cast<double>(plan.p.out_h));
   return plan.out;
 }
 
@@ -299,7 +317,7 @@ at::Tensor resized_crop_ragged_cuda(const at::Tensor& data, const at::Tensor& of
   if (B == 0) return plan.out;
   const at::Tensor src = data.contiguous();
   const RaggedBatch batch{off.data_ptr<int64_t>(), sz.data_ptr<int64_t>(), channels, channels_last_in};
-  launch_resized_crop(src, batch, plan, B);
+  launch_resized_crop(src, batch, plan, B, 0.0);
   return plan.out;
 }
 
