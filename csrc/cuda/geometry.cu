@@ -128,10 +128,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       s_consecutive = v.stride_x == 1;
     }
     __syncthreads();
-    // 1. tap tables, built in parallel: warps 0-3 tabulate the columns (tap j = ty, ty + 4, ...),
-    //    warps 4-7 the rows, so that the tile waits for one axis set-up and a few taps, not all taps
-    constexpr int kTapLanes = kTileY / 2;
-    if (ty < kTapLanes) {
+    // 1. tap tables
+    if (ty == 0) {
       int n = 0;
       if (ox < p.out_w) {
         const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
@@ -141,23 +139,21 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         } else {
           n = static_cast<int>(ax.count);
           const int64_t x0 = box[1] + kernels::axis_index(ax, 0);
-          for (int j = ty; j < n; j += kTapLanes) {
+          bool consecutive = true;  // taps x0, x0 + 1, ... all inside the image
+          for (int j = 0; j < n; ++j) {
             const int64_t x = box[1] + kernels::axis_index(ax, j);
             const bool valid = x >= 0 && x < v.width;
-            // the consecutive path needs taps x0, x0 + 1, ... all inside the image
-            if (!(valid && x == x0 + j)) s_consecutive = 0;
+            consecutive = consecutive && valid && x == x0 + j;
             s_xoff[j][tx] = valid ? x * v.stride_x : 0;
             s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) : acc_t(0);
           }
-          if (ty == 0) {
-            s_xfirst[tx] = x0 * v.stride_x;
-            atomicMax(&s_xmaxn, n);
-          }
+          s_xfirst[tx] = x0 * v.stride_x;
+          if (!consecutive) s_consecutive = 0;
+          atomicMax(&s_xmaxn, n);
         }
       }
-      if (ty == 0) s_xn[tx] = n;
-    } else if (tx < kTileRows) {
-      const int lane = ty - kTapLanes;
+      s_xn[tx] = n;
+    } else if (ty == 1 && tx < kTileRows) {
       const int64_t oy = row0 + tx;
       int n = 0;
       if (oy < p.out_h) {
@@ -167,7 +163,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         } else {
           n = static_cast<int>(ay.count);
           int lo = INT_MAX, hi = -1;
-          for (int j = lane; j < n; j += kTapLanes) {
+          for (int j = 0; j < n; ++j) {
             const int64_t y = box[0] + kernels::axis_index(ay, j);
             const bool valid = y >= 0 && y < v.height;
             s_yrow[tx][j] = valid ? static_cast<int>(y) : -1;
@@ -183,7 +179,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           }
         }
       }
-      if (lane == 0) s_yn[tx] = n;
+      s_yn[tx] = n;
     }
     __syncthreads();
     const int ylo = s_ylo;
