@@ -433,6 +433,16 @@ def test_cpu_cuda_agree_large_batch():
             a = F.resized_crop_boxes(x, boxes, [48, 40], mode, aa)
             b = F.resized_crop_boxes(x.cuda(), boxes.cuda(), [48, 40], mode, aa).cpu()
             assert (a.int() - b.int()).abs().max() <= 1
+    # strong downscales (more taps than the CUDA tap tables hold) and crops taller than the image
+    # (more input rows than the tile's shared-memory region): the CUDA per-pixel path
+    tall = boxes.clone()
+    tall[:, 0] -= 40
+    tall[:, 2] = 150
+    for bx, size in ((boxes, [3, 4]), (tall, [40, 30])):
+        for mode in MODES:
+            a = F.resized_crop_boxes(x, bx, size, mode, True)
+            b = F.resized_crop_boxes(x.cuda(), bx.cuda(), size, mode, True).cpu()
+            assert (a.int() - b.int()).abs().max() <= 1
     m = F.affine_matrices(torch.rand(64) * 360, torch.randn(64, 2) * 5, torch.rand(64) + 0.5, torch.randn(64, 2) * 10, None, 75, 100, 64, "cpu").float()
     for mode in ("nearest", "bilinear"):
         a = F.warp_affine(x, m, None, mode, 0)

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -45,11 +46,9 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
 // same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
 
-template <typename acc_t>
-struct RegionRows {
-  // 32 KB of horizontally resampled rows: kRegionRows rows x 32 columns x kChannelChunk channels
-  static constexpr int value = 32768 / (kTileX * kChannelChunk * static_cast<int>(sizeof(acc_t)));
-};
+// Dynamic shared memory for the horizontally resampled rows: region_rows x 32 columns x the
+// channels of a chunk, sized at launch from the tile height and the crop scale bound.
+constexpr int kMaxRegionBytes = 42 * 1024;
 
 // A pixel as the accumulator type. uint8 -> float with the exponent trick (2^23 + v is exact in
 // float32): two full-rate instructions instead of an I2F, whose rate is 1/8 of an FFMA on sm_90.
@@ -66,11 +65,11 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
 // common case: antialiased or interior taps of a box inside the image, W contiguous): the taps are
 // loads at immediate offsets from one address per channel, kT of them unrolled and predicated on
 // the column's tap count, all in flight together. Same products, same order as the general loop.
-template <int kT, int kChunk, int kRegionRows, typename scalar_t, typename acc_t>
+template <int kT, int kChunk, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restrict__ cbase, int64_t stride_y,
                                                        const int64_t* coff, int64_t nc, int ylo, int nrows, int tx,
                                                        int ty, const int64_t* s_xfirst, const int* s_xn,
-                                                       const acc_t (*s_xw)[kTileX], acc_t* s_h) {
+                                                       const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
   // thread (tx, ty) resamples column tx of region rows ty, ty + 8, ...: its weights stay in registers
   const int xn = s_xn[tx];
   acc_t w[kT];
@@ -89,7 +88,7 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
           if (j < xn) acc += w[j] * pixel_to_acc<acc_t>(pc[j]);
         }
       }
-      s_h[(c * kRegionRows + r) * kTileX + tx] = acc;
+      s_h[(c * region_rows + r) * kTileX + tx] = acc;
     }
   }
 }
@@ -99,10 +98,9 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
 // kRowsPerThread: output rows per thread (the tile is 32 x 8 * kRowsPerThread outputs).
 template <int kC, int kRowsPerThread, typename scalar_t, typename Batch>
 __global__ void __launch_bounds__(kTileX* kTileY, 4)
-    resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B) {
+    resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B, int region_rows) {
   using acc_t = typename AccOf<scalar_t>::type;
   constexpr int kTileRows = kTileY * kRowsPerThread;
-  constexpr int kRegionRows = RegionRows<acc_t>::value;
   constexpr int kChunk = kC > 0 ? kC : kChannelChunk;
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
@@ -111,7 +109,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   __shared__ int s_yrow[kTileRows][kMaxTaps];  // input row of each tap, -1 outside the image
   __shared__ acc_t s_yw[kTileRows][kMaxTaps];
   __shared__ int s_yn[kTileRows];
-  __shared__ acc_t s_h[kChannelChunk * kRegionRows * kTileX];  // [channel][region row][column]
+  extern __shared__ __align__(16) unsigned char s_dynamic[];
+  acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);  // [channel][region row][column]
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_consecutive;
 
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
@@ -153,38 +152,40 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         }
       }
       s_xn[tx] = n;
-    } else if (ty == 1 && tx < kTileRows) {
-      const int64_t oy = row0 + tx;
-      int n = 0;
-      if (oy < p.out_h) {
-        const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, oy);
-        if (ay.count > kMaxTaps) {
-          s_fits = 0;
-        } else {
-          n = static_cast<int>(ay.count);
-          int lo = INT_MAX, hi = -1;
-          for (int j = 0; j < n; ++j) {
-            const int64_t y = box[0] + kernels::axis_index(ay, j);
-            const bool valid = y >= 0 && y < v.height;
-            s_yrow[tx][j] = valid ? static_cast<int>(y) : -1;
-            s_yw[tx][j] = kernels::axis_weight(ay, j);
-            if (valid) {
-              lo = min(lo, static_cast<int>(y));
-              hi = max(hi, static_cast<int>(y));
+    } else if (ty == 1) {
+      for (int tr = tx; tr < kTileRows; tr += kTileX) {  // tile rows tr, tr + 32
+        const int64_t oy = row0 + tr;
+        int n = 0;
+        if (oy < p.out_h) {
+          const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, oy);
+          if (ay.count > kMaxTaps) {
+            s_fits = 0;
+          } else {
+            n = static_cast<int>(ay.count);
+            int lo = INT_MAX, hi = -1;
+            for (int j = 0; j < n; ++j) {
+              const int64_t y = box[0] + kernels::axis_index(ay, j);
+              const bool valid = y >= 0 && y < v.height;
+              s_yrow[tr][j] = valid ? static_cast<int>(y) : -1;
+              s_yw[tr][j] = kernels::axis_weight(ay, j);
+              if (valid) {
+                lo = min(lo, static_cast<int>(y));
+                hi = max(hi, static_cast<int>(y));
+              }
+            }
+            if (hi >= 0) {
+              atomicMin(&s_ylo, lo);
+              atomicMax(&s_yhi, hi);
             }
           }
-          if (hi >= 0) {
-            atomicMin(&s_ylo, lo);
-            atomicMax(&s_yhi, hi);
-          }
         }
+        s_yn[tr] = n;
       }
-      s_yn[tx] = n;
     }
     __syncthreads();
     const int ylo = s_ylo;
     const int nrows = s_yhi >= ylo ? s_yhi - ylo + 1 : 0;
-    if (!s_fits || nrows > kRegionRows) {
+    if (!s_fits || nrows > region_rows) {
       for (int r = 0; r < kRowsPerThread; ++r) {
         const int64_t oy = row0 + ty + r * kTileY;
         if (ox < p.out_w && oy < p.out_h) resized_crop_output_px(in, batch, p, b, oy, ox);
@@ -200,13 +201,13 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       for (int c = 0; c < kChunk; ++c) coff[c] = c * v.stride_c;
       const scalar_t* cbase = in + v.offset + c0 * v.stride_c;
       if (s_consecutive && s_xmaxn <= 3) {
-        horizontal_consecutive<3, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+        horizontal_consecutive<3, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 4) {
-        horizontal_consecutive<4, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+        horizontal_consecutive<4, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 6) {
-        horizontal_consecutive<6, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+        horizontal_consecutive<6, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 8) {
-        horizontal_consecutive<8, kChunk, kRegionRows>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+        horizontal_consecutive<8, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else {
         for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
           const int r = i / kTileX, col = i % kTileX;
@@ -224,7 +225,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
             }
           }
           TORCHAUG_UNROLL
-          for (int c = 0; c < kChunk; ++c) s_h[(c * kRegionRows + r) * kTileX + col] = acc[c];
+          for (int c = 0; c < kChunk; ++c) s_h[(c * region_rows + r) * kTileX + col] = acc[c];
         }
       }
       __syncthreads();
@@ -243,7 +244,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           const acc_t w = s_yw[trow][j];
           const acc_t* h = s_h + (y - ylo) * kTileX + tx;
           TORCHAUG_UNROLL
-          for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * kRegionRows * kTileX];
+          for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * region_rows * kTileX];
         }
         resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
       }
@@ -253,34 +254,66 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
 }
 
 // max_scale_y: an upper bound of crop height / output height when the caller knows one (crops
-// inside the images), else 0. 32-row tiles halve the per-tile overhead but need up to 36 * scale
-// input rows in shared memory (antialiased bicubic); 16-row tiles take twice that scale before a
-// tile falls back. TORCHAUG_RC_TILE_ROWS=16|32 overrides the choice (for benchmarks).
+// inside the images), else 0. Taller tiles spread the per-tile work (tap tables, barriers) over
+// more outputs but need about (rows + 4) * scale input rows in shared memory; the tallest tile
+// whose region fits kMaxRegionBytes is used (56 rows: 224 = 4 x 56). Tiles whose crops exceed the
+// bound take the per-pixel path. TORCHAUG_RC_TILE_ROWS=16|32|56 forces a height (benchmarks).
 template <typename Batch>
 void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B,
                          double max_scale_y) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const ResizedCropParams& p = plan.p;
-  bool tall_tiles = max_scale_y > 0 && max_scale_y <= 1.7 && src.scalar_type() != at::kDouble;
-  if (const char* env = std::getenv("TORCHAUG_RC_TILE_ROWS")) tall_tiles = std::string(env) == "32";
+  const int chunk = p.channels == 3 ? 3 : kChannelChunk;
+  const int acc_bytes = src.scalar_type() == at::kDouble ? 8 : 4;
+  const int row_bytes = kTileX * chunk * acc_bytes;
+  const int max_rows = kMaxRegionBytes / row_bytes;
+  const auto rows_needed = [&](int tile_rows) {
+    return static_cast<int>(std::ceil((tile_rows + 4) * max_scale_y)) + 3;
+  };
+  int tile_rows = 16;
+  if (max_scale_y > 0) {
+    for (int t : {56, 32}) {
+      if (rows_needed(t) <= max_rows) {
+        tile_rows = t;
+        break;
+      }
+    }
+  }
+  if (const char* env = std::getenv("TORCHAUG_RC_TILE_ROWS")) tile_rows = std::atoi(env);
+  TORCHAUG_CHECK(tile_rows == 16 || tile_rows == 32 || tile_rows == 56, "TORCHAUG_RC_TILE_ROWS must be 16, 32 or 56");
+  // the region: enough rows for the bound, at least 4 rows per output row of a 16-row tile
+  const int region_rows = std::min(max_rows, std::max(max_scale_y > 0 ? rows_needed(tile_rows) : 0, 64));
+  const size_t smem = static_cast<size_t>(region_rows) * row_bytes;
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cuda", [&] {
-    const auto launch = [&](auto rows_per_thread) {
+    const auto launch = [&](auto kc, auto rows_per_thread) {
+      constexpr int kC = decltype(kc)::value;
       constexpr int kR = decltype(rows_per_thread)::value;
+      const auto kernel = resized_crop_kernel<kC, kR, scalar_t, Batch>;
+      static const bool opted_in = [&] {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRegionBytes));
+        return true;
+      }();
+      (void)opted_in;
       const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
                       static_cast<unsigned>((p.out_h + kTileY * kR - 1) / (kTileY * kR)),
                       static_cast<unsigned>(std::min(B, kMaxGridZ)));
-      if (p.channels == 3) {
-        resized_crop_kernel<3, kR, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+      kernel<<<grid, dim3(kTileX, kTileY), smem, stream>>>(src.data_ptr<scalar_t>(), batch, p, B, region_rows);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    };
+    const auto by_rows = [&](auto kc) {
+      if (tile_rows == 56) {
+        launch(kc, std::integral_constant<int, 7>{});
+      } else if (tile_rows == 32) {
+        launch(kc, std::integral_constant<int, 4>{});
       } else {
-        resized_crop_kernel<0, kR, scalar_t, Batch><<<grid, dim3(kTileX, kTileY), 0, stream>>>(src.data_ptr<scalar_t>(), batch, p, B);
+        launch(kc, std::integral_constant<int, 2>{});
       }
     };
-    if (tall_tiles) {
-      launch(std::integral_constant<int, 4>{});
+    if (p.channels == 3) {
+      by_rows(std::integral_constant<int, 3>{});
     } else {
-      launch(std::integral_constant<int, 2>{});
+      by_rows(std::integral_constant<int, 0>{});
     }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
 
