@@ -36,7 +36,7 @@ C10_HOST_DEVICE inline void normalize_output_px(const scalar_t* in, const Normal
   using acc_t = typename AccOf<scalar_t>::type;
   const acc_t v = static_cast<acc_t>(in[b * p.is.b + c * p.is.c + y * p.is.y + x * p.is.x]);
   const acc_t r = kernels::normalize_px<acc_t>(v, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[p.ms.at(b, c)]),
-                                               kernels::inv_std_of(static_cast<acc_t>(p.std[p.ss.at(b, c)])));
+                                               static_cast<acc_t>(p.std[p.ss.at(b, c)]));
   store_pixel(p.out, b * p.os.b + c * p.os.c + y * p.os.y + x * p.os.x, p.out_kind, r);
 }
 
@@ -49,8 +49,7 @@ C10_HOST_DEVICE inline void normalize_flat_px(const scalar_t* in, const Normaliz
   const int64_t b = i / chw;
   const int64_t c = p.channels_last ? i % p.channels : (i / hw) % p.channels;
   const acc_t r = kernels::normalize_px<acc_t>(static_cast<acc_t>(in[i]), static_cast<acc_t>(p.inv_max),
-                                               static_cast<acc_t>(p.mean[p.ms.at(b, c)]),
-                                               kernels::inv_std_of(static_cast<acc_t>(p.std[p.ss.at(b, c)])));
+                                               static_cast<acc_t>(p.mean[p.ms.at(b, c)]), static_cast<acc_t>(p.std[p.ss.at(b, c)]));
   store_pixel(p.out, i, p.out_kind, r);
 }
 

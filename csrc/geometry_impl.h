@@ -72,18 +72,17 @@ constexpr int kChannelChunk = 4;
 
 // The epilogue of one output pixel: acc holds channels [c0, c0 + nc) of the resized value; each is
 // stored as the unfused op would store it in the input dtype, then cast / normalized.
-// inv_std: 1 / std of channels [c0, c0 + nc) when the caller computed them once, else nullptr.
 template <typename scalar_t, typename acc_t>
 C10_HOST_DEVICE inline void resized_crop_store(const acc_t* acc, int64_t c0, int64_t nc, const ResizedCropParams& p,
-                                               int64_t b, int64_t obase, const acc_t* inv_std = nullptr) {
+                                               int64_t b, int64_t obase) {
   TORCHAUG_UNROLL
   for (int c = 0; c < kChannelChunk; ++c) {
     if (c >= nc) break;
     acc_t val = kernels::PixelStore<scalar_t>::quantize(acc[c]);
     if (p.mean != nullptr) {
       const int64_t ch = c0 + c;
-      const acc_t is = inv_std != nullptr ? inv_std[c] : kernels::inv_std_of(static_cast<acc_t>(p.std[p.ss.at(b, ch)]));
-      val = kernels::normalize_px<acc_t>(val, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[p.ms.at(b, ch)]), is);
+      val = kernels::normalize_px<acc_t>(val, static_cast<acc_t>(p.inv_max), static_cast<acc_t>(p.mean[p.ms.at(b, ch)]),
+                                         static_cast<acc_t>(p.std[p.ss.at(b, ch)]));
     } else {
       val = val * static_cast<acc_t>(p.inv_max);
     }

@@ -36,7 +36,7 @@ __global__ void normalize_u8_f32_nchw_kernel(const uchar4* __restrict__ in, floa
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
     const int64_t k = i / hw4;  // b * C + c
     const int64_t b = k / p.channels, c = k % p.channels;
-    const float m = p.mean[p.ms.at(b, c)], s = kernels::inv_std_of(p.std[p.ss.at(b, c)]), im = p.inv_max;
+    const float m = p.mean[p.ms.at(b, c)], s = p.std[p.ss.at(b, c)], im = p.inv_max;
     const uchar4 v = in[i];
     float4 r;
     r.x = kernels::normalize_px<float>(static_cast<float>(v.x), im, m, s);

@@ -112,7 +112,6 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   extern __shared__ __align__(16) unsigned char s_dynamic[];
   acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);  // [channel][region row][column]
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_consecutive;
-  __shared__ acc_t s_inv_std[kChannelChunk];
 
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + tx;
@@ -196,7 +195,6 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     }
     for (int64_t c0 = 0; c0 < p.channels; c0 += kChunk) {
       const int64_t nc = kC > 0 ? kC : kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
-      if (p.std != nullptr && tid < nc) s_inv_std[tid] = kernels::inv_std_of(static_cast<acc_t>(p.std[p.ss.at(b, c0 + tid)]));
       // 2. horizontal pass over the region rows: item i = (region row i / 32, column i % 32)
       int64_t coff[kChunk];
       TORCHAUG_UNROLL
@@ -248,7 +246,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           TORCHAUG_UNROLL
           for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * region_rows * kTileX];
         }
-        resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x, s_inv_std);
+        resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
       }
       __syncthreads();  // s_h is rewritten by the next channel chunk / sample
     }

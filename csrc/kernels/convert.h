@@ -40,18 +40,11 @@ struct PixelRange<uint8_t> {
 };
 
 // torchvision v2: to_dtype(scale=True) multiplies by 1 / max_value (a float32 constant), normalize
-// then computes (x - mean) / std. Here the division is a multiplication by inv_std = 1 / std
-// (inv_std_of, computed once per channel where the caller can): at most 1 ulp from torchvision's
-// float32 result, and a division less per pixel. Each step is rounded (no FMA contraction), so
-// the fused and the unfused chains of torchaug agree bit for bit.
+// then computes (x - mean) / std. The same operations in the same order, so that float32 results
+// match torchvision bit for bit. inv_max is 1 for floating inputs.
 template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline acc_t inv_std_of(acc_t std) {
-  return rn_div(acc_t(1), std);
-}
-
-template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline acc_t normalize_px(acc_t v, acc_t inv_max, acc_t mean, acc_t inv_std) {
-  return rn_mul(rn_sub(rn_mul(v, inv_max), mean), inv_std);
+TORCHAUG_HOST_DEVICE inline acc_t normalize_px(acc_t v, acc_t inv_max, acc_t mean, acc_t std) {
+  return rn_div(rn_sub(rn_mul(v, inv_max), mean), std);
 }
 
 }  // namespace kernels
