@@ -124,7 +124,7 @@ class _RandomFlip(Transform):
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
-        return {"flip": self._rand((info.batch,), info.device) < self.p}
+        return {"flip": self._bernoulli((info.batch,), self.p, info.device)}
 
 
 class RandomHorizontalFlip(_RandomFlip):

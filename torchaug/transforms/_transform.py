@@ -74,6 +74,15 @@ class Transform(nn.Module):
             return torch.rand(shape, device=device, dtype=dtype, generator=g)
         return torch.rand(shape, device=g.device, dtype=dtype, generator=g).to(device, non_blocking=True)
 
+    def _bernoulli(self, shape, p: float, device) -> torch.Tensor:
+        """Bool coins with P(True) = p on `device`, one kernel (generator rules as _rand)."""
+        g = self.generator
+        if g is None:
+            return torch.empty(shape, dtype=torch.bool, device=device).bernoulli_(p)
+        if _same_device(g.device, torch.device(device)):
+            return torch.empty(shape, dtype=torch.bool, device=device).bernoulli_(p, generator=g)
+        return torch.empty(shape, dtype=torch.bool, device=g.device).bernoulli_(p, generator=g).to(device, non_blocking=True)
+
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
         return low + (high - low) * self._rand(shape, device, dtype)
 
