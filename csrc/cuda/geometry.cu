@@ -1,6 +1,7 @@
-// CUDA kernels of the geometry family: one launch per batch, a thread per output pixel (all
-// channels), 32x8 pixel tiles so that neighbouring threads share input cache lines, the sample in
-// blockIdx.z. The per-pixel work is the same driver the CPU backend calls (geometry_impl.h).
+// CUDA kernels of the geometry family: one launch per batch, the sample in blockIdx.z, 32x8-thread
+// blocks. warp_affine and flip: a thread per output pixel (all channels) calling the same per-pixel
+// driver as the CPU backend (geometry_impl.h). resized_crop: separable tiles (below), built from
+// the same axis functions, with that driver as the fallback.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/Atomic.cuh>
@@ -32,18 +33,18 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
 }
 
-// resized_crop, separable, one block per 32 x 16 output tile of one sample:
-//  1. the taps of the tile's 32 columns and 16 rows (input offsets and normalised weights from the
+// resized_crop, separable, one block per 32 x (8 * kRowsPerThread) output tile of one sample:
+//  1. the taps of the tile's 32 columns and rows (input offsets and normalised weights from the
 //     shared axis functions) are tabulated in shared memory; out-of-image taps get weight 0
 //     (torchvision's zero padding);
 //  2. horizontal pass: every input row the tile's rows need is resampled to the 32 output columns
 //     into shared memory (each input pixel converted once per column tap, loads coalesced along
 //     the row);
-//  3. vertical pass: each thread combines those rows for its 2 output pixels and runs the fused
-//     cast / normalize epilogue.
+//  3. vertical pass: each thread combines those rows for its kRowsPerThread output pixels and
+//     runs the fused cast / normalize epilogue.
 // A tile whose taps do not fit the tables (a downscale by more than ~kMaxTaps/2 per axis with
-// antialias, or more than kRegionRows input rows) takes the per-pixel driver instead: same taps,
-// same weights, the 2-D sum.
+// antialias) or whose input rows exceed the region sized at launch takes the per-pixel driver
+// instead: same taps, same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
 
 // Dynamic shared memory for the horizontally resampled rows: region_rows x 32 columns x the
