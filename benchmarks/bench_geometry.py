@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, time_cuda, time_host  # noqa: E402
+from harness import Results, time_cuda  # noqa: E402
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
@@ -81,7 +81,6 @@ def dataloader_throughput(batch, workers, batches, height, width):
         seen += x.shape[0]
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    del loader
     return {"ms": dt * 1e3 / batches, "ms_min": float("nan"), "ms_max": float("nan")}
 
 

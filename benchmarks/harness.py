@@ -7,8 +7,7 @@ import os
 import platform
 import statistics
 import subprocess
-import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional
 
 import torch
 
@@ -60,23 +59,6 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
         end.record()
         end.synchronize()
         per_iter.append(start.elapsed_time(end) / iters)
-    return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
-
-
-def time_host(fn: Callable[[int], object], iters: int, warmup: int = 1, repeats: int = 3, sync: bool = False) -> Dict[str, float]:
-    """Wall-clock timing (for CPU work and for pipelines that include host work)."""
-    for i in range(warmup):
-        fn(i)
-    if sync:
-        torch.cuda.synchronize()
-    per_iter = []
-    for r in range(repeats):
-        t0 = time.perf_counter()
-        for i in range(iters):
-            fn(r * iters + i)
-        if sync:
-            torch.cuda.synchronize()
-        per_iter.append((time.perf_counter() - t0) * 1e3 / iters)
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 

@@ -101,9 +101,6 @@ struct Strides2 {
 };
 inline Strides2 strides2(const at::Tensor& t) { return {t.stride(0), t.stride(1)}; }
 
-inline kernels::ImageView dense_view(const Strides4& s, int64_t b, int64_t h, int64_t w) {
-  return {b * s.b, h, w, s.c, s.y, s.x};
-}
 
 // dtype codes of the dtype-erased store
 enum PixelKind : int { kPixU8 = 0, kPixF32 = 1, kPixF64 = 2, kPixF16 = 3, kPixBF16 = 4 };

@@ -8,7 +8,6 @@ rounds once, which is what torchvision does on CUDA (cast to float32, interpolat
 our uint8 bicubic reference is therefore torchvision applied to the float32 image, then clamped
 and rounded.
 """
-import math
 
 import pytest
 import torch
@@ -17,8 +16,6 @@ from hypothesis import strategies as st
 
 import torchaug.functional as F
 from conftest import (
-    CUDA,
-    DEVICES,
     assert_close_images,
     random_images,
     requires_cuda,

@@ -7,7 +7,7 @@ import torch
 
 import torchaug.functional as F
 import torchaug.transforms as T
-from conftest import CUDA, assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
+from conftest import assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
 
 if torchvision is not None:
     from torchvision.transforms import InterpolationMode as IM

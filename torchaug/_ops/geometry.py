@@ -3,9 +3,6 @@ import torch
 
 from ._common import empty_image, image_memory_format
 
-_lib = "torchaug::"
-
-
 def _check_out_size(op, out_size):
     torch._check(len(out_size) == 2, lambda: f"torchaug::{op}: out_size must be [height, width], got {len(out_size)} values")
     return out_size[0], out_size[1]

@@ -1,8 +1,7 @@
 """Functional geometry ops: torchvision.transforms.v2.functional names and signatures, with every
 parameter optionally per sample (a (B,) or (B, k) tensor on the images' device)."""
-import math
 import numbers
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -301,7 +300,6 @@ def pad(images, padding, fill=0, padding_mode: str = "constant") -> torch.Tensor
     left, top, right, bottom = _parse_padding(padding)
     h, w = x.shape[-2:]
     if padding_mode == "constant":
-        b = x.shape[0]
         m = torch.tensor([[1.0, 0.0, -left], [0.0, 1.0, -top]], dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
         out = warp_affine(x, m, [h + top + bottom, w + left + right], InterpolationMode.NEAREST, fill if fill is not None else 0)
         return unbatch(out, single)

@@ -3,7 +3,7 @@ interpolation modes, and value validation of user-given device parameters."""
 import enum
 import functools
 import numbers
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
@@ -134,5 +134,3 @@ def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
     hwc = first.shape[0] > 1 and all(t.permute(1, 2, 0).is_contiguous() for t in images)
     return list(images), hwc
 
-
-Scalar = Union[int, float]

@@ -1,7 +1,6 @@
 """Compose, with the fusion of crop -> horizontal flip -> ToDtype -> Normalize into one launch."""
 from typing import Any, Callable, List, Optional, Sequence
 
-import torch
 from torch import nn
 
 from ._geometry import RandomHorizontalFlip, _CropLike

@@ -1,6 +1,5 @@
 """Geometric transforms with torchvision.transforms.v2 names and signatures; every sample of a
 batch gets its own parameters."""
-import math
 import numbers
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 

@@ -2,7 +2,7 @@
 images' device, optionally from a torch.Generator) and applied in transform; forward does only
 those two steps and keeps nothing on self, so that the same module can run on several streams."""
 import numbers
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
