@@ -28,7 +28,7 @@ def want_cuda() -> bool:
 
 def extension():
     rel = lambda pattern: sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pattern)))
-    sources = ["csrc/torchaug.cpp", "csrc/host.cpp", "csrc/python_module.cpp"] + rel("csrc/cpu/*.cpp")
+    sources = ["csrc/torchaug.cpp", "csrc/python_module.cpp"] + rel("csrc/host*.cpp") + rel("csrc/cpu/*.cpp")
     extra = {"cxx": ["-O3"]}
     if want_cuda():
         sources += rel("csrc/cuda/*.cu")

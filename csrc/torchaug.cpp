@@ -54,4 +54,27 @@ TORCH_LIBRARY(torchaug, m) {
   m.def(
       "normalize(Tensor images, Tensor mean, Tensor std, ScalarType? out_dtype=None, "
       "MemoryFormat? memory_format=None) -> Tensor");
+
+  // ---- color ----
+  // Pointwise color ops with torchvision.transforms.v2.functional semantics (uint8 results
+  // truncated where torchvision truncates). Images have 1 or 3 channels; every parameter is a
+  // per-sample (B,) tensor (or (1,), broadcast), any real dtype (used as float32).
+  m.def("adjust_brightness(Tensor images, Tensor factor) -> Tensor");
+  m.def("adjust_contrast(Tensor images, Tensor factor) -> Tensor");
+  m.def("adjust_saturation(Tensor images, Tensor factor) -> Tensor");
+  m.def("adjust_hue(Tensor images, Tensor factor) -> Tensor");
+  m.def("adjust_gamma(Tensor images, Tensor gamma, Tensor gain) -> Tensor");
+  m.def("rgb_to_grayscale(Tensor images, int num_output_channels=1) -> Tensor");
+  m.def("invert(Tensor images) -> Tensor");
+  m.def("posterize(Tensor images, Tensor bits) -> Tensor");
+  m.def("solarize(Tensor images, Tensor threshold) -> Tensor");
+  // DALI auto_aug's solarize_add: v < threshold ? min(v + shift, max) : v.
+  m.def("solarize_add(Tensor images, Tensor shift, Tensor threshold) -> Tensor");
+  m.def("autocontrast(Tensor images) -> Tensor");
+  m.def("equalize(Tensor images) -> Tensor");
+  // A per-sample sequence of the ops above: ops (B, n) int64 op ids (csrc/kernels/color.h:
+  // ColorOp), params (B, n, 2) float32 (the op's two parameters). Slot k of sample b applies
+  // ops[b, k] with params[b, k] to the result of slot k - 1; statistics (contrast mean,
+  // autocontrast min/max, equalize histograms) are those of the image the slot sees.
+  m.def("color_program(Tensor images, Tensor ops, Tensor params) -> Tensor");
 }

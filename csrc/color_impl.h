@@ -1,0 +1,132 @@
+// Glue of the color family between csrc/kernels/color.h and the two backends: the program of a
+// batch (op ids and parameters per sample and slot), the statistics buffers, and the pixel loop
+// shared by the CPU and CUDA kernels.
+//
+// Execution of a program of n slots over a batch:
+//   for every slot k whose op may need statistics (contrast, autocontrast, equalize):
+//     stats pass: each pixel runs slots 0..k-1, then feeds the statistics of slot k (only samples
+//                 whose op at slot k needs them do any work)
+//     finalize:   raw statistics -> mean / min and scale / LUT of (sample, slot k)
+//   apply pass:   each pixel runs slots 0..n-1 and is stored.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <type_traits>
+
+#include "kernels/color.h"
+#include "ops_common.h"
+
+namespace torchaug {
+
+struct ColorParams {
+  int64_t batch, channels, height, width;
+  int64_t out_channels;  // the first out_channels channels are stored (rgb_to_grayscale to 1 channel)
+  Strides4 is, os;
+  // dense: pixel p of a sample sits at p * stride_x (stride_y == W * stride_x) in input and output
+  bool dense;
+  int n;  // slots
+  const int64_t* ops;  // (B, n) with strides ops_s; nullptr: every sample runs const_op in slot 0
+  Strides2 ops_s;
+  int const_op;
+  const float* p0;  // (B, n) first parameter; nullptr: p0_default
+  Strides2 p0_s;
+  const float* p1;  // (B, n) second parameter; nullptr: p1_default
+  Strides2 p1_s;
+  float p0_default, p1_default;
+  uint32_t* raw;     // (B, n, kColorRawWords) raw statistics, zeroed
+  float* stats;      // (B, n, kColorStatFloats) derived statistics
+  uint8_t* luts;     // (B, n, 3, 256) equalize LUTs
+  bool may_need_stats;
+  bool is_u8;
+};
+
+// The program of one sample, read once per sample (CPU) or per block (CUDA).
+struct SampleProgram {
+  int n;
+  int op[kernels::kColorMaxSlots];
+  float p0[kernels::kColorMaxSlots];
+  float p1[kernels::kColorMaxSlots];
+};
+
+C10_HOST_DEVICE inline int color_op_at(const ColorParams& P, int64_t b, int k) {
+  return P.ops ? static_cast<int>(P.ops[P.ops_s.at(b, k)]) : P.const_op;
+}
+
+C10_HOST_DEVICE inline void load_sample_program(const ColorParams& P, int64_t b, int k, SampleProgram& sp) {
+  int op = color_op_at(P, b, k);
+  sp.op[k] = (op >= 0 && op < kernels::kColorNumOps) ? op : kernels::kColorIdentity;
+  sp.p0[k] = P.p0 ? P.p0[P.p0_s.at(b, k)] : P.p0_default;
+  sp.p1[k] = P.p1 ? P.p1[P.p1_s.at(b, k)] : P.p1_default;
+}
+
+C10_HOST_DEVICE inline kernels::ColorStats slot_stats(const ColorParams& P, int64_t b, int k) {
+  const int64_t i = b * P.n + k;
+  return {P.stats + i * kernels::kColorStatFloats, P.luts + i * 3 * 256};
+}
+
+// How a value of an image of type T is held between ops: uint8 ops round for themselves; float16
+// and bfloat16 results are rounded to the image dtype after every op, as a chain of torchvision
+// ops on such images stores each result.
+template <typename T>
+C10_HOST_DEVICE inline typename AccOf<T>::type requantize(typename AccOf<T>::type v) {
+  if constexpr (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>) {
+    return static_cast<float>(static_cast<T>(v));
+  } else {
+    return v;
+  }
+}
+
+// Runs slots [0, end) of the sample's program on the pixel v.
+// C: the channel count (1 or 3) as a compile-time constant, so that v stays in registers.
+template <typename T, int C>
+C10_HOST_DEVICE inline void run_color_program(const ColorParams& P, const SampleProgram& sp, int64_t b, int end,
+                                              typename AccOf<T>::type* v) {
+  using acc_t = typename AccOf<T>::type;
+  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
+  for (int k = 0; k < end; ++k) {
+    const int op = sp.op[k];
+    if (op == kernels::kColorIdentity) continue;
+    kernels::apply_color_op<acc_t, kU8>(op, v, C, static_cast<acc_t>(sp.p0[k]), static_cast<acc_t>(sp.p1[k]),
+                                        slot_stats(P, b, k));
+    TORCHAUG_UNROLL
+    for (int c = 0; c < C; ++c) v[c] = requantize<T>(v[c]);
+  }
+}
+
+// Calls f(std::integral_constant<int, C>) with the images' channel count.
+template <typename F>
+inline void with_channels(int64_t channels, F&& f) {
+  if (channels == 1) f(std::integral_constant<int, 1>());
+  else f(std::integral_constant<int, 3>());
+}
+
+// Element offsets of pixel p (row-major over H x W) of sample b.
+C10_HOST_DEVICE inline int64_t color_in_offset(const ColorParams& P, int64_t b, int64_t p) {
+  if (P.dense) return b * P.is.b + p * P.is.x;
+  return b * P.is.b + (p / P.width) * P.is.y + (p % P.width) * P.is.x;
+}
+C10_HOST_DEVICE inline int64_t color_out_offset(const ColorParams& P, int64_t b, int64_t p) {
+  if (P.dense) return b * P.os.b + p * P.os.x;
+  return b * P.os.b + (p / P.width) * P.os.y + (p % P.width) * P.os.x;
+}
+
+struct ColorPlan {
+  at::Tensor out, ops, p0, p1, raw, stats, luts;
+  ColorParams p;
+};
+
+// One mechanism for every color op. ops: (B, n) int64 program or undefined (const_op in one slot);
+// p0/p1: (B, n) float32 (a (B,) tensor is one slot) or undefined (defaults).
+ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor& ops, int const_op,
+                     const at::Tensor& p0, const at::Tensor& p1, float p0_default, float p1_default,
+                     int64_t out_channels);
+
+// The public op entry points build their program and call the backend's run function.
+using ColorRunFn = void (*)(const at::Tensor& images, ColorPlan& plan);
+at::Tensor color_single_op(const char* name, ColorRunFn run, const at::Tensor& images, int op,
+                           const at::Tensor& p0, const at::Tensor& p1, float p0_default, float p1_default,
+                           int64_t out_channels = -1);
+at::Tensor color_program_op(ColorRunFn run, const at::Tensor& images, const at::Tensor& ops, const at::Tensor& params);
+
+}  // namespace torchaug

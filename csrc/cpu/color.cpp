@@ -1,0 +1,101 @@
+// CPU kernels of the color family: a program per sample (csrc/color_impl.h), samples in parallel.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "../color_impl.h"
+#include "../color_ops.h"
+
+namespace torchaug {
+namespace {
+
+using kernels::kColorAutocontrast;
+using kernels::kColorContrast;
+using kernels::kColorEqualize;
+
+// Statistics of slot k of sample b: every pixel runs slots 0..k-1, then is accumulated; the raw
+// statistics are derived into P.stats / P.luts with the functions the CUDA finalize kernel uses.
+template <typename T, int C>
+void color_stats_sample(const T* in, const ColorParams& P, const SampleProgram& sp, int64_t b, int k) {
+  using acc_t = typename AccOf<T>::type;
+  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
+  const int64_t n = P.height * P.width;
+  const int op = sp.op[k];
+  // autocontrast: raw64[c] = ~ordered(min_c), raw64[3 + c] = ordered(max_c), max-accumulated from 0
+  uint64_t raw64[6] = {0, 0, 0, 0, 0, 0};
+  std::vector<uint32_t> hist(op == kColorEqualize ? 3 * 256 : 0, 0u);
+  uint64_t usum = 0;
+  double fsum = 0.0;
+  acc_t v[3];
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t o = color_in_offset(P, b, p);
+    for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
+    run_color_program<T, C>(P, sp, b, k, v);
+    if (op == kColorContrast) {
+      const acc_t g = kernels::blend_gray<acc_t, kU8>(v, C);
+      if (kU8) usum += static_cast<uint64_t>(g); else fsum += static_cast<double>(g);
+    } else if (op == kColorAutocontrast) {
+      for (int c = 0; c < C; ++c) {
+        const uint64_t e = kernels::ordered_bits(static_cast<double>(v[c]));
+        raw64[c] = std::max(raw64[c], ~e);
+        raw64[3 + c] = std::max(raw64[3 + c], e);
+      }
+    } else {
+      for (int c = 0; c < C; ++c) ++hist[c * 256 + kernels::equalize_bin<acc_t, kU8>(v[c])];
+    }
+  }
+  const kernels::ColorStats st = slot_stats(P, b, k);
+  float* f = const_cast<float*>(st.f);
+  if (op == kColorContrast) {
+    if (kU8) {
+      raw64[0] = usum;
+    } else {
+      std::memcpy(&raw64[0], &fsum, sizeof(fsum));
+    }
+    kernels::contrast_derive(raw64, kU8, n, f);
+  } else if (op == kColorAutocontrast) {
+    for (int c = 0; c < C; ++c) kernels::autocontrast_derive_channel(raw64, c, kU8, f);
+  } else {
+    for (int c = 0; c < C; ++c)
+      kernels::equalize_derive_channel(hist.data() + c * 256, n, f + c, const_cast<uint8_t*>(st.lut) + c * 256);
+  }
+}
+
+template <typename T, int C>
+void color_sample(const T* in, T* out, const ColorParams& P, int64_t b) {
+  using acc_t = typename AccOf<T>::type;
+  SampleProgram sp;
+  sp.n = P.n;
+  for (int k = 0; k < P.n; ++k) load_sample_program(P, b, k, sp);
+  for (int k = 0; k < P.n; ++k)
+    if (kernels::color_op_needs_stats(sp.op[k])) color_stats_sample<T, C>(in, P, sp, b, k);
+  const int64_t n = P.height * P.width;
+  acc_t v[3];
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t o = color_in_offset(P, b, p);
+    for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
+    run_color_program<T, C>(P, sp, b, P.n, v);
+    const int64_t oo = color_out_offset(P, b, p);
+    for (int c = 0; c < P.out_channels; ++c) out[oo + c * P.os.c] = static_cast<T>(v[c]);
+  }
+}
+
+void color_run_cpu(const at::Tensor& images, ColorPlan& plan) {
+  const ColorParams& P = plan.p;
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "color_cpu", [&] {
+    const scalar_t* in = images.data_ptr<scalar_t>();
+    scalar_t* out = plan.out.data_ptr<scalar_t>();
+    with_channels(P.channels, [&](auto ch) {
+      at::parallel_for(0, P.batch, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) color_sample<scalar_t, decltype(ch)::value>(in, out, P, b);
+      });
+    });
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CPU, m) { register_color_ops<color_run_cpu>(m); }
+
+}  // namespace torchaug

@@ -1,0 +1,124 @@
+// Host-side checks and plans of the color family (see color_impl.h), shared by both backends.
+#include <ATen/ATen.h>
+
+#include "color_impl.h"
+
+namespace torchaug {
+
+namespace {
+
+// A per-sample parameter: (B,) or (1,), real dtype (converted to float32), on the images' device.
+// Returns it viewed as (B, 1) or (1 -> broadcast) strides.
+at::Tensor color_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
+                       Strides2& s) {
+  const int64_t B = images.size(0);
+  check_device(op, name, t, images);
+  TORCHAUG_CHECK(t.dim() == 1 && (t.size(0) == B || t.size(0) == 1), "torchaug::", op, ": ", name,
+                 " must have shape (B,) or (1,) with B=", B, ", got ", shape_str(t.sizes()));
+  TORCHAUG_CHECK(t.scalar_type() != at::kBool && !at::isComplexType(t.scalar_type()), "torchaug::", op, ": ", name,
+                 " must be a real number tensor, got ", t.scalar_type());
+  at::Tensor f = t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
+  s = {f.size(0) == 1 ? 0 : f.stride(0), 0};
+  return f;
+}
+
+}  // namespace
+
+ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor& ops, int const_op,
+                     const at::Tensor& p0, const at::Tensor& p1, float p0_default, float p1_default,
+                     int64_t out_channels) {
+  check_images(op, images);
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
+  TORCHAUG_CHECK(C == 1 || C == 3, "torchaug::", op, ": images must have 1 or 3 channels, got ", C);
+  if (out_channels < 0) out_channels = C;
+  TORCHAUG_CHECK(out_channels == C || out_channels == 1, "torchaug::", op, ": num_output_channels must be 1 or ", C,
+                 ", got ", out_channels);
+
+  ColorPlan plan;
+  ColorParams& p = plan.p;
+  p.p0_default = p0_default;
+  p.p1_default = p1_default;
+  p.p0 = p.p1 = nullptr;
+  p.p0_s = p.p1_s = p.ops_s = Strides2{0, 0};
+  p.ops = nullptr;
+  p.const_op = const_op;
+  if (ops.defined()) {
+    // a program: ops (B, n) int64, p0/p1 the two columns of params (B, n, 2)
+    const int64_t n = ops.dim() == 2 ? ops.size(1) : -1;
+    check_device(op, "ops", ops, images);
+    TORCHAUG_CHECK(ops.dim() == 2 && ops.size(0) == B && n >= 1 && n <= kernels::kColorMaxSlots, "torchaug::", op,
+                   ": ops must have shape (B, n) with B=", B, " and 1 <= n <= ", int(kernels::kColorMaxSlots), ", got ",
+                   shape_str(ops.sizes()));
+    TORCHAUG_CHECK(ops.scalar_type() == at::kLong, "torchaug::", op, ": ops must have dtype torch.int64, got ",
+                   ops.scalar_type());
+    if (ops.device().is_cpu() && ops.numel() > 0) {
+      const bool bad = ((ops < 0) | (ops >= kernels::kColorNumOps)).any().item<bool>();
+      TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", int(kernels::kColorNumOps), "), got ",
+                     ops.min().item<int64_t>(), "..", ops.max().item<int64_t>());
+    }
+    check_param(op, "params", p0, images, {B, n, 2}, "(B, n, 2)", {at::kFloat});
+    plan.ops = ops;
+    plan.p0 = p0;
+    p.n = static_cast<int>(n);
+    p.ops = plan.ops.data_ptr<int64_t>();
+    p.ops_s = strides2(plan.ops);
+    p.p0 = plan.p0.data_ptr<float>();
+    p.p1 = p.p0 + plan.p0.stride(2);
+    p.p0_s = p.p1_s = Strides2{plan.p0.stride(0), plan.p0.stride(1)};
+  } else {
+    p.n = 1;
+    if (p0.defined()) {
+      plan.p0 = color_param(op, const_op == kernels::kColorGamma ? "gamma" : const_op == kernels::kColorPosterize ? "bits"
+                                : const_op == kernels::kColorSolarize ? "threshold" : const_op == kernels::kColorSolarizeAdd ? "shift" : "factor",
+                            p0, images, p.p0_s);
+      p.p0 = plan.p0.data_ptr<float>();
+    }
+    if (p1.defined()) {
+      plan.p1 = color_param(op, const_op == kernels::kColorGamma ? "gain" : "threshold", p1, images, p.p1_s);
+      p.p1 = plan.p1.data_ptr<float>();
+    }
+  }
+
+  const at::MemoryFormat fmt = image_memory_format(images);
+  plan.out = at::empty({B, out_channels, H, W}, images.options().memory_format(fmt));
+  p.batch = B;
+  p.channels = C;
+  p.height = H;
+  p.width = W;
+  p.out_channels = out_channels;
+  p.is = strides4(images);
+  p.os = strides4(plan.out);
+  p.is_u8 = images.scalar_type() == at::kByte;
+  p.dense = images.stride(2) == W * images.stride(3) && plan.out.stride(2) == W * plan.out.stride(3);
+
+  // statistics buffers, only when a slot may need them
+  p.may_need_stats = ops.defined() || kernels::color_op_needs_stats(const_op);
+  p.raw = nullptr;
+  p.stats = nullptr;
+  p.luts = nullptr;
+  if (p.may_need_stats && B > 0) {
+    const auto opts = images.options();
+    plan.raw = at::zeros({B, p.n, kernels::kColorRawWords}, opts.dtype(at::kInt));
+    plan.stats = at::empty({B, p.n, kernels::kColorStatFloats}, opts.dtype(at::kFloat));
+    plan.luts = at::empty({B, p.n, 3 * 256}, opts.dtype(at::kByte));
+    p.raw = reinterpret_cast<uint32_t*>(plan.raw.data_ptr<int32_t>());
+    p.stats = plan.stats.data_ptr<float>();
+    p.luts = plan.luts.data_ptr<uint8_t>();
+  }
+  return plan;
+}
+
+at::Tensor color_single_op(const char* name, ColorRunFn run, const at::Tensor& images, int op, const at::Tensor& p0,
+                           const at::Tensor& p1, float p0_default, float p1_default, int64_t out_channels) {
+  ColorPlan plan = plan_color(name, images, at::Tensor(), op, p0, p1, p0_default, p1_default, out_channels);
+  if (images.numel() > 0) run(images, plan);
+  return plan.out;
+}
+
+at::Tensor color_program_op(ColorRunFn run, const at::Tensor& images, const at::Tensor& ops, const at::Tensor& params) {
+  ColorPlan plan = plan_color("color_program", images, ops, kernels::kColorIdentity, params, at::Tensor(), 0.0f, 1.0f, -1);
+  if (images.numel() > 0) run(images, plan);
+  return plan.out;
+}
+
+}  // namespace torchaug

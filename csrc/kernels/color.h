@@ -1,0 +1,360 @@
+// Per-pixel math of the color family, shared by the CPU and CUDA backends.
+//
+// Every pointwise color op is one case of apply_color_op: it maps the channel values of one pixel
+// (v[0..C-1], C = 1 or 3, in the image's value range: [0, 255] for uint8, [0, 1] for floating) to
+// new values, given two per-sample parameters and, for the ops that need image statistics
+// (contrast, autocontrast, equalize), the statistics of the image as the op sees it. A color
+// program is a sequence of such ops per sample (op ids and parameters are tensors); the standalone
+// ops are programs of one op. Each op reproduces torchvision.transforms.v2.functional operation by
+// operation, including where uint8 results are truncated and where float32 rounds.
+#pragma once
+
+#include "common.h"
+
+#if !defined(__CUDA_ARCH__)
+#include <string.h>
+#endif
+
+namespace torchaug {
+namespace kernels {
+
+// Op ids of a color program (the `ops` argument of color_program). Parameters p0, p1 per op.
+enum ColorOp : int {
+  kColorIdentity = 0,
+  kColorBrightness = 1,    // p0 factor >= 0
+  kColorContrast = 2,      // p0 factor >= 0; needs the mean of the grayscale image
+  kColorSaturation = 3,    // p0 factor >= 0
+  kColorHue = 4,           // p0 hue shift in [-0.5, 0.5]
+  kColorGamma = 5,         // p0 gamma >= 0, p1 gain
+  kColorGrayscale = 6,     // every channel := luma
+  kColorInvert = 7,
+  kColorPosterize = 8,     // p0 bits in [0, 8]
+  kColorSolarize = 9,      // p0 threshold (the image's value range)
+  kColorSolarizeAdd = 10,  // p0 shift, p1 threshold: v < threshold ? min(v + shift, max) : v
+  kColorAutocontrast = 11, // needs per-channel min and max
+  kColorEqualize = 12,     // needs per-channel 256-bin histograms
+  kColorNumOps = 13,
+};
+
+TORCHAUG_HOST_DEVICE inline bool color_op_needs_stats(int op) {
+  return op == kColorContrast || op == kColorAutocontrast || op == kColorEqualize;
+}
+
+// Words of raw statistics per (sample, slot): a 3 x 256 histogram, or a few 64-bit accumulators.
+constexpr int kColorRawWords = 3 * 256;
+// Floats of derived statistics per (sample, slot): contrast [mean], autocontrast [min[3],
+// inv_scale[3]], equalize [valid[3]] (the LUTs live beside them, 3 x 256 bytes per slot).
+constexpr int kColorStatFloats = 8;
+constexpr int kColorMaxSlots = 16;
+
+// ---- value-range constants ------------------------------------------------------------------
+// kU8: uint8 image (values 0..255 held exactly in float), else floating image in [0, 1].
+template <typename acc_t, bool kU8>
+struct ColorRange {
+  static TORCHAUG_HOST_DEVICE acc_t bound() { return kU8 ? acc_t(255) : acc_t(1); }
+};
+
+// float -> uint8 as torchvision's tensor ops store it: `.to(torch.uint8)` truncates toward zero
+// (every caller clamps to [0, 255] first).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t trunc_u8(acc_t v) {
+  return static_cast<acc_t>(static_cast<int>(v));
+}
+
+// a + b rounded, never fused with a neighbouring product (see rn_mul in common.h).
+#if defined(__CUDA_ARCH__)
+TORCHAUG_HOST_DEVICE inline float rn_add(float a, float b) { return __fadd_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline double rn_add(double a, double b) { return __dadd_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+TORCHAUG_HOST_DEVICE inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
+#else
+template <typename T>
+inline T rn_add(T a, T b) { return a + b; }
+inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
+#endif
+
+// torchvision's rgb -> luma: r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114); ATen's
+// add with alpha is a fused multiply-add on CUDA and in its vectorised CPU loops.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t luma(acc_t r, acc_t g, acc_t b) {
+  return fma_of(b, acc_t(0.114), fma_of(g, acc_t(0.587), rn_mul(r, acc_t(0.2989))));
+}
+
+// The grayscale image that contrast and saturation blend with (floored for uint8 images).
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t blend_gray(const acc_t* v, int C) {
+  if (C == 1) return v[0];
+  const acc_t l = luma(v[0], v[1], v[2]);
+  return kU8 ? floor(l) : l;
+}
+
+// torchvision _blend(image1, image2, ratio): image1 * ratio + image2 * (1 - ratio), with the
+// second product fused into the add, clamped to the value range, truncated for uint8. (1 - ratio) is
+// computed in double and rounded once, as Python computes it before the tensor op sees it.
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t blend_px(acc_t x, acc_t other, acc_t ratio, acc_t one_minus_ratio) {
+  acc_t r = fma_of(other, one_minus_ratio, rn_mul(x, ratio));
+  r = clamp_of(r, acc_t(0), ColorRange<acc_t, kU8>::bound());
+  return kU8 ? trunc_u8(r) : r;
+}
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t one_minus(acc_t ratio) {
+  return static_cast<acc_t>(1.0 - static_cast<double>(ratio));
+}
+
+// to_dtype(uint8 -> float32, scale=True): x * (1/255 as float32).
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t to_unit(acc_t v) {
+  return kU8 ? rn_mul(v, static_cast<acc_t>(static_cast<float>(1.0 / 255.0))) : v;
+}
+// to_dtype(float32 -> uint8, scale=True): trunc(x * 255.999).
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t from_unit(acc_t v) {
+  return kU8 ? trunc_u8(rn_mul(v, static_cast<acc_t>(static_cast<float>(255.999)))) : v;
+}
+
+// Python's x % 1.0 (torch.remainder) for the hue wheel.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t remainder_one(acc_t a) {
+  acc_t m = fmod(a, acc_t(1));
+  if (m != acc_t(0) && m < acc_t(0)) m = rn_add(m, acc_t(1));
+  return m;
+}
+
+// adjust_hue on one pixel in [0, 1]: torchvision's _rgb_to_hsv, shift, _hsv_to_rgb, operation by
+// operation (the masked sums included), so that float32 results agree bit for bit.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
+  const acc_t r = rgb[0], g = rgb[1], b = rgb[2];
+  const acc_t maxc = max_of(r, max_of(g, b));
+  const acc_t minc = min_of(r, min_of(g, b));
+  const bool eqc = maxc == minc;
+  const acc_t cr = rn_sub(maxc, minc);
+  const acc_t s = rn_div(cr, eqc ? acc_t(1) : maxc);
+  const acc_t crd = eqc ? acc_t(1) : cr;
+  const acc_t rc = rn_div(rn_sub(maxc, r), crd);
+  const acc_t gc = rn_div(rn_sub(maxc, g), crd);
+  const acc_t bc = rn_div(rn_sub(maxc, b), crd);
+  const bool maxc_neq_r = maxc != r;
+  const bool maxc_eq_g = maxc == g;
+  const acc_t hg = (maxc_eq_g && maxc_neq_r) ? rn_sub(rn_add(rc, acc_t(2)), bc) : acc_t(0);
+  const acc_t hr = !maxc_neq_r ? rn_sub(bc, gc) : acc_t(0);
+  const acc_t hb = (maxc_neq_r && !maxc_eq_g) ? rn_sub(rn_add(gc, acc_t(4)), rc) : acc_t(0);
+  acc_t h = rn_add(rn_add(hr, hg), hb);
+  h = fmod(rn_add(rn_mul(h, static_cast<acc_t>(static_cast<float>(1.0 / 6.0))), acc_t(1)), acc_t(1));
+  h = remainder_one(rn_add(h, shift));
+  // _hsv_to_rgb
+  const acc_t v = maxc;
+  const acc_t h6 = rn_mul(h, acc_t(6));
+  const acc_t fi = floor(h6);
+  const acc_t f = rn_sub(h6, fi);
+  int i = static_cast<int>(fi) % 6;
+  if (i < 0) i += 6;
+  const acc_t sxf = rn_mul(s, f);
+  const acc_t one_minus_s = rn_sub(acc_t(1), s);
+  const acc_t q = clamp_of(rn_mul(rn_sub(acc_t(1), sxf), v), acc_t(0), acc_t(1));
+  const acc_t t = clamp_of(rn_mul(rn_add(sxf, one_minus_s), v), acc_t(0), acc_t(1));
+  const acc_t p = clamp_of(rn_mul(one_minus_s, v), acc_t(0), acc_t(1));
+  // vpqt -> rgb by sector (torchvision's select table [[0,2,1,1,3,0],[3,0,0,2,1,1],[1,1,3,0,0,2]])
+  switch (i) {
+    case 0: rgb[0] = v; rgb[1] = t; rgb[2] = p; break;
+    case 1: rgb[0] = q; rgb[1] = v; rgb[2] = p; break;
+    case 2: rgb[0] = p; rgb[1] = v; rgb[2] = t; break;
+    case 3: rgb[0] = p; rgb[1] = q; rgb[2] = v; break;
+    case 4: rgb[0] = t; rgb[1] = p; rgb[2] = v; break;
+    default: rgb[0] = v; rgb[1] = p; rgb[2] = q; break;
+  }
+}
+
+// x ** gamma as torch.pow with a scalar exponent computes it (its special cases included).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t pow_scalar(acc_t x, acc_t e) {
+  if (e == acc_t(1)) return x;
+  if (e == acc_t(2)) return rn_mul(x, x);
+  if (e == acc_t(3)) return rn_mul(rn_mul(x, x), x);
+  if (e == acc_t(0.5)) return sqrt(x);
+  return pow(x, e);
+}
+
+// Derived statistics of one (sample, slot), as the ops read them.
+struct ColorStats {
+  const float* f;       // kColorStatFloats values
+  const uint8_t* lut;   // 3 x 256 (equalize)
+};
+
+// Applies op to the C channel values v (C = 1 or 3). p0, p1: the op's parameters.
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p0, acc_t p1, ColorStats st) {
+  const acc_t bound = ColorRange<acc_t, kU8>::bound();
+  switch (op) {
+    case kColorBrightness:
+      for (int c = 0; c < C; ++c) {
+        const acc_t r = clamp_of(rn_mul(v[c], p0), acc_t(0), bound);
+        v[c] = kU8 ? trunc_u8(r) : r;
+      }
+      break;
+    case kColorContrast: {
+      const acc_t mean = static_cast<acc_t>(st.f[0]);
+      const acc_t om = one_minus(p0);
+      for (int c = 0; c < C; ++c) v[c] = blend_px<acc_t, kU8>(v[c], mean, p0, om);
+      break;
+    }
+    case kColorSaturation: {
+      if (C != 3) break;
+      const acc_t gray = blend_gray<acc_t, kU8>(v, C);
+      const acc_t om = one_minus(p0);
+      for (int c = 0; c < 3; ++c) v[c] = blend_px<acc_t, kU8>(v[c], gray, p0, om);
+      break;
+    }
+    case kColorHue: {
+      if (C != 3) break;
+      acc_t u[3] = {to_unit<acc_t, kU8>(v[0]), to_unit<acc_t, kU8>(v[1]), to_unit<acc_t, kU8>(v[2])};
+      hue_shift_unit(u, p0);
+      for (int c = 0; c < 3; ++c) v[c] = from_unit<acc_t, kU8>(u[c]);
+      break;
+    }
+    case kColorGamma:
+      for (int c = 0; c < C; ++c) {
+        acc_t r = pow_scalar(to_unit<acc_t, kU8>(v[c]), p0);
+        if (p1 != acc_t(1)) r = clamp_of(rn_mul(r, p1), acc_t(0), acc_t(1));
+        v[c] = from_unit<acc_t, kU8>(r);
+      }
+      break;
+    case kColorGrayscale: {
+      if (C != 3) break;
+      const acc_t l = luma(v[0], v[1], v[2]);
+      const acc_t g = kU8 ? trunc_u8(l) : l;
+      v[0] = v[1] = v[2] = g;
+      break;
+    }
+    case kColorInvert:
+      for (int c = 0; c < C; ++c) v[c] = rn_sub(bound, v[c]);
+      break;
+    case kColorPosterize: {
+      const int bits = static_cast<int>(p0);
+      if (kU8) {
+        if (bits >= 8) break;
+        const int mask = ((1 << bits) - 1) << (8 - bits);
+        for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(static_cast<int>(v[c]) & mask);
+      } else {
+        const acc_t levels = static_cast<acc_t>(1 << bits);
+        for (int c = 0; c < C; ++c)
+          v[c] = rn_mul(clamp_of(floor(rn_mul(v[c], levels)), acc_t(0), levels - acc_t(1)), acc_t(1) / levels);
+      }
+      break;
+    }
+    case kColorSolarize:
+      for (int c = 0; c < C; ++c) v[c] = v[c] >= p0 ? rn_sub(bound, v[c]) : v[c];
+      break;
+    case kColorSolarizeAdd: {
+      // DALI's auto_aug solarize_add: the shift of a uint8 image is an integer (np.uint8(shift)).
+      const acc_t shift = kU8 ? trunc(p0) : p0;
+      for (int c = 0; c < C; ++c) v[c] = v[c] < p1 ? clamp_of(rn_add(v[c], shift), acc_t(0), bound) : v[c];
+      break;
+    }
+    case kColorAutocontrast:
+      for (int c = 0; c < C; ++c) {
+        const acc_t r = clamp_of(rn_div(rn_sub(v[c], static_cast<acc_t>(st.f[c])), static_cast<acc_t>(st.f[3 + c])),
+                                 acc_t(0), bound);
+        v[c] = kU8 ? trunc_u8(r) : r;
+      }
+      break;
+    case kColorEqualize:
+      for (int c = 0; c < C; ++c) {
+        if (st.f[c] == 0.0f) {  // step == 0: the image is returned as is (after the uint8 round trip)
+          if (!kU8) v[c] = to_unit<acc_t, true>(from_unit<acc_t, true>(clamp_of(v[c], acc_t(0), acc_t(1))));
+          continue;
+        }
+        const int bin = kU8 ? static_cast<int>(v[c]) : static_cast<int>(from_unit<acc_t, true>(clamp_of(v[c], acc_t(0), acc_t(1))));
+        const acc_t r = static_cast<acc_t>(st.lut[c * 256 + bin]);
+        v[c] = kU8 ? r : to_unit<acc_t, true>(r);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+// ---- statistics -----------------------------------------------------------------------------
+// The equalize bin of a channel value (floating images go through torchvision's uint8 conversion;
+// values outside [0, 1] saturate).
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline int equalize_bin(acc_t v) {
+  return kU8 ? static_cast<int>(v) : static_cast<int>(from_unit<acc_t, true>(clamp_of(v, acc_t(0), acc_t(1))));
+}
+
+// Order-preserving map of a double to an unsigned 64-bit integer (min/max with integer atomics).
+TORCHAUG_HOST_DEVICE inline uint64_t ordered_bits(double d) {
+#if defined(__CUDA_ARCH__)
+  uint64_t u = static_cast<uint64_t>(__double_as_longlong(d));
+#else
+  uint64_t u;
+  memcpy(&u, &d, sizeof(u));
+#endif
+  return (u >> 63) ? ~u : (u | (uint64_t(1) << 63));
+}
+TORCHAUG_HOST_DEVICE inline double from_ordered_bits(uint64_t u) {
+  u = (u >> 63) ? (u & ~(uint64_t(1) << 63)) : ~u;
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  double d;
+  memcpy(&d, &u, sizeof(d));
+  return d;
+#endif
+}
+
+// Raw statistics of one (sample, slot) -> derived statistics.
+//   contrast: raw64[0] = sum of the grayscale values (uint64 for uint8 images, double otherwise)
+//   autocontrast: raw64[c] = ~ordered(min_c), raw64[3 + c] = ordered(max_c) (max-accumulated)
+//   equalize: raw32[c * 256 + k] = histogram
+// n: pixels per image. Sequential per channel; the CUDA finalize kernel runs it with a thread per
+// channel.
+TORCHAUG_HOST_DEVICE inline void contrast_derive(const uint64_t* raw64, bool u8, int64_t n, float* f) {
+  double sum;
+  if (u8) {
+    sum = static_cast<double>(raw64[0]);
+  } else {
+#if defined(__CUDA_ARCH__)
+    sum = __longlong_as_double(static_cast<long long>(raw64[0]));
+#else
+    memcpy(&sum, raw64, sizeof(sum));
+#endif
+  }
+  f[0] = static_cast<float>(sum / static_cast<double>(n));
+}
+
+TORCHAUG_HOST_DEVICE inline void autocontrast_derive_channel(const uint64_t* raw64, int c, bool u8, float* f) {
+  const float lo = static_cast<float>(from_ordered_bits(~raw64[c]));
+  const float hi = static_cast<float>(from_ordered_bits(raw64[3 + c]));
+  if (lo == hi) {
+    f[c] = 0.0f;
+    f[3 + c] = 1.0f;
+  } else {
+    f[c] = lo;
+    f[3 + c] = u8 ? rn_mul(rn_sub(hi, lo), static_cast<float>(1.0 / 255.0)) : rn_sub(hi, lo);
+  }
+}
+
+// torchvision's (PIL's) equalization LUT of one channel: step = (n - count of the largest value)
+// // 255; lut[0] = 0, lut[k] = min((cum[k - 1] + step // 2) // step, 255). valid = step != 0.
+TORCHAUG_HOST_DEVICE inline void equalize_derive_channel(const uint32_t* hist, int64_t n, float* valid, uint8_t* lut) {
+  int last = 0;
+  for (int k = 0; k < 256; ++k)
+    if (hist[k] != 0) last = k;
+  const int64_t step = (n - static_cast<int64_t>(hist[last])) / 255;
+  *valid = step != 0 ? 1.0f : 0.0f;
+  const int64_t s = step > 0 ? step : 1;
+  int64_t cum = 0;
+  lut[0] = 0;
+  for (int k = 1; k < 256; ++k) {
+    cum += hist[k - 1];
+    const int64_t q = (cum + step / 2) / s;
+    lut[k] = static_cast<uint8_t>(q > 255 ? 255 : q);
+  }
+}
+
+}  // namespace kernels
+}  // namespace torchaug
