@@ -35,10 +35,10 @@ struct ColorParams {
   Strides2 p1_s;
   float p0_default, p1_default;
   uint32_t* raw;     // (B, n, kColorRawWords) raw statistics, zeroed
-  float* stats;      // (B, n, kColorStatFloats) derived statistics
+  double* stats;     // (B, n, kColorStatFloats) derived statistics
   uint8_t* luts;     // (B, n, 3, 256) equalize LUTs
   bool may_need_stats;
-  bool is_u8;
+  bool is_u8, is_f64;
 };
 
 // The program of one sample, read once per sample (CPU) or per block (CUDA).
@@ -87,8 +87,11 @@ C10_HOST_DEVICE inline void run_color_program(const ColorParams& P, const Sample
   for (int k = 0; k < end; ++k) {
     const int op = sp.op[k];
     if (op == kernels::kColorIdentity) continue;
-    kernels::apply_color_op<acc_t, kU8>(op, v, C, static_cast<acc_t>(sp.p0[k]), static_cast<acc_t>(sp.p1[k]),
-                                        slot_stats(P, b, k));
+    acc_t p0 = static_cast<acc_t>(sp.p0[k]), p1 = static_cast<acc_t>(sp.p1[k]);
+    // a threshold compared with a float16 / bfloat16 image is rounded to its dtype first
+    if (op == kernels::kColorSolarize) p0 = requantize<T>(p0);
+    if (op == kernels::kColorSolarizeAdd) p1 = requantize<T>(p1);
+    kernels::apply_color_op<acc_t, kU8>(op, v, C, p0, p1, slot_stats(P, b, k));
     TORCHAUG_UNROLL
     for (int c = 0; c < C; ++c) v[c] = requantize<T>(v[c]);
   }

@@ -89,6 +89,7 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
   p.is = strides4(images);
   p.os = strides4(plan.out);
   p.is_u8 = images.scalar_type() == at::kByte;
+  p.is_f64 = images.scalar_type() == at::kDouble;
   p.dense = images.stride(2) == W * images.stride(3) && plan.out.stride(2) == W * plan.out.stride(3);
 
   // statistics buffers, only when a slot may need them
@@ -99,10 +100,10 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
   if (p.may_need_stats && B > 0) {
     const auto opts = images.options();
     plan.raw = at::zeros({B, p.n, kernels::kColorRawWords}, opts.dtype(at::kInt));
-    plan.stats = at::empty({B, p.n, kernels::kColorStatFloats}, opts.dtype(at::kFloat));
+    plan.stats = at::empty({B, p.n, kernels::kColorStatFloats}, opts.dtype(at::kDouble));
     plan.luts = at::empty({B, p.n, 3 * 256}, opts.dtype(at::kByte));
     p.raw = reinterpret_cast<uint32_t*>(plan.raw.data_ptr<int32_t>());
-    p.stats = plan.stats.data_ptr<float>();
+    p.stats = plan.stats.data_ptr<double>();
     p.luts = plan.luts.data_ptr<uint8_t>();
   }
   return plan;

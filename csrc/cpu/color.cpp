@@ -46,16 +46,17 @@ void color_stats_sample(const T* in, const ColorParams& P, const SampleProgram& 
     }
   }
   const kernels::ColorStats st = slot_stats(P, b, k);
-  float* f = const_cast<float*>(st.f);
+  double* f = const_cast<double*>(st.f);
+  constexpr bool kF64 = std::is_same_v<T, double>;
   if (op == kColorContrast) {
     if (kU8) {
       raw64[0] = usum;
     } else {
       std::memcpy(&raw64[0], &fsum, sizeof(fsum));
     }
-    kernels::contrast_derive(raw64, kU8, n, f);
+    kernels::contrast_derive(raw64, kU8, kF64, n, f);
   } else if (op == kColorAutocontrast) {
-    for (int c = 0; c < C; ++c) kernels::autocontrast_derive_channel(raw64, c, kU8, f);
+    for (int c = 0; c < C; ++c) kernels::autocontrast_derive_channel(raw64, c, kU8, kF64, f);
   } else {
     for (int c = 0; c < C; ++c)
       kernels::equalize_derive_channel(hist.data() + c * 256, n, f + c, const_cast<uint8_t*>(st.lut) + c * 256);

@@ -107,13 +107,13 @@ __global__ void color_finalize_kernel(ColorParams P, int k) {
   const int64_t i = b * P.n + k;
   const uint32_t* raw = P.raw + i * kernels::kColorRawWords;
   const uint64_t* raw64 = reinterpret_cast<const uint64_t*>(raw);
-  float* f = P.stats + i * kernels::kColorStatFloats;
+  double* f = P.stats + i * kernels::kColorStatFloats;
   const int64_t n = P.height * P.width;
   const bool u8 = P.is_u8;
   if (op == kColorContrast) {
-    if (c == 0) kernels::contrast_derive(raw64, u8, n, f);
+    if (c == 0) kernels::contrast_derive(raw64, u8, P.is_f64, n, f);
   } else if (op == kColorAutocontrast) {
-    kernels::autocontrast_derive_channel(raw64, c, u8, f);
+    kernels::autocontrast_derive_channel(raw64, c, u8, P.is_f64, f);
   } else {
     kernels::equalize_derive_channel(raw + c * 256, n, f + c, P.luts + i * 3 * 256 + c * 256);
   }

@@ -42,8 +42,9 @@ TORCHAUG_HOST_DEVICE inline bool color_op_needs_stats(int op) {
 
 // Words of raw statistics per (sample, slot): a 3 x 256 histogram, or a few 64-bit accumulators.
 constexpr int kColorRawWords = 3 * 256;
-// Floats of derived statistics per (sample, slot): contrast [mean], autocontrast [min[3],
-// inv_scale[3]], equalize [valid[3]] (the LUTs live beside them, 3 x 256 bytes per slot).
+// Derived statistics per (sample, slot), as doubles (float64 images need them exact; for other
+// images they hold the float32 values torchvision computes): contrast [mean], autocontrast
+// [min[3], inv_scale[3]], equalize [valid[3]] (the LUTs live beside them, 3 x 256 bytes per slot).
 constexpr int kColorStatFloats = 8;
 constexpr int kColorMaxSlots = 16;
 
@@ -104,15 +105,15 @@ TORCHAUG_HOST_DEVICE inline acc_t one_minus(acc_t ratio) {
   return static_cast<acc_t>(1.0 - static_cast<double>(ratio));
 }
 
-// to_dtype(uint8 -> float32, scale=True): x * (1/255 as float32).
+// to_dtype(uint8 -> floating, scale=True): x * (1/255 in the computation's precision).
 template <typename acc_t, bool kU8>
 TORCHAUG_HOST_DEVICE inline acc_t to_unit(acc_t v) {
-  return kU8 ? rn_mul(v, static_cast<acc_t>(static_cast<float>(1.0 / 255.0))) : v;
+  return kU8 ? rn_mul(v, static_cast<acc_t>(1.0 / 255.0)) : v;
 }
-// to_dtype(float32 -> uint8, scale=True): trunc(x * 255.999).
+// to_dtype(floating -> uint8, scale=True): trunc(x * 255.999).
 template <typename acc_t, bool kU8>
 TORCHAUG_HOST_DEVICE inline acc_t from_unit(acc_t v) {
-  return kU8 ? trunc_u8(rn_mul(v, static_cast<acc_t>(static_cast<float>(255.999)))) : v;
+  return kU8 ? trunc_u8(rn_mul(v, static_cast<acc_t>(255.999))) : v;
 }
 
 // Python's x % 1.0 (torch.remainder) for the hue wheel.
@@ -180,7 +181,7 @@ TORCHAUG_HOST_DEVICE inline acc_t pow_scalar(acc_t x, acc_t e) {
 
 // Derived statistics of one (sample, slot), as the ops read them.
 struct ColorStats {
-  const float* f;       // kColorStatFloats values
+  const double* f;      // kColorStatFloats values
   const uint8_t* lut;   // 3 x 256 (equalize)
 };
 
@@ -210,9 +211,11 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
     }
     case kColorHue: {
       if (C != 3) break;
-      acc_t u[3] = {to_unit<acc_t, kU8>(v[0]), to_unit<acc_t, kU8>(v[1]), to_unit<acc_t, kU8>(v[2])};
-      hue_shift_unit(u, p0);
-      for (int c = 0; c < 3; ++c) v[c] = from_unit<acc_t, kU8>(u[c]);
+      // torchvision converts every image to float32 for the HSV round trip (float64 ones too)
+      float u[3] = {to_unit<float, kU8>(static_cast<float>(v[0])), to_unit<float, kU8>(static_cast<float>(v[1])),
+                    to_unit<float, kU8>(static_cast<float>(v[2]))};
+      hue_shift_unit(u, static_cast<float>(p0));
+      for (int c = 0; c < 3; ++c) v[c] = static_cast<acc_t>(from_unit<float, kU8>(u[c]));
       break;
     }
     case kColorGamma:
@@ -263,7 +266,7 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
       break;
     case kColorEqualize:
       for (int c = 0; c < C; ++c) {
-        if (st.f[c] == 0.0f) {  // step == 0: the image is returned as is (after the uint8 round trip)
+        if (st.f[c] == 0.0) {  // step == 0: the image is returned as is (after the uint8 round trip)
           if (!kU8) v[c] = to_unit<acc_t, true>(from_unit<acc_t, true>(clamp_of(v[c], acc_t(0), acc_t(1))));
           continue;
         }
@@ -312,7 +315,8 @@ TORCHAUG_HOST_DEVICE inline double from_ordered_bits(uint64_t u) {
 //   equalize: raw32[c * 256 + k] = histogram
 // n: pixels per image. Sequential per channel; the CUDA finalize kernel runs it with a thread per
 // channel.
-TORCHAUG_HOST_DEVICE inline void contrast_derive(const uint64_t* raw64, bool u8, int64_t n, float* f) {
+// dbl: the image is float64 (statistics stay in double); otherwise they are rounded to float32.
+TORCHAUG_HOST_DEVICE inline void contrast_derive(const uint64_t* raw64, bool u8, bool dbl, int64_t n, double* f) {
   double sum;
   if (u8) {
     sum = static_cast<double>(raw64[0]);
@@ -323,29 +327,34 @@ TORCHAUG_HOST_DEVICE inline void contrast_derive(const uint64_t* raw64, bool u8,
     memcpy(&sum, raw64, sizeof(sum));
 #endif
   }
-  f[0] = static_cast<float>(sum / static_cast<double>(n));
+  const double mean = sum / static_cast<double>(n);
+  f[0] = dbl ? mean : static_cast<double>(static_cast<float>(mean));
 }
 
-TORCHAUG_HOST_DEVICE inline void autocontrast_derive_channel(const uint64_t* raw64, int c, bool u8, float* f) {
-  const float lo = static_cast<float>(from_ordered_bits(~raw64[c]));
-  const float hi = static_cast<float>(from_ordered_bits(raw64[3 + c]));
+TORCHAUG_HOST_DEVICE inline void autocontrast_derive_channel(const uint64_t* raw64, int c, bool u8, bool dbl, double* f) {
+  const double lo = from_ordered_bits(~raw64[c]);
+  const double hi = from_ordered_bits(raw64[3 + c]);
   if (lo == hi) {
-    f[c] = 0.0f;
-    f[3 + c] = 1.0f;
-  } else {
+    f[c] = 0.0;
+    f[3 + c] = 1.0;
+  } else if (dbl) {
     f[c] = lo;
-    f[3 + c] = u8 ? rn_mul(rn_sub(hi, lo), static_cast<float>(1.0 / 255.0)) : rn_sub(hi, lo);
+    f[3 + c] = rn_sub(hi, lo);
+  } else {
+    const float d = rn_sub(static_cast<float>(hi), static_cast<float>(lo));
+    f[c] = lo;
+    f[3 + c] = u8 ? rn_mul(d, static_cast<float>(1.0 / 255.0)) : d;
   }
 }
 
 // torchvision's (PIL's) equalization LUT of one channel: step = (n - count of the largest value)
 // // 255; lut[0] = 0, lut[k] = min((cum[k - 1] + step // 2) // step, 255). valid = step != 0.
-TORCHAUG_HOST_DEVICE inline void equalize_derive_channel(const uint32_t* hist, int64_t n, float* valid, uint8_t* lut) {
+TORCHAUG_HOST_DEVICE inline void equalize_derive_channel(const uint32_t* hist, int64_t n, double* valid, uint8_t* lut) {
   int last = 0;
   for (int k = 0; k < 256; ++k)
     if (hist[k] != 0) last = k;
   const int64_t step = (n - static_cast<int64_t>(hist[last])) / 255;
-  *valid = step != 0 ? 1.0f : 0.0f;
+  *valid = step != 0 ? 1.0 : 0.0;
   const int64_t s = step > 0 ? step : 1;
   int64_t cum = 0;
   lut[0] = 0;

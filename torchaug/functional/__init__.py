@@ -1,5 +1,23 @@
 """torchaug.functional: one function per op, torchvision.transforms.v2.functional names; every
 parameter may be a per-sample tensor."""
+from ._color import (
+    COLOR_OPS,
+    adjust_brightness,
+    adjust_contrast,
+    adjust_gamma,
+    adjust_hue,
+    adjust_saturation,
+    autocontrast,
+    color_program,
+    equalize,
+    grayscale_to_rgb,
+    invert,
+    posterize,
+    rgb_to_grayscale,
+    solarize,
+    solarize_add,
+    to_grayscale,
+)
 from ._convert import normalize, to_dtype
 from ._geometry import (
     affine,
@@ -18,6 +36,22 @@ from ._geometry import (
 from ._utils import InterpolationMode
 
 __all__ = [
+    "COLOR_OPS",
+    "adjust_brightness",
+    "adjust_contrast",
+    "adjust_gamma",
+    "adjust_hue",
+    "adjust_saturation",
+    "autocontrast",
+    "color_program",
+    "equalize",
+    "grayscale_to_rgb",
+    "invert",
+    "posterize",
+    "rgb_to_grayscale",
+    "solarize",
+    "solarize_add",
+    "to_grayscale",
     "InterpolationMode",
     "affine",
     "affine_matrices",

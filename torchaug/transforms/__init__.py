@@ -1,4 +1,14 @@
 """nn.Module transforms with torchvision.transforms.v2 names and signatures; parameters per sample."""
+from ._color import (
+    ColorJitter,
+    Grayscale,
+    RandomAutocontrast,
+    RandomEqualize,
+    RandomGrayscale,
+    RandomInvert,
+    RandomPosterize,
+    RandomSolarize,
+)
 from ._container import Compose
 from ._geometry import (
     CenterCrop,
@@ -14,6 +24,14 @@ from ._misc import Normalize, ToDtype
 from ._transform import Transform
 
 __all__ = [
+    "ColorJitter",
+    "Grayscale",
+    "RandomAutocontrast",
+    "RandomEqualize",
+    "RandomGrayscale",
+    "RandomInvert",
+    "RandomPosterize",
+    "RandomSolarize",
     "CenterCrop",
     "Compose",
     "Normalize",

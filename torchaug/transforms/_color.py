@@ -1,0 +1,172 @@
+"""Color transforms with torchvision.transforms.v2 names and signatures. Each draws a color
+program per sample (which op, if any, and its parameters) and runs it with one color_program
+call: a different decision, factor and (for ColorJitter) order for every image of the batch."""
+import numbers
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import torch
+
+from .. import functional as F
+from ..functional._color import COLOR_OPS
+from ._transform import BatchInfo, Transform, check_probability
+
+
+def _jitter_range(value, name: str, center: float = 1.0, bound: Tuple[float, float] = (0.0, float("inf")),
+                  clip_first_on_zero: bool = True) -> Optional[Tuple[float, float]]:
+    """torchvision's ColorJitter._check_input."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"torchaug.transforms.ColorJitter: if {name} is a single number, it must be non negative, got {value}")
+        lo, hi = center - float(value), center + float(value)
+        if clip_first_on_zero:
+            lo = max(lo, 0.0)
+    elif isinstance(value, Sequence) and len(value) == 2 and all(isinstance(v, numbers.Number) for v in value):
+        lo, hi = float(value[0]), float(value[1])
+    else:
+        raise TypeError(f"torchaug.transforms.ColorJitter: {name} should be a single number or a sequence of length 2, got {value!r}")
+    if not bound[0] <= lo <= hi <= bound[1]:
+        raise ValueError(f"torchaug.transforms.ColorJitter: {name} values should be between {bound}, but got {[lo, hi]}")
+    return None if lo == hi == center else (lo, hi)
+
+
+class _ColorProgram(Transform):
+    """A transform whose parameters are a color program: {"ops": (B, n) int64, "params": (B, n, 2)
+    float32}; transform() is one color_program call."""
+
+    def transform(self, images, params: Dict[str, Any]):
+        return F.color_program(images, params["ops"], params["params"])
+
+
+class _RandomColorOp(_ColorProgram):
+    """One op, applied to each sample with probability p; _draw returns its (B,) parameters."""
+
+    op = "identity"
+
+    def __init__(self, p: float = 0.5, generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.p = check_probability(p, type(self).__name__)
+
+    def _draw(self, info: BatchInfo) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+        return None, None
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        apply = self._bernoulli((info.batch, 1), self.p, info.device)
+        ops = apply.to(torch.int64) * COLOR_OPS[self.op]
+        p0, p1 = self._draw(info)
+        params = torch.zeros((info.batch, 1, 2), dtype=torch.float32, device=info.device)
+        if p0 is not None:
+            params[:, 0, 0] = p0
+        if p1 is not None:
+            params[:, 0, 1] = p1
+        return {"ops": ops, "params": params}
+
+
+class RandomGrayscale(_RandomColorOp):
+    """torchvision.transforms.v2.RandomGrayscale (the output keeps the input's channels), decided per sample."""
+
+    op = "grayscale"
+
+    def __init__(self, p: float = 0.1, generator: Optional[torch.Generator] = None):
+        super().__init__(p, generator)
+
+
+class RandomInvert(_RandomColorOp):
+    """torchvision.transforms.v2.RandomInvert, decided per sample."""
+
+    op = "invert"
+
+
+class RandomAutocontrast(_RandomColorOp):
+    """torchvision.transforms.v2.RandomAutocontrast, decided per sample."""
+
+    op = "autocontrast"
+
+
+class RandomEqualize(_RandomColorOp):
+    """torchvision.transforms.v2.RandomEqualize, decided per sample."""
+
+    op = "equalize"
+
+
+class RandomPosterize(_RandomColorOp):
+    """torchvision.transforms.v2.RandomPosterize(bits, p), decided per sample."""
+
+    op = "posterize"
+
+    def __init__(self, bits: int, p: float = 0.5, generator: Optional[torch.Generator] = None):
+        super().__init__(p, generator)
+        if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or not 0 <= bits <= 8:
+            raise ValueError(f"torchaug.transforms.RandomPosterize: bits must be an integer in [0, 8], got {bits!r}")
+        self.bits = int(bits)
+
+    def _draw(self, info):
+        return float(self.bits), None
+
+
+class RandomSolarize(_RandomColorOp):
+    """torchvision.transforms.v2.RandomSolarize(threshold, p), decided per sample."""
+
+    op = "solarize"
+
+    def __init__(self, threshold: float, p: float = 0.5, generator: Optional[torch.Generator] = None):
+        super().__init__(p, generator)
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+            raise TypeError(f"torchaug.transforms.RandomSolarize: threshold must be a number, got {threshold!r}")
+        self.threshold = float(threshold)
+
+    def make_params(self, images) -> Dict[str, Any]:
+        if isinstance(images, torch.Tensor):
+            top = 255.0 if images.dtype == torch.uint8 else 1.0
+            if self.threshold > top:
+                raise TypeError(f"torchaug.transforms.RandomSolarize: threshold should be less or equal the maximum value of the dtype ({top:g}), got {self.threshold:g}")
+        return super().make_params(images)
+
+    def _draw(self, info):
+        return self.threshold, None
+
+
+class ColorJitter(_ColorProgram):
+    """torchvision.transforms.v2.ColorJitter with a factor per sample and, as torchvision draws a
+    new order per call, a new order of brightness / contrast / saturation / hue per sample. The
+    four adjustments run as one color program (one pass over the batch, plus a statistics pass for
+    contrast)."""
+
+    def __init__(self, brightness=None, contrast=None, saturation=None, hue=None,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.brightness = _jitter_range(brightness, "brightness")
+        self.contrast = _jitter_range(contrast, "contrast")
+        self.saturation = _jitter_range(saturation, "saturation")
+        self.hue = _jitter_range(hue, "hue", center=0.0, bound=(-0.5, 0.5), clip_first_on_zero=False)
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        b, dev = info.batch, info.device
+        u = self._rand((b, 8), dev, torch.float64)
+        order = u[:, :4].argsort(dim=1)  # a uniform random permutation per sample
+        ranges = [self.brightness, self.contrast, self.saturation, self.hue]
+        codes = torch.tensor([COLOR_OPS[n] if r is not None else 0 for n, r in
+                              zip(("brightness", "contrast", "saturation", "hue"), ranges)], dtype=torch.int64, device=dev)
+        lo = torch.tensor([r[0] if r is not None else 0.0 for r in ranges], dtype=torch.float64, device=dev)
+        hi = torch.tensor([r[1] if r is not None else 0.0 for r in ranges], dtype=torch.float64, device=dev)
+        factors = (lo + (hi - lo) * u[:, 4:]).to(torch.float32)  # (B, 4): brightness, contrast, saturation, hue
+        ops = codes[order]
+        params = torch.zeros((b, 4, 2), dtype=torch.float32, device=dev)
+        params[:, :, 0] = factors.gather(1, order)
+        return {"ops": ops, "params": params}
+
+
+class Grayscale(_ColorProgram):
+    """torchvision.transforms.v2.Grayscale(num_output_channels)."""
+
+    def __init__(self, num_output_channels: int = 1):
+        super().__init__()
+        if num_output_channels not in (1, 3):
+            raise ValueError(f"torchaug.transforms.Grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}")
+        self.num_output_channels = num_output_channels
+
+    def transform(self, images, params):
+        return F.rgb_to_grayscale(images, self.num_output_channels)
