@@ -23,6 +23,20 @@ for dtype in (torch.uint8, torch.float32):
 xf = torch.rand(3, 3, 23, 31, device=dev, requires_grad=True)
 mm = m.clone().requires_grad_()
 (F.resized_crop_boxes(xf, boxes, [17, 13], "bicubic", True, validate=False).sum() + F.warp_affine(xf, mm, None, "bilinear", 0.5).sum()).backward()
+# color family: every op, uint8 / float32, planar and channels_last, 1 and 3 channels, and programs
+# with statistics slots after other slots
+for dtype in (torch.uint8, torch.float32, torch.float16):
+    for c in (1, 3):
+        for cl in (False, True):
+            y = (torch.randint(0, 256, (3, c, 17, 12), generator=g).to(dtype) if dtype == torch.uint8 else torch.rand(3, c, 17, 12, generator=g).to(dtype)).to(dev)
+            if cl:
+                y = y.contiguous(memory_format=torch.channels_last)
+            f = torch.tensor([0.5, 1.0, 1.5], device=dev)
+            F.adjust_brightness(y, f); F.adjust_contrast(y, f); F.adjust_saturation(y, f); F.adjust_hue(y, f - 1)
+            F.adjust_gamma(y, f, f); F.rgb_to_grayscale(y, 1); F.invert(y); F.posterize(y, 3); F.solarize(y, 0.5)
+            F.solarize_add(y, 0.1); F.autocontrast(y); F.equalize(y)
+            prog = torch.tensor([[1, 2, 11, 12], [12, 11, 2, 4], [0, 3, 12, 2]], device=dev)
+            F.color_program(y, prog, torch.rand(3, 4, 2, device=dev))
 torch.ops.torchaug._random_resized_crop_boxes(torch.rand(300, 22, device=dev, dtype=torch.float64), None, 375, 500, 0.08, 1.0, 0.75, 4 / 3)
 torch.cuda.synchronize()
 print("sanitize smoke: all kernels ran")
