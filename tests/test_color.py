@@ -237,14 +237,21 @@ def test_cpu_cuda_agree():
 
 
 @requires_cuda
-def test_cpu_cuda_agree_large_programs():
-    # a batch whose blocks span many chunks per sample (statistics merged across blocks)
-    x = torch.randint(0, 256, (16, 3, 224, 224), dtype=torch.uint8)
+@pytest.mark.parametrize("size", [(224, 224), (12, 18), (13, 18)])  # 16-byte, 4-byte and scalar loads
+@pytest.mark.parametrize("channels", [3, 1])
+def test_cpu_cuda_agree_programs(size, channels):
+    # blocks that span many chunks per sample (statistics merged across blocks), each load path
+    x = torch.randint(0, 256, (16, channels) + size, dtype=torch.uint8, generator=torch.Generator().manual_seed(3))
+    x[:8] = x[:8] // 4 + 50  # low contrast: autocontrast and equalize move values
     prog, params = _random_program(16, 4, 11, torch.uint8, "cpu")
     a = F.color_program(x, prog, params)
     b = F.color_program(x.cuda(), prog.cuda(), params.cuda()).cpu()
     assert (a.int() - b.int()).abs().max() <= 1
     assert (a != b).float().mean() < 1e-3
+    for name in ("equalize", "autocontrast", "adjust_contrast"):
+        fn = getattr(F, name)
+        args = () if name != "adjust_contrast" else (params[:, 0, 0].clamp(0.2, 1.8),)
+        assert (fn(x, *args).int() - fn(x.cuda(), *[t.cuda() for t in args]).cpu().int()).abs().max() <= 1, name
 
 
 # ---- errors -------------------------------------------------------------------------------------

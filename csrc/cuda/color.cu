@@ -31,7 +31,27 @@ __device__ inline void load_program_shared(const ColorParams& P, int64_t b, Samp
   __syncthreads();
 }
 
-template <typename T, int C>
+// kW bytes of a uint8 image plane as one load (16 or 4).
+template <int kW>
+struct Bytes;
+template <>
+struct Bytes<16> {
+  using type = uint4;
+  static __device__ uint8_t get(const uint4& v, int j) { return (reinterpret_cast<const uint32_t*>(&v)[j / 4] >> (8 * (j % 4))) & 0xffu; }
+  static __device__ void set(uint4& v, int j, uint8_t x) {
+    uint32_t& w = reinterpret_cast<uint32_t*>(&v)[j / 4];
+    w = (w & ~(0xffu << (8 * (j % 4)))) | (static_cast<uint32_t>(x) << (8 * (j % 4)));
+  }
+};
+template <>
+struct Bytes<4> {
+  using type = uint32_t;
+  static __device__ uint8_t get(const uint32_t& v, int j) { return (v >> (8 * j)) & 0xffu; }
+  static __device__ void set(uint32_t& v, int j, uint8_t x) { v = (v & ~(0xffu << (8 * j))) | (static_cast<uint32_t>(x) << (8 * j)); }
+};
+
+// kW > 0: uint8 dense NCHW input read kW pixels per load; kW == 0: any layout and dtype.
+template <typename T, int C, int kW>
 __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restrict__ in, ColorParams P, int k) {
   using acc_t = typename AccOf<T>::type;
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
@@ -49,11 +69,7 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restri
   uint64_t usum = 0;
   double fsum = 0.0;
   uint64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};  // ~ordered(min), ordered(max): max-accumulated
-  acc_t v[3];
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < n; p += step) {
-    const int64_t o = color_in_offset(P, b, p);
-    for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
+  auto feed = [&](acc_t* v) {
     run_color_program<T, C>(P, sp, b, k, v);
     if (op == kColorContrast) {
       const acc_t g = kernels::blend_gray<acc_t, kU8>(v, C);
@@ -66,6 +82,29 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restri
       }
     } else {
       for (int c = 0; c < C; ++c) atomicAdd(&hist[c * 256 + kernels::equalize_bin<acc_t, kU8>(v[c])], 1u);
+    }
+  };
+  acc_t v[3];
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  if constexpr (kW > 0) {
+    using vec_t = typename Bytes<kW>::type;
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(in) + b * P.is.b;
+    for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < n / kW; q += step) {
+      vec_t px[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(base + c * P.is.c)[q];
+#pragma unroll
+      for (int j = 0; j < kW; ++j) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) v[c] = Bytes<kW>::get(px[c], j);
+        feed(v);
+      }
+    }
+  } else {
+    for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < n; p += step) {
+      const int64_t o = color_in_offset(P, b, p);
+      for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
+      feed(v);
     }
   }
   uint32_t* raw = P.raw + (b * P.n + k) * kernels::kColorRawWords;
@@ -148,37 +187,34 @@ __global__ void __launch_bounds__(kThreads) color_apply_kernel(const T* __restri
   }
 }
 
-// uint8, dense NCHW in and out, H*W % 4 == 0: 4 consecutive pixels per thread with one 4-byte load
-// and store per channel plane.
-template <int C>
+// uint8, dense NCHW in and out: kW consecutive pixels per thread (kW = 16 or 4) with one kW-byte
+// load and store per channel plane. The loads are issued before the block waits for its program.
+template <int C, int kW>
 __global__ void __launch_bounds__(kThreads) color_apply_u8_planar_kernel(const uint8_t* __restrict__ in,
                                                                          uint8_t* __restrict__ out, ColorParams P) {
+  using vec_t = typename Bytes<kW>::type;
   __shared__ SampleProgram sp;
   const int64_t b = blockIdx.y;
-  load_program_shared(P, b, sp);
-  const int64_t n4 = P.height * P.width / 4;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < n4; q += step) {
-    uchar4 px[3];
-    for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const uchar4*>(in + b * P.is.b + c * P.is.c)[q];
-    float v[4][3];
-    for (int c = 0; c < C; ++c) {
-      v[0][c] = px[c].x;
-      v[1][c] = px[c].y;
-      v[2][c] = px[c].z;
-      v[3][c] = px[c].w;
-    }
+  const int64_t nq = P.height * P.width / kW;
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  vec_t px[C];
+  if (q < nq) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) run_color_program<uint8_t, C>(P, sp, b, P.n, v[j]);
-    for (int c = 0; c < P.out_channels; ++c) {
-      uchar4 r;
-      r.x = static_cast<uint8_t>(v[0][c]);
-      r.y = static_cast<uint8_t>(v[1][c]);
-      r.z = static_cast<uint8_t>(v[2][c]);
-      r.w = static_cast<uint8_t>(v[3][c]);
-      reinterpret_cast<uchar4*>(out + b * P.os.b + c * P.os.c)[q] = r;
-    }
+    for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(in + b * P.is.b + c * P.is.c)[q];
   }
+  load_program_shared(P, b, sp);
+  if (q >= nq) return;
+  vec_t r[C];
+#pragma unroll
+  for (int j = 0; j < kW; ++j) {
+    float v[3];
+#pragma unroll
+    for (int c = 0; c < C; ++c) v[c] = Bytes<kW>::get(px[c], j);
+    run_color_program<uint8_t, C>(P, sp, b, P.n, v);
+#pragma unroll
+    for (int c = 0; c < C; ++c) Bytes<kW>::set(r[c], j, static_cast<uint8_t>(v[c]));
+  }
+  for (int c = 0; c < P.out_channels; ++c) reinterpret_cast<vec_t*>(out + b * P.os.b + c * P.os.c)[q] = r[c];
 }
 
 unsigned chunks_for(int64_t work, int per_block) {
@@ -197,23 +233,37 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
     scalar_t* out = plan.out.data_ptr<scalar_t>();
     with_channels(P.channels, [&](auto ch) {
     constexpr int C = decltype(ch)::value;
+    const bool planar16 = std::is_same_v<scalar_t, uint8_t> && P.dense && P.is.x == 1 && n % 16 == 0 &&
+                          P.is.b % 16 == 0 && P.is.c % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
     if (P.may_need_stats) {
       for (int k = 0; k < P.n; ++k) {
         const dim3 grid(chunks_for(n, kThreads * kStatsPix), static_cast<unsigned>(P.batch));
-        color_stats_kernel<scalar_t, C><<<grid, kThreads, 0, stream>>>(in, P, k);
+        if (planar16) {
+          color_stats_kernel<scalar_t, C, 16><<<grid, kThreads, 0, stream>>>(in, P, k);
+        } else {
+          color_stats_kernel<scalar_t, C, 0><<<grid, kThreads, 0, stream>>>(in, P, k);
+        }
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         color_finalize_kernel<<<static_cast<unsigned>(P.batch), 32, 0, stream>>>(P, k);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
     }
-    if (std::is_same_v<scalar_t, uint8_t>) {
-      const bool planar = P.dense && P.is.x == 1 && P.os.x == 1 && n % 4 == 0 && P.is.b % 4 == 0 &&
-                          P.is.c % 4 == 0 && P.os.b % 4 == 0 && P.os.c % 4 == 0 &&
-                          reinterpret_cast<uintptr_t>(in) % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 4 == 0;
-      if (planar) {
+    if (std::is_same_v<scalar_t, uint8_t> && P.dense && P.is.x == 1 && P.os.x == 1) {
+      const auto u8in = reinterpret_cast<const uint8_t*>(in);
+      const auto u8out = reinterpret_cast<uint8_t*>(out);
+      auto aligned = [&](int w) {
+        return n % w == 0 && P.is.b % w == 0 && P.is.c % w == 0 && P.os.b % w == 0 && P.os.c % w == 0 &&
+               reinterpret_cast<uintptr_t>(in) % w == 0 && reinterpret_cast<uintptr_t>(out) % w == 0;
+      };
+      if (aligned(16) && n / 16 / kThreads < 65535) {
+        const dim3 grid(chunks_for(n / 16, kThreads), static_cast<unsigned>(P.batch));
+        color_apply_u8_planar_kernel<C, 16><<<grid, kThreads, 0, stream>>>(u8in, u8out, P);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        return;
+      }
+      if (aligned(4) && n / 4 / kThreads < 65535) {
         const dim3 grid(chunks_for(n / 4, kThreads), static_cast<unsigned>(P.batch));
-        color_apply_u8_planar_kernel<C><<<grid, kThreads, 0, stream>>>(reinterpret_cast<const uint8_t*>(in),
-                                                                     reinterpret_cast<uint8_t*>(out), P);
+        color_apply_u8_planar_kernel<C, 4><<<grid, kThreads, 0, stream>>>(u8in, u8out, P);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         return;
       }

@@ -8,6 +8,7 @@ import torch
 
 from .. import functional as F
 from ..functional._color import COLOR_OPS
+from ..functional._utils import _constant_row
 from ._transform import BatchInfo, Transform, check_probability
 
 
@@ -148,14 +149,14 @@ class ColorJitter(_ColorProgram):
         u = self._rand((b, 8), dev, torch.float64)
         order = u[:, :4].argsort(dim=1)  # a uniform random permutation per sample
         ranges = [self.brightness, self.contrast, self.saturation, self.hue]
-        codes = torch.tensor([COLOR_OPS[n] if r is not None else 0 for n, r in
-                              zip(("brightness", "contrast", "saturation", "hue"), ranges)], dtype=torch.int64, device=dev)
-        lo = torch.tensor([r[0] if r is not None else 0.0 for r in ranges], dtype=torch.float64, device=dev)
-        hi = torch.tensor([r[1] if r is not None else 0.0 for r in ranges], dtype=torch.float64, device=dev)
-        factors = (lo + (hi - lo) * u[:, 4:]).to(torch.float32)  # (B, 4): brightness, contrast, saturation, hue
-        ops = codes[order]
-        params = torch.zeros((b, 4, 2), dtype=torch.float32, device=dev)
-        params[:, :, 0] = factors.gather(1, order)
+        codes = [float(COLOR_OPS[n]) if r is not None else 0.0 for n, r in zip(("brightness", "contrast", "saturation", "hue"), ranges)]
+        lo = [r[0] if r is not None else 0.0 for r in ranges]
+        span = [r[1] - r[0] if r is not None else 0.0 for r in ranges]
+        const = _constant_row(tuple(lo + span + codes), torch.device(dev), torch.float64)  # cached on the device
+        factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])  # (B, 4): brightness, contrast, saturation, hue
+        ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
+        p0 = factors.gather(1, order).to(torch.float32)
+        params = torch.stack([p0, torch.zeros_like(p0)], dim=-1)
         return {"ops": ops, "params": params}
 
 
