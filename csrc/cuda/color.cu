@@ -19,7 +19,7 @@ using kernels::kColorAutocontrast;
 using kernels::kColorContrast;
 using kernels::kColorEqualize;
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;  // also the size of a uint8 lookup table (color_apply_u8_planar_kernel)
 constexpr int kApplyPix = 4;   // pixels per thread of the apply pass
 constexpr int kStatsPix = 16;  // pixels per thread of the stats pass
 
@@ -203,16 +203,36 @@ __global__ void __launch_bounds__(kThreads) color_apply_u8_planar_kernel(const u
     for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(in + b * P.is.b + c * P.is.c)[q];
   }
   load_program_shared(P, b, sp);
-  if (q >= nq) return;
-  vec_t r[C];
-#pragma unroll
-  for (int j = 0; j < kW; ++j) {
-    float v[3];
-#pragma unroll
-    for (int c = 0; c < C; ++c) v[c] = Bytes<kW>::get(px[c], j);
+  // a program of per-channel ops is a table per channel: 256 evaluations per block instead of one
+  // per pixel (the costly ops, gamma's pow say, then cost a lookup)
+  __shared__ uint8_t lut[C][256];
+  bool separable = true;
+  for (int k = 0; k < sp.n; ++k) separable = separable && kernels::color_op_is_separable(sp.op[k]);
+  if (separable) {
+    float v[3] = {float(threadIdx.x), float(threadIdx.x), float(threadIdx.x)};  // kThreads == 256
     run_color_program<uint8_t, C>(P, sp, b, P.n, v);
 #pragma unroll
-    for (int c = 0; c < C; ++c) Bytes<kW>::set(r[c], j, static_cast<uint8_t>(v[c]));
+    for (int c = 0; c < C; ++c) lut[c][threadIdx.x] = static_cast<uint8_t>(v[c]);
+    __syncthreads();
+  }
+  if (q >= nq) return;
+  vec_t r[C];
+  if (separable) {
+#pragma unroll
+    for (int j = 0; j < kW; ++j) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) Bytes<kW>::set(r[c], j, lut[c][Bytes<kW>::get(px[c], j)]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kW; ++j) {
+      float v[3];
+#pragma unroll
+      for (int c = 0; c < C; ++c) v[c] = Bytes<kW>::get(px[c], j);
+      run_color_program<uint8_t, C>(P, sp, b, P.n, v);
+#pragma unroll
+      for (int c = 0; c < C; ++c) Bytes<kW>::set(r[c], j, static_cast<uint8_t>(v[c]));
+    }
   }
   for (int c = 0; c < P.out_channels; ++c) reinterpret_cast<vec_t*>(out + b * P.os.b + c * P.os.c)[q] = r[c];
 }

@@ -36,6 +36,12 @@ enum ColorOp : int {
   kColorNumOps = 13,
 };
 
+// Ops whose output channel c depends on input channel c only (given the image statistics): a
+// program of such ops on a uint8 image is a 256-entry table per channel.
+TORCHAUG_HOST_DEVICE inline bool color_op_is_separable(int op) {
+  return op != kColorSaturation && op != kColorHue && op != kColorGrayscale;
+}
+
 TORCHAUG_HOST_DEVICE inline bool color_op_needs_stats(int op) {
   return op == kColorContrast || op == kColorAutocontrast || op == kColorEqualize;
 }
@@ -117,9 +123,16 @@ TORCHAUG_HOST_DEVICE inline acc_t from_unit(acc_t v) {
 }
 
 // Python's x % 1.0 (torch.remainder) for the hue wheel.
+// fmod(a, 1) computed exactly as a - trunc(a) (both exact in floating point), without the
+// iterative fmod of the device math library.
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t fmod_one(acc_t a) {
+  return rn_sub(a, trunc(a));
+}
+
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t remainder_one(acc_t a) {
-  acc_t m = fmod(a, acc_t(1));
+  acc_t m = fmod_one(a);
   if (m != acc_t(0) && m < acc_t(0)) m = rn_add(m, acc_t(1));
   return m;
 }
@@ -144,7 +157,7 @@ TORCHAUG_HOST_DEVICE inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
   const acc_t hr = !maxc_neq_r ? rn_sub(bc, gc) : acc_t(0);
   const acc_t hb = (maxc_neq_r && !maxc_eq_g) ? rn_sub(rn_add(gc, acc_t(4)), rc) : acc_t(0);
   acc_t h = rn_add(rn_add(hr, hg), hb);
-  h = fmod(rn_add(rn_mul(h, static_cast<acc_t>(static_cast<float>(1.0 / 6.0))), acc_t(1)), acc_t(1));
+  h = fmod_one(rn_add(rn_mul(h, static_cast<acc_t>(static_cast<float>(1.0 / 6.0))), acc_t(1)));
   h = remainder_one(rn_add(h, shift));
   // _hsv_to_rgb
   const acc_t v = maxc;
