@@ -104,6 +104,31 @@ inline void with_channels(int64_t channels, F&& f) {
   else f(std::integral_constant<int, 3>());
 }
 
+// The statistics of one slot, accumulated pixel by pixel (per sample on the CPU, per thread on
+// CUDA, then merged): the grayscale sum (contrast), ~ordered(min) and ordered(max) per channel,
+// max-accumulated from 0 (autocontrast); equalize bins go to hist_add(bin index).
+struct ColorSlotAccum {
+  uint64_t usum = 0;  // uint8 images: integer grayscale values
+  double fsum = 0.0;  // floating images
+  uint64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+
+  template <typename acc_t, bool kU8, int C, typename HistAdd>
+  C10_HOST_DEVICE void add(int op, const acc_t* v, HistAdd&& hist_add) {
+    if (op == kernels::kColorContrast) {
+      const acc_t g = kernels::blend_gray<acc_t, kU8>(v, C);
+      if (kU8) usum += static_cast<uint64_t>(g); else fsum += static_cast<double>(g);
+    } else if (op == kernels::kColorAutocontrast) {
+      for (int c = 0; c < C; ++c) {
+        const uint64_t e = kernels::ordered_bits(static_cast<double>(v[c]));
+        lo[c] = kernels::max_of(lo[c], ~e);
+        hi[c] = kernels::max_of(hi[c], e);
+      }
+    } else {
+      for (int c = 0; c < C; ++c) hist_add(c * 256 + kernels::equalize_bin<acc_t, kU8>(v[c]));
+    }
+  }
+};
+
 // Element offsets of pixel p (row-major over H x W) of sample b.
 C10_HOST_DEVICE inline int64_t color_in_offset(const ColorParams& P, int64_t b, int64_t p) {
   if (P.dense) return b * P.is.b + p * P.is.x;

@@ -22,37 +22,29 @@ void color_stats_sample(const T* in, const ColorParams& P, const SampleProgram& 
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   const int64_t n = P.height * P.width;
   const int op = sp.op[k];
-  // autocontrast: raw64[c] = ~ordered(min_c), raw64[3 + c] = ordered(max_c), max-accumulated from 0
-  uint64_t raw64[6] = {0, 0, 0, 0, 0, 0};
   std::vector<uint32_t> hist(op == kColorEqualize ? 3 * 256 : 0, 0u);
-  uint64_t usum = 0;
-  double fsum = 0.0;
+  ColorSlotAccum acc;
   acc_t v[3];
   for (int64_t p = 0; p < n; ++p) {
     const int64_t o = color_in_offset(P, b, p);
     for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
     run_color_program<T, C>(P, sp, b, k, v);
-    if (op == kColorContrast) {
-      const acc_t g = kernels::blend_gray<acc_t, kU8>(v, C);
-      if (kU8) usum += static_cast<uint64_t>(g); else fsum += static_cast<double>(g);
-    } else if (op == kColorAutocontrast) {
-      for (int c = 0; c < C; ++c) {
-        const uint64_t e = kernels::ordered_bits(static_cast<double>(v[c]));
-        raw64[c] = std::max(raw64[c], ~e);
-        raw64[3 + c] = std::max(raw64[3 + c], e);
-      }
-    } else {
-      for (int c = 0; c < C; ++c) ++hist[c * 256 + kernels::equalize_bin<acc_t, kU8>(v[c])];
-    }
+    acc.add<acc_t, kU8, C>(op, v, [&](int i) { ++hist[i]; });
+  }
+  // raw statistics in the layout the derive functions read (kernels/color.h)
+  uint64_t raw64[6] = {0, 0, 0, 0, 0, 0};
+  for (int c = 0; c < 3; ++c) {
+    raw64[c] = acc.lo[c];
+    raw64[3 + c] = acc.hi[c];
   }
   const kernels::ColorStats st = slot_stats(P, b, k);
   double* f = const_cast<double*>(st.f);
   constexpr bool kF64 = std::is_same_v<T, double>;
   if (op == kColorContrast) {
     if (kU8) {
-      raw64[0] = usum;
+      raw64[0] = acc.usum;
     } else {
-      std::memcpy(&raw64[0], &fsum, sizeof(fsum));
+      std::memcpy(&raw64[0], &acc.fsum, sizeof(acc.fsum));
     }
     kernels::contrast_derive(raw64, kU8, kF64, n, f);
   } else if (op == kColorAutocontrast) {

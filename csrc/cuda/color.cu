@@ -66,23 +66,10 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restri
     for (int i = threadIdx.x; i < 3 * 256; i += blockDim.x) hist[i] = 0;
     __syncthreads();
   }
-  uint64_t usum = 0;
-  double fsum = 0.0;
-  uint64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};  // ~ordered(min), ordered(max): max-accumulated
+  ColorSlotAccum acc;
   auto feed = [&](acc_t* v) {
     run_color_program<T, C>(P, sp, b, k, v);
-    if (op == kColorContrast) {
-      const acc_t g = kernels::blend_gray<acc_t, kU8>(v, C);
-      if (kU8) usum += static_cast<uint64_t>(g); else fsum += static_cast<double>(g);
-    } else if (op == kColorAutocontrast) {
-      for (int c = 0; c < C; ++c) {
-        const uint64_t e = kernels::ordered_bits(static_cast<double>(v[c]));
-        lo[c] = max(lo[c], ~e);
-        hi[c] = max(hi[c], e);
-      }
-    } else {
-      for (int c = 0; c < C; ++c) atomicAdd(&hist[c * 256 + kernels::equalize_bin<acc_t, kU8>(v[c])], 1u);
-    }
+    acc.add<acc_t, kU8, C>(op, v, [&](int i) { atomicAdd(&hist[i], 1u); });
   };
   acc_t v[3];
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -112,22 +99,22 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restri
   const int lane = threadIdx.x % 32;
   if (op == kColorContrast) {
     for (int off = 16; off > 0; off /= 2) {
-      usum += __shfl_down_sync(0xffffffffu, usum, off);
-      fsum += __shfl_down_sync(0xffffffffu, fsum, off);
+      acc.usum += __shfl_down_sync(0xffffffffu, acc.usum, off);
+      acc.fsum += __shfl_down_sync(0xffffffffu, acc.fsum, off);
     }
     if (lane == 0) {
-      if (kU8) atomicAdd(&raw64[0], static_cast<unsigned long long>(usum));
-      else atomicAdd(reinterpret_cast<double*>(&raw64[0]), fsum);
+      if (kU8) atomicAdd(&raw64[0], static_cast<unsigned long long>(acc.usum));
+      else atomicAdd(reinterpret_cast<double*>(&raw64[0]), acc.fsum);
     }
   } else if (op == kColorAutocontrast) {
     for (int c = 0; c < C; ++c) {
       for (int off = 16; off > 0; off /= 2) {
-        lo[c] = max(lo[c], static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, lo[c], off)));
-        hi[c] = max(hi[c], static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, hi[c], off)));
+        acc.lo[c] = max(acc.lo[c], static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, acc.lo[c], off)));
+        acc.hi[c] = max(acc.hi[c], static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, acc.hi[c], off)));
       }
       if (lane == 0) {
-        atomicMax(&raw64[c], static_cast<unsigned long long>(lo[c]));
-        atomicMax(&raw64[3 + c], static_cast<unsigned long long>(hi[c]));
+        atomicMax(&raw64[c], static_cast<unsigned long long>(acc.lo[c]));
+        atomicMax(&raw64[3 + c], static_cast<unsigned long long>(acc.hi[c]));
       }
     }
   } else {
