@@ -49,6 +49,21 @@ void check_param(const char* op, const char* name, const at::Tensor& t, const at
   TORCHAUG_CHECK(ok_dtype, "torchaug::", op, ": ", name, " must have dtype ", allowed, ", got ", t.scalar_type());
 }
 
+// A per-sample parameter: (B,) or (1,), real dtype (converted to float32), on the images' device.
+// Returns it viewed as (B, 1) or (1 -> broadcast) strides.
+at::Tensor sample_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
+                       Strides2& s) {
+  const int64_t B = images.size(0);
+  check_device(op, name, t, images);
+  TORCHAUG_CHECK(t.dim() == 1 && (t.size(0) == B || t.size(0) == 1), "torchaug::", op, ": ", name,
+                 " must have shape (B,) or (1,) with B=", B, ", got ", shape_str(t.sizes()));
+  TORCHAUG_CHECK(t.scalar_type() != at::kBool && !at::isComplexType(t.scalar_type()), "torchaug::", op, ": ", name,
+                 " must be a real number tensor, got ", t.scalar_type());
+  at::Tensor f = t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
+  s = {f.size(0) == 1 ? 0 : f.stride(0), 0};
+  return f;
+}
+
 std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef out_size) {
   TORCHAUG_CHECK(out_size.size() == 2, "torchaug::", op, ": out_size must be [height, width], got ", out_size.size(),
               " values");

@@ -5,24 +5,6 @@
 
 namespace torchaug {
 
-namespace {
-
-// A per-sample parameter: (B,) or (1,), real dtype (converted to float32), on the images' device.
-// Returns it viewed as (B, 1) or (1 -> broadcast) strides.
-at::Tensor color_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
-                       Strides2& s) {
-  const int64_t B = images.size(0);
-  check_device(op, name, t, images);
-  TORCHAUG_CHECK(t.dim() == 1 && (t.size(0) == B || t.size(0) == 1), "torchaug::", op, ": ", name,
-                 " must have shape (B,) or (1,) with B=", B, ", got ", shape_str(t.sizes()));
-  TORCHAUG_CHECK(t.scalar_type() != at::kBool && !at::isComplexType(t.scalar_type()), "torchaug::", op, ": ", name,
-                 " must be a real number tensor, got ", t.scalar_type());
-  at::Tensor f = t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
-  s = {f.size(0) == 1 ? 0 : f.stride(0), 0};
-  return f;
-}
-
-}  // namespace
 
 ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor& ops, int const_op,
                      const at::Tensor& p0, const at::Tensor& p1, float p0_default, float p1_default,
@@ -68,13 +50,13 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
   } else {
     p.n = 1;
     if (p0.defined()) {
-      plan.p0 = color_param(op, const_op == kernels::kColorGamma ? "gamma" : const_op == kernels::kColorPosterize ? "bits"
+      plan.p0 = sample_param(op, const_op == kernels::kColorGamma ? "gamma" : const_op == kernels::kColorPosterize ? "bits"
                                 : const_op == kernels::kColorSolarize ? "threshold" : const_op == kernels::kColorSolarizeAdd ? "shift" : "factor",
                             p0, images, p.p0_s);
       p.p0 = plan.p0.data_ptr<float>();
     }
     if (p1.defined()) {
-      plan.p1 = color_param(op, const_op == kernels::kColorGamma ? "gain" : "threshold", p1, images, p.p1_s);
+      plan.p1 = sample_param(op, const_op == kernels::kColorGamma ? "gain" : "threshold", p1, images, p.p1_s);
       p.p1 = plan.p1.data_ptr<float>();
     }
   }

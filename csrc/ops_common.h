@@ -71,6 +71,11 @@ void check_param(const char* op, const char* name, const at::Tensor& t, const at
 
 std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef out_size);
 
+struct Strides2;
+// A per-sample scalar parameter: (B,) or (1,), any real dtype (returned as float32), on the images'
+// device; s receives its strides as a (B, 1) table (b == 0 when broadcast).
+at::Tensor sample_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images, Strides2& s);
+
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code);
 
 // mean/std of normalize and of the fused epilogue: (B, C) float32, std without zeros.

@@ -77,4 +77,40 @@ TORCH_LIBRARY(torchaug, m) {
   // ops[b, k] with params[b, k] to the result of slot k - 1; statistics (contrast mean,
   // autocontrast min/max, equalize histograms) are those of the image the slot sees.
   m.def("color_program(Tensor images, Tensor ops, Tensor params) -> Tensor");
+
+  // ---- filter ----
+  // One per-sample window applied around every pixel (csrc/filter_impl.h). Images of any dtype;
+  // adjust_sharpness takes 1 or 3 channels, the others any number.
+  // torchvision's adjust_sharpness: interior pixels blend with the 3x3 blur (1/13 around, 5/13 in
+  // the centre; uint8: rounded), x + (1 - factor) * (blur - x), clamped; border pixels are kept.
+  m.def("adjust_sharpness(Tensor images, Tensor factor) -> Tensor");
+  // torchvision's gaussian_blur with a sigma per sample: kernel_size [width, height] (odd), sigma
+  // (B, 2) [sigma_x, sigma_y] or (B,) for both; reflect padding; uint8 results rounded.
+  m.def("gaussian_blur(Tensor images, int[2] kernel_size, Tensor sigma) -> Tensor");
+  // DALI's laplacian: d2/dy2 + d2/dx2, each a separable window (derivative window_size along its
+  // axis, smoothing_size across), [height, width] order as DALI; scale (B,) multiplies the result;
+  // normalized_kernel scales each partial by 2^(4 - sum of its window sizes). Reflect-101 borders;
+  // uint8 results rounded and saturated, floating results not clamped.
+  m.def(
+      "laplacian(Tensor images, int[2] window_size, int[2] smoothing_size, Tensor scale, "
+      "bool normalized_kernel=False) -> Tensor");
+
+  // ---- noise ----
+  // Random ops take a seed (B,) int64 per sample: the numbers of element (c, y, x) of sample b are a
+  // pure function of (seed[b], c, y, x) (Philox4x32-10, csrc/kernels/random.h), the same on CPU and
+  // CUDA and for any memory format.
+  // torchvision's gaussian_noise: floating x + mean + sigma * z (clamped to [0, 1] when clip);
+  // uint8 x + int16(mean * 255 + z * sigma * 255) (clamped to [0, 255] when clip).
+  m.def("gaussian_noise(Tensor images, Tensor mean, Tensor sigma, Tensor seed, bool clip=True) -> Tensor");
+  // DALI's noise.salt_and_pepper: with probability prob an element (per_channel) or a whole pixel
+  // becomes salt_value (probability salt_vs_pepper; default the dtype's maximum) or pepper_value
+  // (default 0).
+  m.def(
+      "salt_and_pepper(Tensor images, Tensor prob, Tensor salt_vs_pepper, Tensor seed, bool per_channel=False, "
+      "Tensor? salt_value=None, Tensor? pepper_value=None) -> Tensor");
+  // torchvision's erase with a rectangle per sample: boxes (B, 4) int64 [top, left, height, width]
+  // (clipped to the image) filled with value ((B, C), (1, C), (B, 1) or (1, 1), image units; zeros
+  // when None) or, when seed (B,) int64 is given, random values (floating: standard normal, as
+  // RandomErasing(value="random"); uint8: uniform in [0, 255]).
+  m.def("erase(Tensor images, Tensor boxes, Tensor? value=None, Tensor? seed=None) -> Tensor");
 }

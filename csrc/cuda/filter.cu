@@ -1,0 +1,87 @@
+// CUDA kernels of the filter family (csrc/filter_impl.h). A block computes a kTileW x kTileH tile of
+// one image plane: the tile plus its window margin (reflect-101 at the image borders) and the
+// sample's window are staged in shared memory as acc_t, then every thread applies the window to
+// kTileH / kRows pixels.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "../filter_impl.h"
+
+namespace torchaug {
+namespace {
+
+constexpr int kTileW = 32, kTileH = 16, kRows = 8;  // block: kTileW x kRows threads
+
+template <typename T>
+__global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                                                FilterParams P, int tiles_x) {
+  using acc_t = typename AccOf<T>::type;
+  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
+  extern __shared__ unsigned char smem_raw[];
+  acc_t* w = reinterpret_cast<acc_t*>(smem_raw);
+  const int nw = P.ky * P.kx;
+  const int sw = kTileW + P.kx - 1, sh = kTileH + P.ky - 1;
+  acc_t* tile = w + nw;
+  const int tid = threadIdx.y * kTileW + threadIdx.x;
+  const int64_t x0 = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW;
+  const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
+  const int rx = P.kx / 2, ry = P.ky / 2;
+  for (int64_t plane = blockIdx.y; plane < P.batch * P.channels; plane += gridDim.y) {
+    const int64_t b = plane / P.channels, c = plane % P.channels;
+    const acc_t* wg = static_cast<const acc_t*>(P.weights) + b * P.weights_stride;
+    for (int i = tid; i < nw; i += kTileW * kRows) w[i] = wg[i];
+    const T* src = in + b * P.is.b + c * P.is.c;
+    for (int i = tid; i < sw * sh; i += kTileW * kRows) {
+      const int64_t yy = kernels::reflect101(y0 + i / sw - ry, P.height);
+      const int64_t xx = kernels::reflect101(x0 + i % sw - rx, P.width);
+      tile[i] = static_cast<acc_t>(src[yy * P.is.y + xx * P.is.x]);
+    }
+    __syncthreads();
+    const acc_t param = P.param ? static_cast<acc_t>(P.param[b * P.param_stride]) : acc_t(1);
+    const int64_t x = x0 + threadIdx.x;
+    for (int r = threadIdx.y; r < kTileH; r += kRows) {
+      const int64_t y = y0 + r;
+      if (x < P.width && y < P.height) {
+        const acc_t* t = tile + r * sw + threadIdx.x;
+        const acc_t s = kernels::window_sum<acc_t>(w, P.ky, P.kx, [&](int i, int j) { return t[i * sw + j]; });
+        const acc_t v = t[ry * sw + rx];
+        const bool interior = y > 0 && x > 0 && y < P.height - 1 && x < P.width - 1;
+        out[filter_out_offset(P, b, c, y, x)] =
+            static_cast<T>(kernels::filter_epilogue<acc_t, kU8>(P.mode, v, s, param, interior));
+      }
+    }
+    __syncthreads();
+  }
+}
+
+void filter_run_cuda(const at::Tensor& images, FilterPlan& plan) {
+  const FilterParams& P = plan.p;
+  const c10::cuda::CUDAGuard guard(images.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const int tiles_x = static_cast<int>((P.width + kTileW - 1) / kTileW);
+  const int64_t tiles = tiles_x * ((P.height + kTileH - 1) / kTileH);
+  TORCHAUG_CHECK(tiles <= 0x7fffffff, "torchaug::filter: images of ", P.height, "x", P.width, " are too large");
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min<int64_t>(P.batch * P.channels, 65535)));
+  const dim3 block(kTileW, kRows);
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "filter_cuda", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    const size_t smem = sizeof(acc_t) * (P.ky * P.kx + (kTileW + P.kx - 1) * (kTileH + P.ky - 1));
+    if (smem > 48 * 1024) {
+      C10_CUDA_CHECK(cudaFuncSetAttribute(filter_kernel<scalar_t>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)));
+    }
+    filter_kernel<scalar_t><<<grid, block, smem, stream>>>(images.data_ptr<scalar_t>(),
+                                                           plan.out.data_ptr<scalar_t>(), P, tiles_x);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_filter_ops<filter_run_cuda>(m); }
+
+}  // namespace torchaug

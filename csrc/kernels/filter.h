@@ -1,0 +1,119 @@
+// Per-pixel math of the filter family: a per-sample 2-D window of weights applied around every
+// pixel, then an epilogue per op. adjust_sharpness, gaussian_blur and laplacian are the same
+// stencil with different weights, borders and epilogues. Shared by csrc/cpu/filter.cpp,
+// csrc/cuda/filter.cu and the GoogleTest suite.
+#pragma once
+
+#include "color.h"
+#include "common.h"
+
+namespace torchaug {
+namespace kernels {
+
+// What is done with the window sum s of a pixel whose own value is x (param: the sample's factor
+// or scale):
+//   kFilterConv      gaussian_blur: s (uint8: rounded half to even, as torchvision's round_())
+//   kFilterScaled    laplacian: s * param (uint8: rounded and saturated, as DALI converts)
+//   kFilterSharpness adjust_sharpness: interior pixels blend x with the rounded blur,
+//                    x + (1 - param) * (blur - x), clamped (uint8: truncated); border pixels keep x
+enum FilterMode : int {
+  kFilterConv = 0,
+  kFilterScaled = 1,
+  kFilterSharpness = 2,
+};
+
+// The largest window side the filter ops take.
+constexpr int kFilterMaxWindow = 65;
+
+// Index i of a row of n pixels, mirrored at the borders without repeating the edge pixel
+// (torch.nn.functional.pad mode "reflect", OpenCV/DALI BORDER_REFLECT_101). The window's half
+// size is below n, so one reflection suffices.
+TORCHAUG_HOST_DEVICE inline int64_t reflect101(int64_t i, int64_t n) {
+  if (n == 1) return 0;
+  if (i < 0) i = -i;
+  if (i >= n) i = 2 * (n - 1) - i;
+  return i;
+}
+
+// The weighted sum of a window: w is ky x kx row-major, at(r, c) the window's pixel (r, c).
+// Row-major multiply-adds, as a direct convolution accumulates.
+template <typename acc_t, typename At>
+TORCHAUG_HOST_DEVICE inline acc_t window_sum(const acc_t* w, int ky, int kx, At&& at) {
+  acc_t s = acc_t(0);
+  for (int r = 0; r < ky; ++r)
+    for (int c = 0; c < kx; ++c) s = fma_of(w[r * kx + c], at(r, c), s);
+  return s;
+}
+
+// The output value of a pixel (see FilterMode). interior: the pixel is at least one pixel away
+// from every border (adjust_sharpness keeps the others).
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t filter_epilogue(int mode, acc_t x, acc_t s, acc_t param, bool interior) {
+  if (mode == kFilterConv) return kU8 ? clamp_of(acc_t(rint(s)), acc_t(0), acc_t(255)) : s;
+  if (mode == kFilterScaled) {
+    const acc_t v = rn_mul(s, param);
+    return kU8 ? clamp_of(acc_t(rint(v)), acc_t(0), acc_t(255)) : v;
+  }
+  // kFilterSharpness: torchvision's view.add_(blurred.sub_(view), alpha=1 - factor), clamp, cast
+  acc_t v = x;
+  if (interior) {
+    const acc_t blur = kU8 ? acc_t(rint(s)) : s;
+    v = fma_of(rn_sub(blur, x), one_minus(param), x);
+  }
+  v = clamp_of(v, acc_t(0), ColorRange<acc_t, kU8>::bound());
+  return kU8 ? trunc_u8(v) : v;
+}
+
+// adjust_sharpness's window: 1/13 around, 5/13 in the centre (torchvision's constants, rounded to
+// the computation's precision).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline void sharpness_weights(acc_t* w) {
+  for (int i = 0; i < 9; ++i) w[i] = static_cast<acc_t>(1.0 / 13.0);
+  w[4] = static_cast<acc_t>(5.0 / 13.0);
+}
+
+// DALI laplacian windows (OpenCV's Sobel-style): the smoothing window of size n is the binomial
+// row C(n-1, i); the second-derivative window of size n >= 3 is the binomial row of size n - 2
+// convolved with [1, -2, 1]. Integers, exact in float32 for the sizes taken here.
+TORCHAUG_HOST_DEVICE inline void laplacian_smoothing_window(int n, double* w) {
+  w[0] = 1.0;
+  for (int i = 1; i < n; ++i) {
+    w[i] = 0.0;
+    for (int j = i; j > 0; --j) w[j] += w[j - 1];
+  }
+}
+TORCHAUG_HOST_DEVICE inline void laplacian_derivative_window(int n, double* w) {
+  double s[kFilterMaxWindow];
+  laplacian_smoothing_window(n - 2, s);
+  for (int i = 0; i < n; ++i) w[i] = 0.0;
+  for (int i = 0; i < n - 2; ++i) {
+    w[i] += s[i];
+    w[i + 1] -= 2.0 * s[i];
+    w[i + 2] += s[i];
+  }
+}
+
+// The 2-D laplacian window of size wy x wx (the larger of each axis's derivative and smoothing
+// sizes, windows centred): d2/dx2 (derivative dx along x, smoothing sy along y) plus d2/dy2
+// (derivative dy along y, smoothing sx along x); normalized: each partial scaled by 2^(2 + 2 - s),
+// s the sum of its window sizes (DALI's normalized_kernel).
+TORCHAUG_HOST_DEVICE inline void laplacian_weights(int dy, int dx, int sy, int sx, bool normalized, int wy, int wx,
+                                                  double* out) {
+  double deriv_y[kFilterMaxWindow], deriv_x[kFilterMaxWindow], smooth_y[kFilterMaxWindow], smooth_x[kFilterMaxWindow];
+  laplacian_derivative_window(dy, deriv_y);
+  laplacian_derivative_window(dx, deriv_x);
+  laplacian_smoothing_window(sy, smooth_y);
+  laplacian_smoothing_window(sx, smooth_x);
+  const double norm_x = normalized ? ldexp(1.0, 4 - (dx + sy)) : 1.0;
+  const double norm_y = normalized ? ldexp(1.0, 4 - (dy + sx)) : 1.0;
+  for (int i = 0; i < wy * wx; ++i) out[i] = 0.0;
+  // d2/dx2: rows from smooth_y, columns from deriv_x
+  for (int r = 0; r < sy; ++r)
+    for (int c = 0; c < dx; ++c) out[(r + (wy - sy) / 2) * wx + c + (wx - dx) / 2] += norm_x * smooth_y[r] * deriv_x[c];
+  // d2/dy2: rows from deriv_y, columns from smooth_x
+  for (int r = 0; r < dy; ++r)
+    for (int c = 0; c < sx; ++c) out[(r + (wy - dy) / 2) * wx + c + (wx - sx) / 2] += norm_y * deriv_y[r] * smooth_x[c];
+}
+
+}  // namespace kernels
+}  // namespace torchaug

@@ -1,0 +1,63 @@
+// Per-pixel math of the noise family (gaussian_noise, salt_and_pepper, erase): each element's
+// output depends only on its value, its sample's parameters and the counter-based random numbers
+// of (seed, element index) (random.h). Shared by csrc/cpu/noise.cpp, csrc/cuda/noise.cu and the
+// GoogleTest suite.
+#pragma once
+
+#include "color.h"
+#include "common.h"
+#include "random.h"
+
+namespace torchaug {
+namespace kernels {
+
+enum NoiseMode : int {
+  kNoiseGaussian = 0,
+  kNoiseSaltPepper = 1,
+  kNoiseErase = 2,
+};
+
+// The per-sample parameters of one element, already read for its sample.
+//   gaussian:     p0 mean, p1 sigma (fractions of the value range), clip
+//   salt_pepper:  p0 probability, p1 salt share, p2 salt value, p3 pepper value (image units)
+//   erase:        p0 the fill value of this channel (unless random_fill)
+struct NoiseSample {
+  float p0, p1, p2, p3;
+  int64_t seed;
+};
+
+// gaussian_noise, torchvision v2 semantics:
+//   floating: x + (mean + z * sigma), clamped to [0, 1] when clip
+//   uint8:    x + int16(trunc(mean * 255 + z * (sigma * 255))), clamped to [0, 255] when clip,
+//             wrapped modulo 256 otherwise
+// z: the element's standard normal value.
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t gaussian_noise_px(acc_t x, const NoiseSample& s, bool clip, double z) {
+  if (kU8) {
+    const float n = rn_add(rn_mul(static_cast<float>(z), s.p1 * 255.0f), s.p0 * 255.0f);
+    const int v = static_cast<int>(x) + static_cast<int>(static_cast<int16_t>(static_cast<int>(n)));
+    return static_cast<acc_t>(clip ? clamp_of(v, 0, 255) : (v & 255));
+  }
+  const acc_t n = rn_add(rn_mul(static_cast<acc_t>(z), static_cast<acc_t>(s.p1)), static_cast<acc_t>(s.p0));
+  const acc_t v = rn_add(x, n);
+  return clip ? clamp_of(v, acc_t(0), acc_t(1)) : v;
+}
+
+// salt_and_pepper, DALI semantics: with probability p0 the element (or the whole pixel, when the
+// random words are drawn per pixel) becomes salt (p2) with probability p1, else pepper (p3).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t salt_pepper_px(acc_t x, const NoiseSample& s, const Philox4& r) {
+  if (uniform01(r.v[0], r.v[1]) >= static_cast<double>(s.p0)) return x;
+  return uniform01(r.v[2], r.v[3]) < static_cast<double>(s.p1) ? static_cast<acc_t>(s.p2) : static_cast<acc_t>(s.p3);
+}
+
+// erase's random fill: a standard normal value for floating images (torchvision's
+// RandomErasing(value="random")), a uniform integer in [0, 255] for uint8 images.
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t erase_random_px(const Philox4& r) {
+  if (kU8) return static_cast<acc_t>(r.v[0] >> 24);
+  return static_cast<acc_t>(standard_normal(r));
+}
+
+}  // namespace kernels
+}  // namespace torchaug

@@ -1,0 +1,87 @@
+// Glue of the noise family (gaussian_noise, salt_and_pepper, erase) between csrc/kernels/noise.h
+// and the two backends: one elementwise mechanism. Element (b, c, y, x) reads its sample's
+// parameters and, where the op is random, the Philox words of (seed[b], stream, logical index), so
+// that results do not depend on the backend, the launch or the memory format.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "kernels/noise.h"
+#include "ops_common.h"
+
+namespace torchaug {
+
+struct NoiseParams {
+  int64_t batch, channels, height, width;
+  Strides4 is, os;
+  int mode;                // kernels::NoiseMode
+  const float* p[4];       // per-sample parameters (see kernels::NoiseSample); nullptr: default
+  int64_t p_stride[4];
+  float p_default[4];
+  const int64_t* seed;     // (B,) or (1,); nullptr: no random numbers
+  int64_t seed_stride;
+  const int64_t* boxes;    // erase: (B, 4) [top, left, height, width]
+  int64_t boxes_stride;
+  const float* values;     // erase: fill values, (B or 1, C or 1) with strides values_s
+  Strides2 values_s;
+  bool clip, per_channel;
+};
+
+C10_HOST_DEVICE inline kernels::NoiseSample noise_sample(const NoiseParams& P, int64_t b) {
+  float v[4];
+  for (int i = 0; i < 4; ++i) v[i] = P.p[i] ? P.p[i][b * P.p_stride[i]] : P.p_default[i];
+  return {v[0], v[1], v[2], v[3], P.seed ? P.seed[b * P.seed_stride] : 0};
+}
+
+// The output value of element (b, c, y, x) whose input value is v; s: noise_sample(P, b).
+template <typename acc_t, bool kU8>
+C10_HOST_DEVICE inline acc_t noise_element(const NoiseParams& P, const kernels::NoiseSample& s, int64_t b, int64_t c,
+                                           int64_t y, int64_t x, acc_t v) {
+  using namespace kernels;
+  const int64_t pixel = y * P.width + x, element = c * P.height * P.width + pixel;
+  if (P.mode == kNoiseGaussian) {
+    return gaussian_noise_px<acc_t, kU8>(v, s, P.clip, standard_normal(random_words(s.seed, kStreamGaussian, element)));
+  }
+  if (P.mode == kNoiseSaltPepper) {
+    const acc_t r = salt_pepper_px<acc_t>(v, s, random_words(s.seed, kStreamSaltPepper, P.per_channel ? element : pixel));
+    return kU8 ? trunc_u8(clamp_of(r, acc_t(0), acc_t(255))) : r;
+  }
+  const int64_t* box = P.boxes + b * P.boxes_stride;
+  if (y < box[0] || y >= box[0] + box[2] || x < box[1] || x >= box[1] + box[3]) return v;
+  if (P.seed) return erase_random_px<acc_t, kU8>(random_words(s.seed, kStreamEraseFill, element));
+  const acc_t fill = P.values ? static_cast<acc_t>(P.values[P.values_s.at(b, c)]) : acc_t(0);
+  return kU8 ? trunc_u8(clamp_of(fill, acc_t(0), acc_t(255))) : fill;
+}
+
+struct NoisePlan {
+  at::Tensor out, p[4], seed, boxes, values;
+  NoiseParams p_;
+};
+
+using NoiseRunFn = void (*)(const at::Tensor& images, NoisePlan& plan);
+
+at::Tensor gaussian_noise_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& mean,
+                             const at::Tensor& sigma, const at::Tensor& seed, bool clip);
+at::Tensor salt_and_pepper_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& prob,
+                              const at::Tensor& salt_vs_pepper, const at::Tensor& seed, bool per_channel,
+                              const std::optional<at::Tensor>& salt_value,
+                              const std::optional<at::Tensor>& pepper_value);
+at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& boxes,
+                    const std::optional<at::Tensor>& value, const std::optional<at::Tensor>& seed);
+
+template <NoiseRunFn run>
+void register_noise_ops(torch::Library& m) {
+  using at::Tensor;
+  m.impl("gaussian_noise", [](const Tensor& images, const Tensor& mean, const Tensor& sigma, const Tensor& seed,
+                              bool clip) { return gaussian_noise_op(run, images, mean, sigma, seed, clip); });
+  m.impl("salt_and_pepper", [](const Tensor& images, const Tensor& prob, const Tensor& salt_vs_pepper,
+                               const Tensor& seed, bool per_channel, const std::optional<Tensor>& salt_value,
+                               const std::optional<Tensor>& pepper_value) {
+    return salt_and_pepper_op(run, images, prob, salt_vs_pepper, seed, per_channel, salt_value, pepper_value);
+  });
+  m.impl("erase", [](const Tensor& images, const Tensor& boxes, const std::optional<Tensor>& value,
+                     const std::optional<Tensor>& seed) { return erase_op(run, images, boxes, value, seed); });
+}
+
+}  // namespace torchaug
