@@ -19,6 +19,15 @@ from ._color import (
     to_grayscale,
 )
 from ._convert import normalize, to_dtype
+from ._filter import (
+    adjust_sharpness,
+    draw_seeds,
+    erase,
+    gaussian_blur,
+    gaussian_noise,
+    laplacian,
+    salt_and_pepper,
+)
 from ._geometry import (
     affine,
     affine_matrices,
@@ -30,6 +39,11 @@ from ._geometry import (
     resize,
     resized_crop,
     resized_crop_boxes,
+    rotate,
+    shear_x,
+    shear_y,
+    translate_x,
+    translate_y,
     vertical_flip,
     warp_affine,
 )
@@ -52,6 +66,13 @@ __all__ = [
     "solarize",
     "solarize_add",
     "to_grayscale",
+    "adjust_sharpness",
+    "draw_seeds",
+    "erase",
+    "gaussian_blur",
+    "gaussian_noise",
+    "laplacian",
+    "salt_and_pepper",
     "InterpolationMode",
     "affine",
     "affine_matrices",
@@ -64,6 +85,11 @@ __all__ = [
     "resize",
     "resized_crop",
     "resized_crop_boxes",
+    "rotate",
+    "shear_x",
+    "shear_y",
+    "translate_x",
+    "translate_y",
     "to_dtype",
     "vertical_flip",
     "warp_affine",

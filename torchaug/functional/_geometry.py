@@ -222,9 +222,12 @@ def warp_affine(images, matrices, out_size=None, interpolation=InterpolationMode
 
 
 def affine_matrices(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
-                    out_height: Optional[int] = None, out_width: Optional[int] = None) -> torch.Tensor:
+                    out_height: Optional[int] = None, out_width: Optional[int] = None,
+                    snap: Optional[torch.Tensor] = None) -> torch.Tensor:
     """(B, 2, 3) pixel-space inverse matrices of torchvision's affine(angle, translate, scale, shear,
-    center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix."""
+    center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix. snap (B,)
+    bool: samples whose rotation is a multiple of 90 degrees get exact 0 / +-1 entries (torchvision
+    rotates those with torch.rot90)."""
     op = "affine"
     f64 = torch.float64
     angle = per_sample(angle, batch, device, f64, "angle", op)
@@ -245,6 +248,8 @@ def affine_matrices(angle, translate, scale, shear, center, height: int, width: 
     b = -torch.cos(rot - sy) * torch.tan(sx) / torch.cos(sy) - torch.sin(rot)
     cc = torch.sin(rot - sy) / torch.cos(sy)
     d = -torch.sin(rot - sy) * torch.tan(sx) / torch.cos(sy) + torch.cos(rot)
+    if snap is not None:
+        a, b, cc, d = (torch.where(snap, t.round(), t) for t in (a, b, cc, d))
     m0, m1, m3, m4 = d / scale, -b / scale, -cc / scale, a / scale
     m2 = m0 * (-cx - tx) + m1 * (-cy - ty) + cx
     m5 = m3 * (-cx - tx) + m4 * (-cy - ty) + cy
@@ -264,6 +269,103 @@ def affine(images, angle, translate, scale, shear, interpolation=InterpolationMo
     b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
     m = affine_matrices(angle, translate, scale, shear, center, h, w, b, x.device)
     return unbatch(warp_affine(x, m.to(torch.float64 if x.dtype == torch.float64 else torch.float32), None, interpolation, fill), single)
+
+
+def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None, fill=None) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.rotate with the angle (degrees, counter-clockwise)
+    optionally per sample. expand=True (the output grows to hold the whole rotated image) needs
+    one angle for the batch, a number, since the output size depends on it."""
+    op = "rotate"
+    x, single = as_batch(images, op)
+    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
+    oh, ow = h, w
+    if expand and not isinstance(angle, numbers.Real):
+        raise ValueError(f"torchaug.{op}: expand=True needs one angle for the batch (a number), got {type(angle).__name__}")
+    angle = per_sample(angle, b, x.device, torch.float64, "angle", op) % 360
+    # torchvision rotates by 180 (and by 90 / 270 when the image is square or expanded) about the
+    # centre with torch.rot90: exact matrices for those samples
+    quarter = (angle == 90) | (angle == 270)
+    snap = None if center is not None else (angle == 0) | (angle == 180) | (quarter if expand or h == w else torch.zeros_like(quarter))
+    if expand:
+        a = float(angle[0])
+        if center is None and a in (90.0, 270.0):
+            oh, ow = w, h
+        elif center is not None or a not in (0.0, 180.0):
+            m = affine_matrices(-a, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, 1, "cpu", h, w)
+            ow, oh = _expanded_size(m[0], h, w)
+    m = affine_matrices(-angle, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, b, x.device, oh, ow, snap)
+    mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return unbatch(warp_affine(x, m.to(mdtype), [oh, ow], interpolation, fill), single)
+
+
+def _expanded_size(m: torch.Tensor, h: int, w: int) -> List[int]:
+    # torchvision's _compute_affine_output_size on the centred forward matrix of the rotation
+    # (m is our pixel-space inverse for the unexpanded output; back to torchvision's centred theta)
+    ox, oy = (w - 1) * 0.5, (h - 1) * 0.5
+    theta = m.clone()
+    theta[0, 2] = m[0, 2] + m[0, 0] * ox + m[0, 1] * oy - (w - 1) * 0.5
+    theta[1, 2] = m[1, 2] + m[1, 0] * ox + m[1, 1] * oy - (h - 1) * 0.5
+    half_w, half_h = 0.5 * w, 0.5 * h
+    pts = torch.tensor([[-half_w, -half_h, 1.0], [-half_w, half_h, 1.0], [half_w, half_h, 1.0], [half_w, -half_h, 1.0]])
+    new_pts = torch.matmul(pts, theta.to(torch.float32).T)
+    min_vals, max_vals = new_pts.aminmax(dim=0)
+    halfs = torch.tensor((half_w, half_h))
+    min_vals.add_(halfs)
+    max_vals.add_(halfs)
+    tol = 1e-4
+    cmax = max_vals.mul_(1.0 / tol).trunc_().mul_(tol).ceil_()
+    cmin = min_vals.mul_(1.0 / tol).trunc_().mul_(tol).floor_()
+    size = cmax.sub_(cmin)
+    return [int(size[0]), int(size[1])]
+
+
+def _autoaug_affine(images, op: str, shear=None, translate=None, interpolation=InterpolationMode.NEAREST,
+                    fill=None, center=None) -> torch.Tensor:
+    x, single = as_batch(images, op)
+    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
+    zero = torch.zeros(b, dtype=torch.float64, device=x.device)
+    sh = torch.stack([zero, zero], 1) if shear is None else shear
+    tr = torch.stack([zero, zero], 1) if translate is None else translate
+    m = affine_matrices(0.0, tr, 1.0, sh, center, h, w, b, x.device)
+    mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return unbatch(warp_affine(x, m.to(mdtype), None, interpolation, fill), single)
+
+
+def _magnitude(value, images, op: str) -> torch.Tensor:
+    x, _ = as_batch(images, op)
+    return per_sample(value, x.shape[0], x.device, torch.float64, "magnitude", op)
+
+
+def shear_x(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
+    """The ShearX of torchvision's auto-augment policies, per sample: affine with shear
+    [degrees(atan(magnitude)), 0] about the top-left corner (center [0, 0])."""
+    m = torch.rad2deg(torch.atan(_magnitude(magnitude, images, "shear_x")))
+    return _autoaug_affine(images, "shear_x", shear=torch.stack([m, torch.zeros_like(m)], 1),
+                           interpolation=interpolation, fill=fill, center=[0.0, 0.0])
+
+
+def shear_y(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
+    """The ShearY of torchvision's auto-augment policies, per sample: shear [0, degrees(atan(magnitude))]
+    about the top-left corner."""
+    m = torch.rad2deg(torch.atan(_magnitude(magnitude, images, "shear_y")))
+    return _autoaug_affine(images, "shear_y", shear=torch.stack([torch.zeros_like(m), m], 1),
+                           interpolation=interpolation, fill=fill, center=[0.0, 0.0])
+
+
+def translate_x(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
+    """The TranslateX of torchvision's auto-augment policies, per sample: a shift of int(magnitude)
+    pixels (truncated toward zero, as torchvision's int()) along x."""
+    m = torch.trunc(_magnitude(magnitude, images, "translate_x"))
+    return _autoaug_affine(images, "translate_x", translate=torch.stack([m, torch.zeros_like(m)], 1),
+                           interpolation=interpolation, fill=fill)
+
+
+def translate_y(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
+    """The TranslateY of torchvision's auto-augment policies, per sample: a shift of int(magnitude)
+    pixels along y."""
+    m = torch.trunc(_magnitude(magnitude, images, "translate_y"))
+    return _autoaug_affine(images, "translate_y", translate=torch.stack([torch.zeros_like(m), m], 1),
+                           interpolation=interpolation, fill=fill)
 
 
 # ---- pad ------------------------------------------------------------------------------------

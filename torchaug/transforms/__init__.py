@@ -10,6 +10,7 @@ from ._color import (
     RandomSolarize,
 )
 from ._container import Compose
+from ._filter import GaussianBlur, GaussianNoise, RandomAdjustSharpness, RandomErasing, RandomRotation
 from ._geometry import (
     CenterCrop,
     Pad,
@@ -32,6 +33,11 @@ __all__ = [
     "RandomInvert",
     "RandomPosterize",
     "RandomSolarize",
+    "GaussianBlur",
+    "GaussianNoise",
+    "RandomAdjustSharpness",
+    "RandomErasing",
+    "RandomRotation",
     "CenterCrop",
     "Compose",
     "Normalize",
