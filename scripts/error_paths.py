@@ -8,6 +8,7 @@ import torch
 sys.path.insert(0, "tests")
 import conftest  # noqa: E402,F401
 import test_color  # noqa: E402
+import test_filter  # noqa: E402
 import test_geometry  # noqa: E402
 
 assert torch.cuda.is_available()
@@ -16,5 +17,6 @@ test_geometry.test_device_mismatch_errors()
 test_geometry.test_empty_batch("cuda")
 test_color.test_errors_name_the_op_and_argument("cuda")
 test_color.test_functional_value_errors("cuda")
+test_filter.test_errors("cuda")
 torch.cuda.synchronize()
 print("all error paths raised cleanly")

@@ -68,7 +68,8 @@ fi
 if [ "$BENCH" = 1 ]; then
   python3 benchmarks/bench_geometry.py --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench.log" | tail -25
   python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" 2>&1 | tee "$OUT/bench_color.log" | tail -40
-  summary+=("benchmarks: $OUT/bench_geometry.md $OUT/bench_color.md")
+  python3 benchmarks/bench_filter.py --json "$OUT/bench_filter.json" --markdown "$OUT/bench_filter.md" 2>&1 | tee "$OUT/bench_filter.log" | tail -30
+  summary+=("benchmarks: $OUT/bench_geometry.md $OUT/bench_color.md $OUT/bench_filter.md")
 fi
 
 echo; echo "===== summary ====="
@@ -76,4 +77,5 @@ for s in "${summary[@]}"; do echo "$s"; done
 [ -s "$OUT/spills.txt" ] && { echo "register spills:"; cat "$OUT/spills.txt"; }
 [ -f "$OUT/bench_geometry.md" ] && cat "$OUT/bench_geometry.md"
 [ -f "$OUT/bench_color.md" ] && cat "$OUT/bench_color.md"
+[ -f "$OUT/bench_filter.md" ] && cat "$OUT/bench_filter.md"
 exit $rc

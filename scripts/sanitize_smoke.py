@@ -37,6 +37,22 @@ for dtype in (torch.uint8, torch.float32, torch.float16):
             F.solarize_add(y, 0.1); F.autocontrast(y); F.equalize(y)
             prog = torch.tensor([[1, 2, 11, 12], [12, 11, 2, 4], [0, 3, 12, 2]], device=dev)
             F.color_program(y, prog, torch.rand(3, 4, 2, device=dev))
+# filter and noise families: every op, dtypes, layouts, a window larger than the tile margin and
+# the widest window (dynamic shared memory above 48 KiB for float64)
+for dtype in (torch.uint8, torch.float32, torch.float16, torch.float64):
+    for cl in (False, True):
+        y = (torch.randint(0, 256, (3, 3, 70, 81), generator=g).to(dtype) if dtype == torch.uint8 else torch.rand(3, 3, 70, 81, generator=g).to(dtype)).to(dev)
+        if cl:
+            y = y.contiguous(memory_format=torch.channels_last)
+        f = torch.tensor([0.5, 1.0, 1.5], device=dev)
+        s = torch.arange(3, device=dev)
+        F.adjust_sharpness(y, f); F.gaussian_blur(y, [3, 23], f); F.gaussian_blur(y, [65, 65], f)
+        F.laplacian(y, [5, 3], [1, 5], f, True); F.gaussian_noise(y, 0.0, 0.1, seed=s)
+        F.salt_and_pepper(y, 0.1, seed=s); F.salt_and_pepper(y, 0.1, per_channel=True, seed=s)
+        F.erase(y, torch.tensor([0, 5, 60], device=dev), 3, 20, 30, "random", seed=s); F.erase(y, 1, 2, 3, 4, 0.5)
+        F.rotate(y, f * 20); F.shear_x(y, f - 1); F.translate_y(y, f * 7)
+xg = torch.rand(2, 3, 20, 21, device=dev, dtype=torch.float64, requires_grad=True)
+(F.adjust_sharpness(xg, 2.0).sum() + F.gaussian_blur(xg, 5, 1.0).sum() + F.laplacian(xg).sum()).backward()
 torch.ops.torchaug._random_resized_crop_boxes(torch.rand(300, 22, device=dev, dtype=torch.float64), None, 375, 500, 0.08, 1.0, 0.75, 4 / 3)
 torch.cuda.synchronize()
 print("sanitize smoke: all kernels ran")

@@ -110,24 +110,17 @@ def _vjp(fn, x, grad):
     return g
 
 
-def _require_float(op, x):
-    if not x.is_floating_point():
-        raise RuntimeError(f"torchaug::{op} is not differentiable with respect to uint8 images")
-
-
 def _setup_inputs(ctx, inputs, output):
     ctx.inputs = inputs
 
 
 def _sharpness_backward(ctx, grad):
     x, factor = ctx.inputs
-    _require_float("adjust_sharpness", x)
     return _vjp(lambda t: sharpness_reference(t, factor.expand(x.shape[0])), x, grad), None
 
 
 def _blur_backward(ctx, grad):
     x, kernel_size, sigma = ctx.inputs
-    _require_float("gaussian_blur", x)
     acc = torch.float64 if x.dtype == torch.float64 else torch.float32
     win = gaussian_windows(kernel_size, sigma, x.dtype).to(acc)
     return _vjp(lambda t: correlate_reflect(t, win), x, grad), None, None
@@ -135,7 +128,6 @@ def _blur_backward(ctx, grad):
 
 def _laplacian_backward(ctx, grad):
     x, window_size, smoothing_size, scale, normalized = ctx.inputs
-    _require_float("laplacian", x)
     win = laplacian_window(window_size, smoothing_size, normalized, x.dtype, x.device)
     s = scale.to(x.dtype).view(-1, 1, 1, 1)
     return _vjp(lambda t: correlate_reflect(t, win) * s, x, grad), None, None, None, None
@@ -143,7 +135,6 @@ def _laplacian_backward(ctx, grad):
 
 def _noise_backward(ctx, grad):
     x, mean, sigma, seed, clip = ctx.inputs
-    _require_float("gaussian_noise", x)
     if not clip:
         return grad, None, None, None, None
     noise = torch.ops.torchaug.gaussian_noise(torch.zeros_like(x), mean, sigma, seed, False)
@@ -153,7 +144,6 @@ def _noise_backward(ctx, grad):
 
 def _salt_pepper_backward(ctx, grad):
     x, prob, svp, seed, per_channel, salt, pepper = ctx.inputs
-    _require_float("salt_and_pepper", x)
     zero = torch.zeros(1, dtype=torch.float32, device=x.device)
     kept = torch.ops.torchaug.salt_and_pepper(torch.ones_like(x), prob, svp, seed, per_channel, zero, zero)
     return grad * kept, None, None, None, None, None, None
@@ -161,7 +151,6 @@ def _salt_pepper_backward(ctx, grad):
 
 def _erase_backward(ctx, grad):
     x, boxes, value, seed = ctx.inputs
-    _require_float("erase", x)
     zero = torch.zeros(1, 1, dtype=torch.float32, device=x.device)
     kept = torch.ops.torchaug.erase(torch.ones_like(x), boxes, zero, None)
     return grad * kept, None, None, None
