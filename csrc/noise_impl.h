@@ -34,24 +34,47 @@ C10_HOST_DEVICE inline kernels::NoiseSample noise_sample(const NoiseParams& P, i
   return {v[0], v[1], v[2], v[3], P.seed ? P.seed[b * P.seed_stride] : 0};
 }
 
-// The output value of element (b, c, y, x) whose input value is v; s: noise_sample(P, b).
+// Whether pixel p of a plane sits at p * stride_x in input and output (contiguous or
+// channels_last batches), so that no row / column split is needed.
+C10_HOST_DEVICE inline bool noise_dense(const NoiseParams& P) {
+  return P.is.y == P.width * P.is.x && P.os.y == P.width * P.os.x;
+}
+
+// The output value of element (b, c, pixel p = y * W + x) whose input value is v;
+// s: noise_sample(P, b).
 template <typename acc_t, bool kU8>
 C10_HOST_DEVICE inline acc_t noise_element(const NoiseParams& P, const kernels::NoiseSample& s, int64_t b, int64_t c,
-                                           int64_t y, int64_t x, acc_t v) {
+                                           int64_t p, acc_t v) {
   using namespace kernels;
-  const int64_t pixel = y * P.width + x, element = c * P.height * P.width + pixel;
+  const int64_t element = c * P.height * P.width + p;
   if (P.mode == kNoiseGaussian) {
-    return gaussian_noise_px<acc_t, kU8>(v, s, P.clip, standard_normal(random_words(s.seed, kStreamGaussian, element)));
+    const Philox4 r = random_words(s.seed, kStreamGaussian, element);
+    return gaussian_noise_px<acc_t, kU8>(v, s, P.clip, standard_normal(r.v[0], r.v[1]));
   }
   if (P.mode == kNoiseSaltPepper) {
-    const acc_t r = salt_pepper_px<acc_t>(v, s, random_words(s.seed, kStreamSaltPepper, P.per_channel ? element : pixel));
+    const acc_t r = salt_pepper_px<acc_t>(v, s, random_words(s.seed, kStreamSaltPepper, P.per_channel ? element : p));
     return kU8 ? trunc_u8(clamp_of(r, acc_t(0), acc_t(255))) : r;
   }
   const int64_t* box = P.boxes + b * P.boxes_stride;
+  const int64_t y = p / P.width, x = p - y * P.width;
   if (y < box[0] || y >= box[0] + box[2] || x < box[1] || x >= box[1] + box[3]) return v;
   if (P.seed) return erase_random_px<acc_t, kU8>(random_words(s.seed, kStreamEraseFill, element));
   const acc_t fill = P.values ? static_cast<acc_t>(P.values[P.values_s.at(b, c)]) : acc_t(0);
   return kU8 ? trunc_u8(clamp_of(fill, acc_t(0), acc_t(255))) : fill;
+}
+
+// Element offsets of pixel p of plane (b, c).
+C10_HOST_DEVICE inline int64_t noise_in_offset(const NoiseParams& P, bool dense, int64_t b, int64_t c, int64_t p) {
+  const int64_t base = b * P.is.b + c * P.is.c;
+  if (dense) return base + p * P.is.x;
+  const int64_t y = p / P.width;
+  return base + y * P.is.y + (p - y * P.width) * P.is.x;
+}
+C10_HOST_DEVICE inline int64_t noise_out_offset(const NoiseParams& P, bool dense, int64_t b, int64_t c, int64_t p) {
+  const int64_t base = b * P.os.b + c * P.os.c;
+  if (dense) return base + p * P.os.x;
+  const int64_t y = p / P.width;
+  return base + y * P.os.y + (p - y * P.width) * P.os.x;
 }
 
 struct NoisePlan {

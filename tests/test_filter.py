@@ -315,8 +315,9 @@ def test_gradcheck():
 # ---- errors ---------------------------------------------------------------------------------------
 
 def test_errors(device):
+    x = _images(torch.float32, 3, device)
     with torch.device(device):
-        _errors(_images(torch.float32, 3, device))
+        _errors(x)
 
 
 def _errors(x):

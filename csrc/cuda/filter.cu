@@ -14,7 +14,7 @@
 namespace torchaug {
 namespace {
 
-constexpr int kTileW = 32, kTileH = 16, kRows = 8;  // block: kTileW x kRows threads
+constexpr int kTileW = 64, kTileH = 16, kRows = 4;  // block: kTileW x kRows threads
 
 template <typename T>
 __global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restrict__ in, T* __restrict__ out,
@@ -35,10 +35,12 @@ __global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restr
     const acc_t* wg = static_cast<const acc_t*>(P.weights) + b * P.weights_stride;
     for (int i = tid; i < nw; i += kTileW * kRows) w[i] = wg[i];
     const T* src = in + b * P.is.b + c * P.is.c;
-    for (int i = tid; i < sw * sh; i += kTileW * kRows) {
-      const int64_t yy = kernels::reflect101(y0 + i / sw - ry, P.height);
-      const int64_t xx = kernels::reflect101(x0 + i % sw - rx, P.width);
-      tile[i] = static_cast<acc_t>(src[yy * P.is.y + xx * P.is.x]);
+    // rows of the tile by threadIdx.y, columns by threadIdx.x: consecutive threads read
+    // consecutive pixels, and no index is divided
+    for (int r = threadIdx.y; r < sh; r += kRows) {
+      const T* row = src + kernels::reflect101(y0 + r - ry, P.height) * P.is.y;
+      for (int col = threadIdx.x; col < sw; col += kTileW)
+        tile[r * sw + col] = static_cast<acc_t>(row[kernels::reflect101(x0 + col - rx, P.width) * P.is.x]);
     }
     __syncthreads();
     const acc_t param = P.param ? static_cast<acc_t>(P.param[b * P.param_stride]) : acc_t(1);

@@ -32,9 +32,9 @@ struct NoiseSample {
 //             wrapped modulo 256 otherwise
 // z: the element's standard normal value.
 template <typename acc_t, bool kU8>
-TORCHAUG_HOST_DEVICE inline acc_t gaussian_noise_px(acc_t x, const NoiseSample& s, bool clip, double z) {
+TORCHAUG_HOST_DEVICE inline acc_t gaussian_noise_px(acc_t x, const NoiseSample& s, bool clip, float z) {
   if (kU8) {
-    const float n = rn_add(rn_mul(static_cast<float>(z), s.p1 * 255.0f), s.p0 * 255.0f);
+    const float n = rn_add(rn_mul(z, s.p1 * 255.0f), s.p0 * 255.0f);
     const int v = static_cast<int>(x) + static_cast<int>(static_cast<int16_t>(static_cast<int>(n)));
     return static_cast<acc_t>(clip ? clamp_of(v, 0, 255) : (v & 255));
   }
@@ -47,8 +47,8 @@ TORCHAUG_HOST_DEVICE inline acc_t gaussian_noise_px(acc_t x, const NoiseSample& 
 // random words are drawn per pixel) becomes salt (p2) with probability p1, else pepper (p3).
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t salt_pepper_px(acc_t x, const NoiseSample& s, const Philox4& r) {
-  if (uniform01(r.v[0], r.v[1]) >= static_cast<double>(s.p0)) return x;
-  return uniform01(r.v[2], r.v[3]) < static_cast<double>(s.p1) ? static_cast<acc_t>(s.p2) : static_cast<acc_t>(s.p3);
+  if (uniform01(r.v[0]) >= s.p0) return x;
+  return uniform01(r.v[1]) < s.p1 ? static_cast<acc_t>(s.p2) : static_cast<acc_t>(s.p3);
 }
 
 // erase's random fill: a standard normal value for floating images (torchvision's
@@ -56,7 +56,7 @@ TORCHAUG_HOST_DEVICE inline acc_t salt_pepper_px(acc_t x, const NoiseSample& s, 
 template <typename acc_t, bool kU8>
 TORCHAUG_HOST_DEVICE inline acc_t erase_random_px(const Philox4& r) {
   if (kU8) return static_cast<acc_t>(r.v[0] >> 24);
-  return static_cast<acc_t>(standard_normal(r));
+  return static_cast<acc_t>(standard_normal(r.v[0], r.v[1]));
 }
 
 }  // namespace kernels

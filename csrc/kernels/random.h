@@ -53,18 +53,17 @@ TORCHAUG_HOST_DEVICE inline Philox4 random_words(int64_t seed, uint32_t stream, 
                     static_cast<uint32_t>(s >> 32));
 }
 
-// A uniform double in [0, 1) from two words (53 random bits).
-TORCHAUG_HOST_DEVICE inline double uniform01(uint32_t hi, uint32_t lo) {
-  const uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ (static_cast<uint64_t>(lo) >> 11);
-  return static_cast<double>(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+// A uniform float in [0, 1) from one word (24 random bits).
+TORCHAUG_HOST_DEVICE inline float uniform01(uint32_t w) {
+  return static_cast<float>(w >> 8) * (1.0f / 16777216.0f);
 }
 
-// A standard normal value (Box-Muller on the four words), computed in double so that the host and
-// device math libraries agree after rounding to float.
-TORCHAUG_HOST_DEVICE inline double standard_normal(const Philox4& r) {
-  const double u1 = 1.0 - uniform01(r.v[0], r.v[1]);  // (0, 1]
-  const double u2 = uniform01(r.v[2], r.v[3]);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+// A standard normal value from two words (Box-Muller), in float32: logf / sqrtf / cosf of the host
+// and device math libraries agree to an ulp or two.
+TORCHAUG_HOST_DEVICE inline float standard_normal(uint32_t w0, uint32_t w1) {
+  const float u1 = static_cast<float>((w0 >> 8) + 1u) * (1.0f / 16777216.0f);  // (0, 1]
+  const float u2 = uniform01(w1);
+  return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
 }
 
 }  // namespace kernels
