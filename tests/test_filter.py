@@ -268,7 +268,10 @@ def test_cpu_cuda_parity(dtype, channels_last):
     ]
     for k, call in enumerate(calls):
         cpu, cuda = call(x, "cpu"), call(x.cuda(), "cuda").cpu()
-        assert_close_images(cuda, cpu, dtype, f"call {k}")
+        # the random values are float32 (host and device logf / cosf agree to an ulp or two), so
+        # float64 images with noise agree to float32 precision
+        random_f64 = dtype == torch.float64 and k in (3, 5)
+        assert_close_images(cuda, cpu, torch.float32 if random_f64 else dtype, f"call {k}")
         assert cuda.stride() == cpu.stride()
 
 
