@@ -11,7 +11,6 @@
 
     python benchmarks/bench_color.py [--json out.json] [--markdown out.md] [--quick]
 """
-import argparse
 import os
 import sys
 
@@ -22,20 +21,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, time_cuda  # noqa: E402
+from harness import Results, family_args, time_cuda  # noqa: E402
 
 SINGLE_TARGET = 2_000_000
 JITTER_TARGET = 800_000
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json")
-    ap.add_argument("--markdown")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("bench_color: needs CUDA")
+    args = family_args("bench_color")
+    if args is None:
         return
     from torchvision.transforms import v2 as TV
     from torchvision.transforms.v2 import functional as TF

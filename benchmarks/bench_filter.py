@@ -5,7 +5,6 @@ per-sample semantics torchaug gives), plus the memory floor (a copy of the batch
 
     python benchmarks/bench_filter.py [--json out.json] [--markdown out.md] [--quick]
 """
-import argparse
 import os
 import sys
 
@@ -16,17 +15,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, time_cuda  # noqa: E402
+from harness import Results, family_args, time_cuda  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json")
-    ap.add_argument("--markdown")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("bench_filter: needs CUDA")
+    args = family_args("bench_filter")
+    if args is None:
         return
     from torchvision.transforms import v2 as TV
     from torchvision.transforms.v2 import functional as TF

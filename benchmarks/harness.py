@@ -1,6 +1,7 @@
 """Side-by-side timing harness (DESIGN.md §11): CUDA-event timing after warm-up, median of repeats,
 inputs rotated across several batches so that the L2 cache does not flatter, results as JSON rows
 and a Markdown table with date, device, torch version and commit."""
+import argparse
 import datetime
 import json
 import os
@@ -10,6 +11,19 @@ import subprocess
 from typing import Callable, Dict, List, Optional
 
 import torch
+
+
+def family_args(name: str) -> Optional[argparse.Namespace]:
+    """The command line of a family benchmark (--json, --markdown, --quick); None without CUDA."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print(f"{name}: needs CUDA")
+        return None
+    return args
 
 
 def commit() -> str:

@@ -43,12 +43,7 @@ FilterPlan make_plan(const at::Tensor& images, int mode, const at::Tensor& weigh
   plan.out = at::empty(images.sizes(), images.options().memory_format(image_memory_format(images)));
   plan.weights = weights.contiguous();
   plan.param = param;
-  p.batch = images.size(0);
-  p.channels = images.size(1);
-  p.height = images.size(2);
-  p.width = images.size(3);
-  p.is = strides4(images);
-  p.os = strides4(plan.out);
+  set_image_layout(p, images, plan.out);
   p.ky = static_cast<int>(plan.weights.size(1));
   p.kx = static_cast<int>(plan.weights.size(2));
   p.weights = plan.weights.data_ptr();

@@ -11,12 +11,7 @@ NoisePlan make_plan(const at::Tensor& images, int mode) {
   NoisePlan plan;
   NoiseParams& p = plan.p_;
   plan.out = at::empty(images.sizes(), images.options().memory_format(image_memory_format(images)));
-  p.batch = images.size(0);
-  p.channels = images.size(1);
-  p.height = images.size(2);
-  p.width = images.size(3);
-  p.is = strides4(images);
-  p.os = strides4(plan.out);
+  set_image_layout(p, images, plan.out);
   p.mode = mode;
   for (int i = 0; i < 4; ++i) {
     p.p[i] = nullptr;

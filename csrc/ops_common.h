@@ -99,6 +99,18 @@ struct Strides4 {
 };
 inline Strides4 strides4(const at::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
 
+// The batch geometry of an op's parameter block (any struct with batch, channels, height, width
+// and the input / output strides is, os) from its (B, C, H, W) input and output.
+template <typename Params>
+void set_image_layout(Params& p, const at::Tensor& images, const at::Tensor& out) {
+  p.batch = images.size(0);
+  p.channels = images.size(1);
+  p.height = images.size(2);
+  p.width = images.size(3);
+  p.is = strides4(images);
+  p.os = strides4(out);
+}
+
 // Strides of a (B, C) parameter tensor (a batch-broadcast one has b == 0).
 struct Strides2 {
   int64_t b, c;
