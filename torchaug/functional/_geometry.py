@@ -228,6 +228,21 @@ def affine_matrices(angle, translate, scale, shear, center, height: int, width: 
     center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix. snap (B,)
     bool: samples whose rotation is a multiple of 90 degrees get exact 0 / +-1 entries (torchvision
     rotates those with torch.rot90)."""
+    m = _centred_inverse(angle, translate, scale, shear, center, height, width, batch, device, snap)
+    m0, m1, m2, m3, m4, m5 = m.view(batch, 6).unbind(1)
+    # torchvision samples at theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2)
+    oh = height if out_height is None else out_height
+    ow = width if out_width is None else out_width
+    ox, oy = (ow - 1) * 0.5, (oh - 1) * 0.5
+    m2 = m2 - m0 * ox - m1 * oy + (width - 1) * 0.5
+    m5 = m5 - m3 * ox - m4 * oy + (height - 1) * 0.5
+    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(batch, 2, 3)
+
+
+def _centred_inverse(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
+                     snap: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """(B, 2, 3) torchvision's _get_inverse_affine_matrix per sample: the inverse map in coordinates
+    centred on the image (the theta its grid and _compute_affine_output_size use)."""
     op = "affine"
     f64 = torch.float64
     angle = per_sample(angle, batch, device, f64, "angle", op)
@@ -253,12 +268,6 @@ def affine_matrices(angle, translate, scale, shear, center, height: int, width: 
     m0, m1, m3, m4 = d / scale, -b / scale, -cc / scale, a / scale
     m2 = m0 * (-cx - tx) + m1 * (-cy - ty) + cx
     m5 = m3 * (-cx - tx) + m4 * (-cy - ty) + cy
-    # torchvision samples at theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2)
-    oh = height if out_height is None else out_height
-    ow = width if out_width is None else out_width
-    ox, oy = (ow - 1) * 0.5, (oh - 1) * 0.5
-    m2 = m2 - m0 * ox - m1 * oy + (width - 1) * 0.5
-    m5 = m5 - m3 * ox - m4 * oy + (height - 1) * 0.5
     return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(batch, 2, 3)
 
 
@@ -291,20 +300,15 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
         if center is None and a in (90.0, 270.0):
             oh, ow = w, h
         elif center is not None or a not in (0.0, 180.0):
-            m = affine_matrices(-a, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, 1, "cpu", h, w)
-            ow, oh = _expanded_size(m[0], h, w)
+            theta = _centred_inverse(-a, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, 1, "cpu")
+            ow, oh = _expanded_size(theta[0], h, w)
     m = affine_matrices(-angle, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, b, x.device, oh, ow, snap)
     mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     return unbatch(warp_affine(x, m.to(mdtype), [oh, ow], interpolation, fill), single)
 
 
-def _expanded_size(m: torch.Tensor, h: int, w: int) -> List[int]:
-    # torchvision's _compute_affine_output_size on the centred forward matrix of the rotation
-    # (m is our pixel-space inverse for the unexpanded output; back to torchvision's centred theta)
-    ox, oy = (w - 1) * 0.5, (h - 1) * 0.5
-    theta = m.clone()
-    theta[0, 2] = m[0, 2] + m[0, 0] * ox + m[0, 1] * oy - (w - 1) * 0.5
-    theta[1, 2] = m[1, 2] + m[1, 0] * ox + m[1, 1] * oy - (h - 1) * 0.5
+def _expanded_size(theta: torch.Tensor, h: int, w: int) -> List[int]:
+    # torchvision's _compute_affine_output_size of the centred inverse matrix theta (2, 3)
     half_w, half_h = 0.5 * w, 0.5 * h
     pts = torch.tensor([[-half_w, -half_h, 1.0], [-half_w, half_h, 1.0], [half_w, half_h, 1.0], [half_w, -half_h, 1.0]])
     new_pts = torch.matmul(pts, theta.to(torch.float32).T)
@@ -319,18 +323,6 @@ def _expanded_size(m: torch.Tensor, h: int, w: int) -> List[int]:
     return [int(size[0]), int(size[1])]
 
 
-def _autoaug_affine(images, op: str, shear=None, translate=None, interpolation=InterpolationMode.NEAREST,
-                    fill=None, center=None) -> torch.Tensor:
-    x, single = as_batch(images, op)
-    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
-    zero = torch.zeros(b, dtype=torch.float64, device=x.device)
-    sh = torch.stack([zero, zero], 1) if shear is None else shear
-    tr = torch.stack([zero, zero], 1) if translate is None else translate
-    m = affine_matrices(0.0, tr, 1.0, sh, center, h, w, b, x.device)
-    mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    return unbatch(warp_affine(x, m.to(mdtype), None, interpolation, fill), single)
-
-
 def _magnitude(value, images, op: str) -> torch.Tensor:
     x, _ = as_batch(images, op)
     return per_sample(value, x.shape[0], x.device, torch.float64, "magnitude", op)
@@ -340,32 +332,28 @@ def shear_x(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=Non
     """The ShearX of torchvision's auto-augment policies, per sample: affine with shear
     [degrees(atan(magnitude)), 0] about the top-left corner (center [0, 0])."""
     m = torch.rad2deg(torch.atan(_magnitude(magnitude, images, "shear_x")))
-    return _autoaug_affine(images, "shear_x", shear=torch.stack([m, torch.zeros_like(m)], 1),
-                           interpolation=interpolation, fill=fill, center=[0.0, 0.0])
+    return affine(images, 0.0, [0.0, 0.0], 1.0, torch.stack([m, torch.zeros_like(m)], 1), interpolation, fill, [0.0, 0.0])
 
 
 def shear_y(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
     """The ShearY of torchvision's auto-augment policies, per sample: shear [0, degrees(atan(magnitude))]
     about the top-left corner."""
     m = torch.rad2deg(torch.atan(_magnitude(magnitude, images, "shear_y")))
-    return _autoaug_affine(images, "shear_y", shear=torch.stack([torch.zeros_like(m), m], 1),
-                           interpolation=interpolation, fill=fill, center=[0.0, 0.0])
+    return affine(images, 0.0, [0.0, 0.0], 1.0, torch.stack([torch.zeros_like(m), m], 1), interpolation, fill, [0.0, 0.0])
 
 
 def translate_x(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
     """The TranslateX of torchvision's auto-augment policies, per sample: a shift of int(magnitude)
     pixels (truncated toward zero, as torchvision's int()) along x."""
     m = torch.trunc(_magnitude(magnitude, images, "translate_x"))
-    return _autoaug_affine(images, "translate_x", translate=torch.stack([m, torch.zeros_like(m)], 1),
-                           interpolation=interpolation, fill=fill)
+    return affine(images, 0.0, torch.stack([m, torch.zeros_like(m)], 1), 1.0, [0.0, 0.0], interpolation, fill)
 
 
 def translate_y(images, magnitude, interpolation=InterpolationMode.NEAREST, fill=None) -> torch.Tensor:
     """The TranslateY of torchvision's auto-augment policies, per sample: a shift of int(magnitude)
     pixels along y."""
     m = torch.trunc(_magnitude(magnitude, images, "translate_y"))
-    return _autoaug_affine(images, "translate_y", translate=torch.stack([torch.zeros_like(m), m], 1),
-                           interpolation=interpolation, fill=fill)
+    return affine(images, 0.0, torch.stack([torch.zeros_like(m), m], 1), 1.0, [0.0, 0.0], interpolation, fill)
 
 
 # ---- pad ------------------------------------------------------------------------------------
