@@ -9,7 +9,7 @@ import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ._color import _max_value, _param
-from ._utils import as_batch, per_sample, per_sample_rows, unbatch
+from ._utils import as_batch, draw_on, per_sample, per_sample_rows, unbatch
 
 _ops_ns = torch.ops.torchaug
 
@@ -18,10 +18,8 @@ _SEED_HIGH = 2 ** 62
 
 def draw_seeds(batch: int, device, generator: Optional[torch.Generator] = None) -> torch.Tensor:
     """(B,) int64 seeds on `device` from `generator` (or torch's default generator there)."""
-    if generator is not None and generator.device.type != torch.device(device).type:
-        return torch.randint(0, _SEED_HIGH, (batch,), dtype=torch.int64, device=generator.device,
-                             generator=generator).to(device, non_blocking=True)
-    return torch.randint(0, _SEED_HIGH, (batch,), dtype=torch.int64, device=device, generator=generator)
+    return draw_on(device, generator,
+                   lambda d, g: torch.randint(0, _SEED_HIGH, (batch,), dtype=torch.int64, device=d, generator=g))
 
 
 def _seed(seed, x: torch.Tensor, op: str, generator=None) -> torch.Tensor:

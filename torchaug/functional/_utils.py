@@ -40,6 +40,20 @@ def as_batch(images, op: str) -> Tuple[torch.Tensor, bool]:
     return images, False
 
 
+def same_device(a: torch.device, b: torch.device) -> bool:
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
+def draw_on(device, generator: Optional[torch.Generator], draw):
+    """draw(device, generator): random numbers made on `device`. A generator on another device
+    draws there and the result is copied (a CPU generator gives the same draws for CPU and CUDA
+    images)."""
+    device = torch.device(device)
+    if generator is None or same_device(generator.device, device):
+        return draw(device, generator)
+    return draw(generator.device, generator).to(device, non_blocking=True)
+
+
 def unbatch(out: torch.Tensor, single: bool) -> torch.Tensor:
     return out[0] if single else out
 

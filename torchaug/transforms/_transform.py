@@ -7,6 +7,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from ..functional._utils import draw_on
+
 
 class BatchInfo:
     """What make_params needs to know of its input: batch size, device, and image sizes (uniform,
@@ -65,30 +67,16 @@ class Transform(nn.Module):
 
     # -- random numbers on the images' device ------------------------------------------------
     def _rand(self, shape, device, dtype=torch.float32) -> torch.Tensor:
-        """Uniform [0, 1) numbers on `device`. With a generator on another device (a CPU generator
-        gives the same draws for CPU and CUDA images) they are drawn there and copied."""
-        g = self.generator
-        if g is None:
-            return torch.rand(shape, device=device, dtype=dtype)
-        if _same_device(g.device, torch.device(device)):
-            return torch.rand(shape, device=device, dtype=dtype, generator=g)
-        return torch.rand(shape, device=g.device, dtype=dtype, generator=g).to(device, non_blocking=True)
+        """Uniform [0, 1) numbers on `device` (from the generator's device when it is another)."""
+        return draw_on(device, self.generator, lambda d, g: torch.rand(shape, device=d, dtype=dtype, generator=g))
 
     def _bernoulli(self, shape, p: float, device) -> torch.Tensor:
         """Bool coins with P(True) = p on `device`, one kernel (generator rules as _rand)."""
-        g = self.generator
-        if g is None:
-            return torch.empty(shape, dtype=torch.bool, device=device).bernoulli_(p)
-        if _same_device(g.device, torch.device(device)):
-            return torch.empty(shape, dtype=torch.bool, device=device).bernoulli_(p, generator=g)
-        return torch.empty(shape, dtype=torch.bool, device=g.device).bernoulli_(p, generator=g).to(device, non_blocking=True)
+        return draw_on(device, self.generator,
+                       lambda d, g: torch.empty(shape, dtype=torch.bool, device=d).bernoulli_(p, generator=g))
 
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
         return low + (high - low) * self._rand(shape, device, dtype)
-
-
-def _same_device(a: torch.device, b: torch.device) -> bool:
-    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
 
 
 def check_probability(p: float, name: str) -> float:
