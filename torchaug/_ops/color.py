@@ -66,10 +66,6 @@ def _setup_images_p(ctx, inputs, output):
     ctx.save_for_backward(*[t for t in inputs if isinstance(t, torch.Tensor)])
 
 
-def _no_param_grads(n):
-    return (None,) * n
-
-
 def _brightness_backward(ctx, grad):
     x, f = ctx.saved_tensors
     f = _col(f, x)
@@ -129,7 +125,7 @@ def _solarize_backward(ctx, grad):
     return torch.where(x >= _col(t, x), -grad, grad), None
 
 
-def _not_differentiable(name, nparams):
+def _not_differentiable(name):
     def backward(ctx, grad):
         raise RuntimeError(f"torchaug::{name} is not differentiable with respect to images")
 
@@ -143,6 +139,5 @@ torch.library.register_autograd("torchaug::adjust_gamma", _gamma_backward, setup
 torch.library.register_autograd("torchaug::rgb_to_grayscale", _grayscale_backward, setup_context=_grayscale_setup)
 torch.library.register_autograd("torchaug::invert", _invert_backward, setup_context=_setup_images_p)
 torch.library.register_autograd("torchaug::solarize", _solarize_backward, setup_context=_setup_images_p)
-for _name, _n in [("adjust_hue", 1), ("posterize", 1), ("solarize_add", 2), ("autocontrast", 0), ("equalize", 0),
-                  ("color_program", 2)]:
-    torch.library.register_autograd(f"torchaug::{_name}", _not_differentiable(_name, _n), setup_context=_setup_images_p)
+for _name in ["adjust_hue", "posterize", "solarize_add", "autocontrast", "equalize", "color_program"]:
+    torch.library.register_autograd(f"torchaug::{_name}", _not_differentiable(_name), setup_context=_setup_images_p)

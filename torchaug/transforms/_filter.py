@@ -132,8 +132,8 @@ class RandomErasing(Transform):
 
     def transform(self, images, params):
         boxes = params["boxes"]
-        v = "random" if self.value == "random" else self.value
-        return F.erase(images, boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3], v, self.inplace, seed=params.get("seed"))
+        return F.erase(images, boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3], self.value, self.inplace,
+                       seed=params.get("seed"))
 
 
 class RandomRotation(Transform):
