@@ -77,23 +77,31 @@ C10_HOST_DEVICE inline typename AccOf<T>::type requantize(typename AccOf<T>::typ
   }
 }
 
+// One op of a program on the pixel v of an image of type T (om: see kernels::apply_color_op).
+template <typename T, int C>
+C10_HOST_DEVICE inline void color_slot(int op, typename AccOf<T>::type* v, typename AccOf<T>::type p0,
+                                       typename AccOf<T>::type p1, typename AccOf<T>::type om,
+                                       kernels::ColorStats st) {
+  using acc_t = typename AccOf<T>::type;
+  // a threshold compared with a float16 / bfloat16 image is rounded to its dtype first
+  if (op == kernels::kColorSolarize) p0 = requantize<T>(p0);
+  if (op == kernels::kColorSolarizeAdd) p1 = requantize<T>(p1);
+  kernels::apply_color_op<acc_t, std::is_same_v<T, uint8_t>>(op, v, C, p0, p1, om, st);
+  TORCHAUG_UNROLL
+  for (int c = 0; c < C; ++c) v[c] = requantize<T>(v[c]);
+}
+
 // Runs slots [0, end) of the sample's program on the pixel v.
 // C: the channel count (1 or 3) as a compile-time constant, so that v stays in registers.
 template <typename T, int C>
 C10_HOST_DEVICE inline void run_color_program(const ColorParams& P, const SampleProgram& sp, int64_t b, int end,
                                               typename AccOf<T>::type* v) {
   using acc_t = typename AccOf<T>::type;
-  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   for (int k = 0; k < end; ++k) {
     const int op = sp.op[k];
     if (op == kernels::kColorIdentity) continue;
-    acc_t p0 = static_cast<acc_t>(sp.p0[k]), p1 = static_cast<acc_t>(sp.p1[k]);
-    // a threshold compared with a float16 / bfloat16 image is rounded to its dtype first
-    if (op == kernels::kColorSolarize) p0 = requantize<T>(p0);
-    if (op == kernels::kColorSolarizeAdd) p1 = requantize<T>(p1);
-    kernels::apply_color_op<acc_t, kU8>(op, v, C, p0, p1, slot_stats(P, b, k));
-    TORCHAUG_UNROLL
-    for (int c = 0; c < C; ++c) v[c] = requantize<T>(v[c]);
+    const acc_t p0 = static_cast<acc_t>(sp.p0[k]);
+    color_slot<T, C>(op, v, p0, static_cast<acc_t>(sp.p1[k]), kernels::one_minus(p0), slot_stats(P, b, k));
   }
 }
 

@@ -162,20 +162,22 @@ struct WarpAffineParams {
   const float* fill;  // (B, C) or nullptr
 };
 
+// Output pixel (ox, oy) of sample b, whose inverse matrix is m (6 entries); fill: the sample's C
+// fill values or nullptr (zero padding).
 template <typename scalar_t>
 C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* out,
-                                                  const typename AccOf<scalar_t>::type* matrices,
+                                                  const typename AccOf<scalar_t>::type* m, const float* fill,
                                                   const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
-  kernels::affine_source(matrices + 6 * b, ox, oy, &sx, &sy);
+  kernels::affine_source(m, ox, oy, &sx, &sy);
   const auto taps = kernels::affine_taps(sx, sy, p.in_h, p.in_w, p.interpolation);
   const kernels::ImageView v{b * p.is.b, p.in_h, p.in_w, p.is.c, p.is.y, p.is.x};
   const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
   for (int64_t c = 0; c < p.channels; ++c) {
     const acc_t s = kernels::affine_channel(in, v, c, taps);
-    const acc_t fill = p.fill != nullptr ? static_cast<acc_t>(p.fill[b * p.channels + c]) : acc_t(0);
-    const acc_t r = kernels::affine_blend(s, taps.mask, p.fill != nullptr, fill, p.interpolation);
+    const acc_t f = fill != nullptr ? static_cast<acc_t>(fill[c]) : acc_t(0);
+    const acc_t r = kernels::affine_blend(s, taps.mask, fill != nullptr, f, p.interpolation);
     out[obase + c * p.os.c] = kernels::PixelStore<scalar_t>::from(r);
   }
 }

@@ -113,4 +113,12 @@ TORCH_LIBRARY(torchaug, m) {
   // when None) or, when seed (B,) int64 is given, random values (floating: standard normal, as
   // RandomErasing(value="random"); uint8: uniform in [0, 255]).
   m.def("erase(Tensor images, Tensor boxes, Tensor? value=None, Tensor? seed=None) -> Tensor");
+
+  // ---- auto-augmentation ----
+  // A per-sample program of the auto-augmentation ops (csrc/kernels/augment.h: op ids and what a
+  // magnitude means for each, as torchvision's auto-augment policies apply them): slot k of sample b
+  // applies ops[b, k] (B, n) int64 with magnitudes[b, k] (B, n) float32 to the result of slot k - 1.
+  // Geometric ops sample with interpolation (0 nearest, 1 bilinear) and fill (B, C) (zeros when
+  // None). One switch pass per slot, plus a statistics pass for the samples whose op needs one.
+  m.def("augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None) -> Tensor");
 }

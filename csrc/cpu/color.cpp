@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "../color_impl.h"
+#include "../augment_impl.h"
 #include "../color_ops.h"
 
 namespace torchaug {
@@ -88,6 +89,22 @@ void color_run_cpu(const at::Tensor& images, ColorPlan& plan) {
 }
 
 }  // namespace
+
+void color_stats_cpu(const at::Tensor& images, ColorParams& P) {
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "color_stats_cpu", [&] {
+    const scalar_t* in = images.data_ptr<scalar_t>();
+    with_channels(P.channels, [&](auto ch) {
+      at::parallel_for(0, P.batch, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          SampleProgram sp;
+          sp.n = P.n;
+          load_sample_program(P, b, 0, sp);
+          if (kernels::color_op_needs_stats(sp.op[0])) color_stats_sample<scalar_t, decltype(ch)::value>(in, P, sp, b, 0);
+        }
+      });
+    });
+  });
+}
 
 TORCH_LIBRARY_IMPL(torchaug, CPU, m) { register_color_ops<color_run_cpu>(m); }
 

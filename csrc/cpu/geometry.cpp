@@ -120,7 +120,8 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
     scalar_t* o = out.data_ptr<scalar_t>();
     const acc_t* mp = m.data_ptr<acc_t>();
     for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
-      for (int64_t ox = 0; ox < ow; ++ox) warp_affine_output_px(in, o, mp, p, b, oy, ox);
+      const float* fill_b = p.fill ? p.fill + b * p.channels : nullptr;
+      for (int64_t ox = 0; ox < ow; ++ox) warp_affine_output_px(in, o, mp + 6 * b, fill_b, p, b, oy, ox);
     });
   });
   return out;

@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "../augment_impl.h"
 #include "../color_impl.h"
 #include "../color_ops.h"
 
@@ -228,6 +229,23 @@ unsigned chunks_for(int64_t work, int per_block) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, 1 << 16)));
 }
 
+// The statistics pass and finalize of slot k.
+template <typename T, int C>
+void launch_color_stats(const T* in, const ColorParams& P, int k, cudaStream_t stream) {
+  const int64_t n = P.height * P.width;
+  const bool planar16 = std::is_same_v<T, uint8_t> && P.dense && P.is.x == 1 && n % 16 == 0 && P.is.b % 16 == 0 &&
+                        P.is.c % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  const dim3 grid(chunks_for(n, kThreads * kStatsPix), static_cast<unsigned>(P.batch));
+  if (planar16) {
+    color_stats_kernel<T, C, 16><<<grid, kThreads, 0, stream>>>(in, P, k);
+  } else {
+    color_stats_kernel<T, C, 0><<<grid, kThreads, 0, stream>>>(in, P, k);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  color_finalize_kernel<<<static_cast<unsigned>(P.batch), 32, 0, stream>>>(P, k);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
   c10::cuda::CUDAGuard guard(images.device());
   ColorParams& P = plan.p;
@@ -240,20 +258,8 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
     scalar_t* out = plan.out.data_ptr<scalar_t>();
     with_channels(P.channels, [&](auto ch) {
     constexpr int C = decltype(ch)::value;
-    const bool planar16 = std::is_same_v<scalar_t, uint8_t> && P.dense && P.is.x == 1 && n % 16 == 0 &&
-                          P.is.b % 16 == 0 && P.is.c % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
     if (P.may_need_stats) {
-      for (int k = 0; k < P.n; ++k) {
-        const dim3 grid(chunks_for(n, kThreads * kStatsPix), static_cast<unsigned>(P.batch));
-        if (planar16) {
-          color_stats_kernel<scalar_t, C, 16><<<grid, kThreads, 0, stream>>>(in, P, k);
-        } else {
-          color_stats_kernel<scalar_t, C, 0><<<grid, kThreads, 0, stream>>>(in, P, k);
-        }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-        color_finalize_kernel<<<static_cast<unsigned>(P.batch), 32, 0, stream>>>(P, k);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      }
+      for (int k = 0; k < P.n; ++k) launch_color_stats<scalar_t, C>(in, P, k, stream);
     }
     if (std::is_same_v<scalar_t, uint8_t> && P.dense && P.is.x == 1 && P.os.x == 1) {
       const auto u8in = reinterpret_cast<const uint8_t*>(in);
@@ -283,6 +289,18 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
 }
 
 }  // namespace
+
+void color_stats_cuda(const at::Tensor& images, ColorParams& P) {
+  c10::cuda::CUDAGuard guard(images.device());
+  TORCHAUG_CHECK(P.batch <= 65535, "torchaug::color: batches of more than 65535 images are not supported on CUDA, got ",
+                 P.batch);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "color_stats_cuda", [&] {
+    with_channels(P.channels, [&](auto ch) {
+      launch_color_stats<scalar_t, decltype(ch)::value>(images.data_ptr<scalar_t>(), P, 0, stream);
+    });
+  });
+}
 
 TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_color_ops<color_run_cuda>(m); }
 

@@ -405,7 +405,7 @@ __global__ void warp_affine_kernel(const scalar_t* __restrict__ in, scalar_t* __
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   if (ox >= p.out_w || oy >= p.out_h) return;
-  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) warp_affine_output_px(in, out, matrices, p, b, oy, ox);
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) warp_affine_output_px(in, out, matrices + 6 * b, p.fill ? p.fill + b * p.channels : nullptr, p, b, oy, ox);
 }
 
 at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices, c10::SymIntArrayRef out_size,

@@ -198,9 +198,11 @@ struct ColorStats {
   const uint8_t* lut;   // 3 x 256 (equalize)
 };
 
-// Applies op to the C channel values v (C = 1 or 3). p0, p1: the op's parameters.
+// Applies op to the C channel values v (C = 1 or 3). p0, p1: the op's parameters; om: 1 - p0 as the
+// caller's Python computes it before the tensor op sees it (the blend of contrast and saturation
+// uses it; one_minus(p0) when p0 is the factor itself, -m when the factor is 1 + m in double).
 template <typename acc_t, bool kU8>
-TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p0, acc_t p1, ColorStats st) {
+TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p0, acc_t p1, acc_t om, ColorStats st) {
   const acc_t bound = ColorRange<acc_t, kU8>::bound();
   switch (op) {
     case kColorBrightness:
@@ -211,14 +213,12 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
       break;
     case kColorContrast: {
       const acc_t mean = static_cast<acc_t>(st.f[0]);
-      const acc_t om = one_minus(p0);
       for (int c = 0; c < C; ++c) v[c] = blend_px<acc_t, kU8>(v[c], mean, p0, om);
       break;
     }
     case kColorSaturation: {
       if (C != 3) break;
       const acc_t gray = blend_gray<acc_t, kU8>(v, C);
-      const acc_t om = one_minus(p0);
       for (int c = 0; c < 3; ++c) v[c] = blend_px<acc_t, kU8>(v[c], gray, p0, om);
       break;
     }

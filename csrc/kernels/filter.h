@@ -45,6 +45,19 @@ TORCHAUG_HOST_DEVICE inline acc_t window_sum(const acc_t* w, int ky, int kx, At&
   return s;
 }
 
+// adjust_sharpness of a pixel x whose 3x3 window sum is s: torchvision's
+// view.add_(blurred.sub_(view), alpha=om) with om = 1 - factor, clamp, cast; border pixels keep x.
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline acc_t sharpness_blend(acc_t x, acc_t s, acc_t om, bool interior) {
+  acc_t v = x;
+  if (interior) {
+    const acc_t blur = kU8 ? acc_t(rint(s)) : s;
+    v = fma_of(rn_sub(blur, x), om, x);
+  }
+  v = clamp_of(v, acc_t(0), ColorRange<acc_t, kU8>::bound());
+  return kU8 ? trunc_u8(v) : v;
+}
+
 // The output value of a pixel (see FilterMode). interior: the pixel is at least one pixel away
 // from every border (adjust_sharpness keeps the others).
 template <typename acc_t, bool kU8>
@@ -54,14 +67,7 @@ TORCHAUG_HOST_DEVICE inline acc_t filter_epilogue(int mode, acc_t x, acc_t s, ac
     const acc_t v = rn_mul(s, param);
     return kU8 ? clamp_of(acc_t(rint(v)), acc_t(0), acc_t(255)) : v;
   }
-  // kFilterSharpness: torchvision's view.add_(blurred.sub_(view), alpha=1 - factor), clamp, cast
-  acc_t v = x;
-  if (interior) {
-    const acc_t blur = kU8 ? acc_t(rint(s)) : s;
-    v = fma_of(rn_sub(blur, x), one_minus(param), x);
-  }
-  v = clamp_of(v, acc_t(0), ColorRange<acc_t, kU8>::bound());
-  return kU8 ? trunc_u8(v) : v;
+  return sharpness_blend<acc_t, kU8>(x, s, one_minus(param), interior);
 }
 
 // adjust_sharpness's window: 1/13 around, 5/13 in the centre (torchvision's constants, rounded to

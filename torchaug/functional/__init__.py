@@ -1,5 +1,6 @@
 """torchaug.functional: one function per op, torchvision.transforms.v2.functional names; every
 parameter may be a per-sample tensor."""
+from ._augment import AUGMENT_OPS, TORCHVISION_OPS, augment, augment_op_id, cutmix, cutmix_boxes, mixup
 from ._color import (
     COLOR_OPS,
     adjust_brightness,
@@ -50,6 +51,13 @@ from ._geometry import (
 from ._utils import InterpolationMode
 
 __all__ = [
+    "AUGMENT_OPS",
+    "TORCHVISION_OPS",
+    "augment",
+    "augment_op_id",
+    "cutmix",
+    "cutmix_boxes",
+    "mixup",
     "COLOR_OPS",
     "adjust_brightness",
     "adjust_contrast",

@@ -1,4 +1,14 @@
 """nn.Module transforms with torchvision.transforms.v2 names and signatures; parameters per sample."""
+from ._auto_augment import (
+    AugMix,
+    Augmentation,
+    AutoAugment,
+    AutoAugmentPolicy,
+    CutMix,
+    MixUp,
+    RandAugment,
+    TrivialAugmentWide,
+)
 from ._color import (
     ColorJitter,
     Grayscale,
@@ -25,6 +35,14 @@ from ._misc import Normalize, ToDtype
 from ._transform import Transform
 
 __all__ = [
+    "AugMix",
+    "Augmentation",
+    "AutoAugment",
+    "AutoAugmentPolicy",
+    "CutMix",
+    "MixUp",
+    "RandAugment",
+    "TrivialAugmentWide",
     "ColorJitter",
     "Grayscale",
     "RandomAutocontrast",

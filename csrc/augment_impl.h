@@ -1,0 +1,125 @@
+// Glue of torchaug::augment (the auto-augmentation programs, csrc/kernels/augment.h) between the
+// per-pixel code of the color, filter and geometry families and the two backends.
+//
+// A program of n slots runs as n passes of one "switch" pass; pass k applies to every sample the op
+// its id names (a uniform branch per sample):
+//   lower:  (op, magnitude) of every (sample, slot) -> kernels::AugStep (kind, color parameters,
+//           affine matrix), one pass over the program
+//   for every slot k:
+//     stats:  the color family's statistics pass on the slot's input, for the samples whose op at
+//             slot k needs them (contrast, autocontrast, equalize); the others exit at once
+//     switch: every output pixel of every sample: copy, a color op, sharpness's 3x3 window, or the
+//             affine sampler, from the slot's input
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "color_impl.h"
+#include "geometry_impl.h"
+#include "kernels/augment.h"
+#include "kernels/filter.h"
+
+namespace torchaug {
+
+struct AugmentParams {
+  int64_t batch, channels, height, width, n;
+  Strides4 is, os;
+  const double* steps;  // (B, n, kAugStepWords)
+  const double* stats;  // (B, kColorStatFloats) statistics of the slot being run
+  const uint8_t* luts;  // (B, 3, 256) its equalize tables
+  WarpAffineParams warp;  // interpolation and fill of the geometric ops (in/out strides as is/os)
+};
+
+// The lowered step of (sample b, slot k), with its values in acc_t.
+template <typename acc_t>
+struct AugStepT {
+  int kind, op;
+  acc_t p0, p1, om;
+  acc_t m[6];
+};
+
+C10_HOST_DEVICE inline kernels::ColorStats aug_stats_at(const AugmentParams& P, int64_t b) {
+  return {P.stats + b * kernels::kColorStatFloats, P.luts + b * 3 * 256};
+}
+
+template <typename acc_t>
+C10_HOST_DEVICE inline AugStepT<acc_t> aug_step_at(const AugmentParams& P, int64_t b, int64_t k) {
+  const kernels::AugStep s = kernels::load_aug_step(P.steps + (b * P.n + k) * kernels::kAugStepWords);
+  AugStepT<acc_t> t;
+  t.kind = s.kind;
+  t.op = s.op;
+  t.p0 = static_cast<acc_t>(s.p0);
+  t.p1 = static_cast<acc_t>(s.p1);
+  t.om = static_cast<acc_t>(s.om);
+  for (int i = 0; i < 6; ++i) t.m[i] = static_cast<acc_t>(s.m[i]);
+  return t;
+}
+
+// Output pixel (y, x) of sample b under step s; in / out are the slot's input and output (strides
+// P.is / P.os); st: the sample's statistics of this slot (color ops that need them).
+template <typename T, int C>
+C10_HOST_DEVICE inline void augment_px(const T* in, T* out, const AugmentParams& P,
+                                       const AugStepT<typename AccOf<T>::type>& s, kernels::ColorStats st,
+                                       int64_t b, int64_t y, int64_t x) {
+  using acc_t = typename AccOf<T>::type;
+  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
+  const int64_t ib = b * P.is.b, ob = b * P.os.b + y * P.os.y + x * P.os.x;
+  if (s.kind == kernels::kAugKindAffine) {
+    const float* fill = P.warp.fill ? P.warp.fill + b * C : nullptr;
+    warp_affine_output_px(in, out, s.m, fill, P.warp, b, y, x);
+    return;
+  }
+  const int64_t io = ib + y * P.is.y + x * P.is.x;
+  if (s.kind == kernels::kAugKindSharpness) {
+    const bool interior = y > 0 && x > 0 && y < P.height - 1 && x < P.width - 1;
+    acc_t w[9];
+    kernels::sharpness_weights(w);
+    TORCHAUG_UNROLL
+    for (int c = 0; c < C; ++c) {
+      const T* p = in + io + c * P.is.c;
+      const acc_t v = static_cast<acc_t>(*p);
+      acc_t sum = acc_t(0);
+      if (interior) {
+        sum = kernels::window_sum<acc_t>(w, 3, 3, [&](int r, int q) {
+          return static_cast<acc_t>(p[(r - 1) * P.is.y + (q - 1) * P.is.x]);
+        });
+      }
+      out[ob + c * P.os.c] = static_cast<T>(kernels::sharpness_blend<acc_t, kU8>(v, sum, s.om, interior));
+    }
+    return;
+  }
+  acc_t v[3];
+  TORCHAUG_UNROLL
+  for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[io + c * P.is.c]);
+  if (s.kind == kernels::kAugKindColor) color_slot<T, C>(s.op, v, s.p0, s.p1, s.om, st);
+  TORCHAUG_UNROLL
+  for (int c = 0; c < C; ++c) out[ob + c * P.os.c] = static_cast<T>(v[c]);
+}
+
+// The backend's passes: lower fills P.steps from (ops, magnitudes); stats runs the color
+// statistics pass (and finalize) of ColorParams slot 0; slot runs the switch pass of slot k.
+struct AugmentBackend {
+  void (*lower)(const at::Tensor& ops, const at::Tensor& magnitudes, const at::Tensor& steps, int64_t height,
+                int64_t width, double bound);
+  void (*stats)(const at::Tensor& in, ColorParams& P);
+  void (*slot)(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k);
+};
+
+at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
+                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill);
+
+// The color family's statistics pass of slot 0 of a ColorParams (csrc/cpu/color.cpp,
+// csrc/cuda/color.cu), used by the augment passes.
+void color_stats_cpu(const at::Tensor& images, ColorParams& P);
+void color_stats_cuda(const at::Tensor& images, ColorParams& P);
+
+template <const AugmentBackend& be>
+void register_augment_ops(torch::Library& m) {
+  m.impl("augment", [](const at::Tensor& images, const at::Tensor& ops, const at::Tensor& magnitudes,
+                       int64_t interpolation, const std::optional<at::Tensor>& fill) {
+    return augment_op(be, images, ops, magnitudes, interpolation, fill);
+  });
+}
+
+}  // namespace torchaug

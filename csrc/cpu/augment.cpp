@@ -1,0 +1,52 @@
+// CPU passes of torchaug::augment (csrc/augment_impl.h): rows of all samples in parallel.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "../augment_impl.h"
+
+namespace torchaug {
+namespace {
+
+void augment_lower_cpu(const at::Tensor& ops, const at::Tensor& magnitudes, const at::Tensor& steps, int64_t height,
+                       int64_t width, double bound) {
+  const int64_t B = ops.size(0), n = ops.size(1);
+  const int64_t* o = ops.data_ptr<int64_t>();
+  const float* m = magnitudes.data_ptr<float>();
+  double* s = steps.data_ptr<double>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t k = 0; k < n; ++k) {
+      const auto step = kernels::lower_aug(static_cast<int>(o[b * ops.stride(0) + k * ops.stride(1)]),
+                                           m[b * magnitudes.stride(0) + k * magnitudes.stride(1)], height, width, bound);
+      kernels::store_aug_step(step, s + (b * n + k) * kernels::kAugStepWords);
+    }
+}
+
+void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k) {
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, in.scalar_type(), "augment_cpu", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    const scalar_t* src = in.data_ptr<scalar_t>();
+    scalar_t* dst = out.data_ptr<scalar_t>();
+    with_channels(P.channels, [&](auto ch) {
+      constexpr int C = decltype(ch)::value;
+      const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(P.width, 1));
+      at::parallel_for(0, P.batch * P.height, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const int64_t b = i / P.height, y = i % P.height;
+          const AugStepT<acc_t> s = aug_step_at<acc_t>(P, b, k);
+          const kernels::ColorStats st = aug_stats_at(P, b);
+          for (int64_t x = 0; x < P.width; ++x) augment_px<scalar_t, C>(src, dst, P, s, st, b, y, x);
+        }
+      });
+    });
+  });
+}
+
+const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu};
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CPU, m) { register_augment_ops<kCpuBackend>(m); }
+
+}  // namespace torchaug

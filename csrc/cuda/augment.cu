@@ -1,0 +1,85 @@
+// CUDA passes of torchaug::augment (csrc/augment_impl.h). The switch pass: a block computes a
+// kTileW x kTileH tile of one sample (kTileH / kRows rows per thread); the sample's lowered step
+// sits in shared memory, so that the branch on its kind is uniform across the block.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "../augment_impl.h"
+
+namespace torchaug {
+namespace {
+
+constexpr int kTileW = 32, kRows = 8, kTileH = 32;
+
+__global__ void augment_lower_kernel(const int64_t* __restrict__ ops, Strides2 os, const float* __restrict__ mags,
+                                     Strides2 ms, double* __restrict__ steps, int64_t B, int64_t n, int64_t height,
+                                     int64_t width, double bound) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= B * n) return;
+  const int64_t b = i / n, k = i % n;
+  const auto s = kernels::lower_aug(static_cast<int>(ops[os.at(b, k)]), mags[ms.at(b, k)], height, width, bound);
+  kernels::store_aug_step(s, steps + i * kernels::kAugStepWords);
+}
+
+template <typename T, int C>
+__global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                                                      AugmentParams P, int64_t k, int tiles_x) {
+  using acc_t = typename AccOf<T>::type;
+  __shared__ AugStepT<acc_t> step;
+  const int64_t b = blockIdx.y;
+  if (threadIdx.x == 0 && threadIdx.y == 0) step = aug_step_at<acc_t>(P, b, k);
+  __syncthreads();
+  const AugStepT<acc_t> s = step;
+  const kernels::ColorStats st = aug_stats_at(P, b);
+  const int64_t x = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW + threadIdx.x;
+  const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
+  if (x >= P.width) return;
+#pragma unroll
+  for (int r = 0; r < kTileH / kRows; ++r) {
+    const int64_t y = y0 + r * kRows + threadIdx.y;
+    if (y < P.height) augment_px<T, C>(in, out, P, s, st, b, y, x);
+  }
+}
+
+void augment_lower_cuda(const at::Tensor& ops, const at::Tensor& magnitudes, const at::Tensor& steps, int64_t height,
+                        int64_t width, double bound) {
+  const c10::cuda::CUDAGuard guard(ops.device());
+  const int64_t B = ops.size(0), n = ops.size(1), total = B * n;
+  const int threads = 128;
+  const unsigned blocks = static_cast<unsigned>((total + threads - 1) / threads);
+  augment_lower_kernel<<<blocks, threads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+      ops.data_ptr<int64_t>(), strides2(ops), magnitudes.data_ptr<float>(), strides2(magnitudes),
+      steps.data_ptr<double>(), B, n, height, width, bound);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+void augment_slot_cuda(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k) {
+  const c10::cuda::CUDAGuard guard(in.device());
+  TORCHAUG_CHECK(P.batch <= 65535, "torchaug::augment: batches of more than 65535 images are not supported on CUDA, got ",
+                 P.batch);
+  const int tiles_x = static_cast<int>((P.width + kTileW - 1) / kTileW);
+  const int64_t tiles = tiles_x * ((P.height + kTileH - 1) / kTileH);
+  TORCHAUG_CHECK(tiles <= 0x7fffffff, "torchaug::augment: images of ", P.height, "x", P.width, " are too large");
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(P.batch));
+  const dim3 block(kTileW, kRows);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, in.scalar_type(), "augment_cuda", [&] {
+    with_channels(P.channels, [&](auto ch) {
+      augment_slot_kernel<scalar_t, decltype(ch)::value><<<grid, block, 0, stream>>>(
+          in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), P, k, tiles_x);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+}
+
+const AugmentBackend kCudaBackend{augment_lower_cuda, color_stats_cuda, augment_slot_cuda};
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_augment_ops<kCudaBackend>(m); }
+
+}  // namespace torchaug

@@ -1,0 +1,201 @@
+// The op vocabulary of the auto-augmentation programs (torchaug::augment) and how one op of a
+// sample is lowered from its magnitude to the parameters the per-pixel code reads. Shared by the
+// CPU and CUDA backends and the GoogleTest suite.
+//
+// A program is ops (B, n) int64 and magnitudes (B, n) float32: slot k of sample b applies op
+// ops[b, k] with magnitude magnitudes[b, k], with the meaning torchvision.transforms.v2's
+// _AutoAugmentBase._apply_image_or_video_transform gives it:
+//   ids 0..12 are the color ops of kernels/color.h (ColorOp), so that a program's statistics
+//   (contrast mean, autocontrast min/max, equalize histograms) come from the color family's passes;
+//     brightness, contrast, saturation ("Color"): factor 1 + m
+//     hue: shift m; gamma: gamma 1 + m (gain 1)
+//     posterize: int(m) bits (clamped to [0, 8])
+//     solarize: threshold m times the dtype's maximum (255 for uint8, 1 for floating)
+//     solarize_add (DALI): shift m in uint8 units (m / 255 for floating), threshold 128 (128 / 255)
+//     identity, grayscale, invert, autocontrast, equalize: m is ignored
+//   sharpness: factor 1 + m
+//   shear_x / shear_y: shear m (the tangent) about the top-left corner (torchvision's
+//     affine(shear=degrees(atan(m)), center=[0, 0]))
+//   translate_x / translate_y: int(m) pixels
+//   rotate: m degrees counter-clockwise about the centre (torchvision's rotate: multiples of 90
+//     that it takes with torch.rot90 get exact matrices)
+#pragma once
+
+#include <math.h>
+
+#include "color.h"
+#include "common.h"
+
+namespace torchaug {
+namespace kernels {
+
+enum AugOp : int {
+  kAugSharpness = kColorNumOps,  // 13
+  kAugShearX,
+  kAugShearY,
+  kAugTranslateX,
+  kAugTranslateY,
+  kAugRotate,
+  kAugNumOps,
+};
+
+// What the per-pixel code does for a lowered op.
+enum AugKind : int {
+  kAugKindCopy = 0,
+  kAugKindColor = 1,
+  kAugKindSharpness = 2,
+  kAugKindAffine = 3,
+};
+
+// One lowered (sample, slot): kind, the color op id, p0 / p1 / om as apply_color_op reads them
+// (sharpness: p0 the factor, om = 1 - factor), m the pixel-space inverse matrix of affine ops.
+constexpr int kAugStepWords = 11;
+struct AugStep {
+  int kind, op;
+  double p0, p1, om;
+  double m[6];
+};
+
+TORCHAUG_HOST_DEVICE inline bool aug_op_is_geometric(int op) { return op >= kAugShearX && op < kAugNumOps; }
+
+// torchvision's _get_inverse_affine_matrix(center, angle, translate, scale=1, shear) in the
+// coordinates centred on the image, then moved to pixel space (pixel i at i) for an output of the
+// input's size: source = theta @ (x - (w - 1) / 2, y - (h - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2).
+// snap: a rotation by a multiple of 90 degrees gets exact 0 / +-1 entries (torch.rot90's result).
+TORCHAUG_HOST_DEVICE inline void aug_affine_matrix(double angle, double tx, double ty, double shear_x_deg,
+                                                   double shear_y_deg, double cx, double cy, bool snap, double h,
+                                                   double w, double* m) {
+  const double deg = 3.14159265358979323846 / 180.0;
+  const double rot = angle * deg, sx = shear_x_deg * deg, sy = shear_y_deg * deg;
+  double a = cos(rot - sy) / cos(sy);
+  double b = -cos(rot - sy) * tan(sx) / cos(sy) - sin(rot);
+  double c = sin(rot - sy) / cos(sy);
+  double d = -sin(rot - sy) * tan(sx) / cos(sy) + cos(rot);
+  if (snap) {
+    a = rint(a);
+    b = rint(b);
+    c = rint(c);
+    d = rint(d);
+  }
+  m[0] = d;
+  m[1] = -b;
+  m[3] = -c;
+  m[4] = a;
+  m[2] = m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx;
+  m[5] = m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy;
+  const double ox = (w - 1) * 0.5, oy = (h - 1) * 0.5;
+  m[2] = m[2] - m[0] * ox - m[1] * oy + ox;
+  m[5] = m[5] - m[3] * ox - m[4] * oy + oy;
+}
+
+// Lowers op `op` with magnitude `mag` for an image of height x width with channel values up to
+// `bound` (255 for uint8, 1 for floating). Unknown ids are the identity (the host checks ids
+// when it can read them).
+TORCHAUG_HOST_DEVICE inline AugStep lower_aug(int op, double mag, int64_t height, int64_t width, double bound) {
+  AugStep s;
+  s.kind = kAugKindColor;
+  s.op = op;
+  s.p0 = 0.0;
+  s.p1 = 1.0;
+  s.om = 0.0;
+  for (int i = 0; i < 6; ++i) s.m[i] = 0.0;
+  const double h = static_cast<double>(height), w = static_cast<double>(width);
+  const double rad_to_deg = 180.0 / 3.14159265358979323846;
+  switch (op) {
+    case kColorBrightness:
+    case kColorContrast:
+    case kColorSaturation:
+    case kAugSharpness:
+      // torchvision passes the factor 1.0 + m (a double); its blend computes 1 - factor = -m
+      s.p0 = 1.0 + mag;
+      s.om = -mag;
+      if (op == kAugSharpness) s.kind = kAugKindSharpness;
+      break;
+    case kColorHue:
+      s.p0 = mag;
+      break;
+    case kColorGamma:
+      s.p0 = 1.0 + mag;
+      s.p1 = 1.0;
+      break;
+    case kColorPosterize: {
+      const double bits = trunc(mag);
+      s.p0 = bits < 0.0 ? 0.0 : (bits > 8.0 ? 8.0 : bits);
+      break;
+    }
+    case kColorSolarize:
+      s.p0 = bound * mag;
+      break;
+    case kColorSolarizeAdd:
+      s.p0 = mag * bound / 255.0;
+      s.p1 = 128.0 * bound / 255.0;
+      break;
+    case kColorGrayscale:
+    case kColorInvert:
+    case kColorAutocontrast:
+    case kColorEqualize:
+      break;
+    case kAugShearX:
+    case kAugShearY: {
+      // affine(angle=0, translate=[0, 0], scale=1, shear=[degrees(atan(m)), 0] or [0, ...],
+      // center=[0, 0]): torchvision's centre offset is then (-w / 2, -h / 2)
+      const double sh = atan(mag) * rad_to_deg;
+      s.kind = kAugKindAffine;
+      aug_affine_matrix(0.0, 0.0, 0.0, op == kAugShearX ? sh : 0.0, op == kAugShearY ? sh : 0.0, -w * 0.5, -h * 0.5,
+                        false, h, w, s.m);
+      break;
+    }
+    case kAugTranslateX:
+    case kAugTranslateY: {
+      const double t = trunc(mag);
+      s.kind = kAugKindAffine;
+      aug_affine_matrix(0.0, op == kAugTranslateX ? t : 0.0, op == kAugTranslateY ? t : 0.0, 0.0, 0.0, 0.0, 0.0, false,
+                        h, w, s.m);
+      break;
+    }
+    case kAugRotate: {
+      // rotate(angle): angle % 360 (Python's modulo); 0 returns the image; 180, and 90 / 270 on a
+      // square image, are torch.rot90
+      double a = fmod(mag, 360.0);
+      if (a < 0.0) a += 360.0;
+      if (a == 0.0) {
+        s.kind = kAugKindCopy;
+        break;
+      }
+      const bool snap = a == 180.0 || ((a == 90.0 || a == 270.0) && height == width);
+      s.kind = kAugKindAffine;
+      aug_affine_matrix(-a, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, snap, h, w, s.m);
+      break;
+    }
+    default:
+      s.kind = kAugKindCopy;
+      s.op = kColorIdentity;
+      break;
+  }
+  if (s.kind == kAugKindColor && s.op == kColorIdentity) s.kind = kAugKindCopy;
+  return s;
+}
+
+// AugStep <-> kAugStepWords doubles (the step buffer of a program).
+TORCHAUG_HOST_DEVICE inline void store_aug_step(const AugStep& s, double* w) {
+  w[0] = s.kind;
+  w[1] = s.op;
+  w[2] = s.p0;
+  w[3] = s.p1;
+  w[4] = s.om;
+  for (int i = 0; i < 6; ++i) w[5 + i] = s.m[i];
+}
+
+TORCHAUG_HOST_DEVICE inline AugStep load_aug_step(const double* w) {
+  AugStep s;
+  s.kind = static_cast<int>(w[0]);
+  s.op = static_cast<int>(w[1]);
+  s.p0 = w[2];
+  s.p1 = w[3];
+  s.om = w[4];
+  for (int i = 0; i < 6; ++i) s.m[i] = w[5 + i];
+  return s;
+}
+
+}  // namespace kernels
+}  // namespace torchaug

@@ -1,0 +1,202 @@
+"""Functional auto-augmentation: torchaug.augment runs a per-sample program of the auto-augment ops
+(op ids and magnitudes as (B, n) tensors) with one switch pass per slot; mixup / cutmix mix each
+sample with its neighbour in the batch."""
+import numbers
+from typing import Optional, Sequence, Union
+
+import torch
+
+from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
+from ._utils import as_batch, fill_tensor, interpolation_code, unbatch
+
+_ops_ns = torch.ops.torchaug
+
+# op ids of torchaug::augment (csrc/kernels/augment.h); 0..12 are the color ops of COLOR_OPS
+AUGMENT_OPS = {
+    "identity": 0,
+    "brightness": 1,
+    "contrast": 2,
+    "saturation": 3,
+    "hue": 4,
+    "gamma": 5,
+    "grayscale": 6,
+    "invert": 7,
+    "posterize": 8,
+    "solarize": 9,
+    "solarize_add": 10,
+    "autocontrast": 11,
+    "equalize": 12,
+    "sharpness": 13,
+    "shear_x": 14,
+    "shear_y": 15,
+    "translate_x": 16,
+    "translate_y": 17,
+    "rotate": 18,
+}
+
+# torchvision's auto-augment op names -> torchaug's
+TORCHVISION_OPS = {
+    "Identity": "identity",
+    "ShearX": "shear_x",
+    "ShearY": "shear_y",
+    "TranslateX": "translate_x",
+    "TranslateY": "translate_y",
+    "Rotate": "rotate",
+    "Brightness": "brightness",
+    "Color": "saturation",
+    "Contrast": "contrast",
+    "Sharpness": "sharpness",
+    "Posterize": "posterize",
+    "Solarize": "solarize",
+    "AutoContrast": "autocontrast",
+    "Equalize": "equalize",
+    "Invert": "invert",
+}
+
+
+def augment_op_id(name: str) -> int:
+    """The op id of a torchaug op name ("shear_x") or a torchvision one ("ShearX")."""
+    key = TORCHVISION_OPS.get(name, name)
+    if key not in AUGMENT_OPS:
+        raise ValueError(f"torchaug.augment: unknown op {name!r}; known: {', '.join(AUGMENT_OPS)} "
+                         f"and torchvision's {', '.join(TORCHVISION_OPS)}")
+    return AUGMENT_OPS[key]
+
+
+def augment(
+    images,
+    ops: Union[torch.Tensor, Sequence[str]],
+    magnitudes,
+    interpolation="nearest",
+    fill=None,
+    validate: bool = True,
+) -> torch.Tensor:
+    """Applies to each sample its own sequence of auto-augment ops: ops (B, n) int64 op ids
+    (AUGMENT_OPS) or a list of n names for every sample; magnitudes (B, n) (or a number / (n,)
+    sequence for every sample) with the meaning torchvision's auto-augment policies give them
+    (csrc/kernels/augment.h): factor 1 + m for brightness / contrast / saturation ("Color") /
+    sharpness, int(m) bits for posterize, threshold m * max for solarize, shear m (tangent) about
+    the top-left corner, int(m) pixels for translations, m degrees for rotate. Geometric ops use
+    `interpolation` (nearest or bilinear) and `fill` (None: zeros; a number, per-channel sequence
+    or (B, C) tensor: torchvision's fill blending). validate=False skips the host synchronisation
+    that checks op ids on a GPU (ids outside the table are then the identity)."""
+    op = "augment"
+    x, single = as_batch(images, op)
+    b, c = x.shape[0], x.shape[1]
+    code = interpolation_code(interpolation, op, ("nearest", "bilinear"))
+    if isinstance(ops, torch.Tensor):
+        if ops.dim() == 1:
+            ops = ops.unsqueeze(0)
+        if ops.dim() != 2 or ops.shape[0] not in (1, b):
+            raise ValueError(f"torchaug.{op}: ops must have shape (B, n) with B={b}, got {tuple(ops.shape)}")
+        if ops.dtype.is_floating_point or ops.dtype == torch.bool:
+            raise TypeError(f"torchaug.{op}: ops must be an integer tensor of op ids, got {ops.dtype}")
+        ops = ops.to(device=x.device, dtype=torch.int64).expand(b, -1)
+    elif isinstance(ops, Sequence) and not isinstance(ops, str):
+        ids = [augment_op_id(o) if isinstance(o, str) else int(o) for o in ops]
+        ops = torch.tensor(ids, dtype=torch.int64).to(x.device, non_blocking=True).expand(b, len(ids))
+    else:
+        raise TypeError(f"torchaug.{op}: ops must be a (B, n) tensor of op ids or a list of op names, got {type(ops).__name__}")
+    n = ops.shape[1]
+    if isinstance(magnitudes, numbers.Real) and not isinstance(magnitudes, bool):
+        magnitudes = torch.full((b, n), float(magnitudes), dtype=torch.float32, device=x.device)
+    elif isinstance(magnitudes, Sequence) and not isinstance(magnitudes, str):
+        magnitudes = torch.tensor([float(m) for m in magnitudes], dtype=torch.float32).to(x.device).expand(b, -1)
+    if not isinstance(magnitudes, torch.Tensor):
+        raise TypeError(f"torchaug.{op}: magnitudes must be a number, a sequence or a (B, n) tensor, got {type(magnitudes).__name__}")
+    if magnitudes.dim() == 1:
+        magnitudes = magnitudes.unsqueeze(0)
+    if magnitudes.dim() != 2 or magnitudes.shape[0] not in (1, b) or magnitudes.shape[1] != n:
+        raise ValueError(f"torchaug.{op}: magnitudes must have shape (B, n) = ({b}, {n}) like ops, got {tuple(magnitudes.shape)}")
+    magnitudes = magnitudes.to(device=x.device, dtype=torch.float32).expand(b, n)
+    if validate and ops.numel():
+        bad = (ops < 0) | (ops >= len(AUGMENT_OPS))
+        if bool(bad.any()):
+            raise ValueError(f"torchaug.{op}: ops must hold op ids in [0, {len(AUGMENT_OPS)}), got {int(ops.min())}..{int(ops.max())}")
+        if not bool(torch.isfinite(magnitudes).all()):
+            raise ValueError(f"torchaug.{op}: magnitudes must be finite")
+    out = _ops_ns.augment(x, ops, magnitudes, code, fill_tensor(fill, b, c, x.device, op))
+    return unbatch(out, single)
+
+
+# ---- batch mixing ---------------------------------------------------------------------------------
+
+def _soft_labels(labels: torch.Tensor, num_classes: Optional[int], op: str, dtype=torch.float32) -> torch.Tensor:
+    if labels.dim() == 1:
+        if labels.dtype.is_floating_point:
+            raise TypeError(f"torchaug.{op}: labels must be class indices (int64) or (B, num_classes) soft labels, got {labels.dtype} of shape {tuple(labels.shape)}")
+        if num_classes is None:
+            raise ValueError(f"torchaug.{op}: num_classes is needed to one-hot encode class indices")
+        return torch.nn.functional.one_hot(labels, num_classes).to(dtype)
+    if labels.dim() != 2:
+        raise ValueError(f"torchaug.{op}: labels must be (B,) class indices or (B, num_classes), got shape {tuple(labels.shape)}")
+    return labels if labels.dtype.is_floating_point else labels.to(dtype)
+
+
+def _lam_column(lam, b: int, device, op: str) -> torch.Tensor:
+    """(B,) float64 lambda from a number or a (B,)/(1,) tensor."""
+    if isinstance(lam, torch.Tensor):
+        lam = lam.reshape(-1)
+        if lam.shape[0] not in (1, b):
+            raise ValueError(f"torchaug.{op}: lam must be a number or have shape (B,) with B={b}, got {tuple(lam.shape)}")
+        return lam.to(device=device, dtype=torch.float64).expand(b)
+    return torch.full((b,), float(lam), dtype=torch.float64, device=device)
+
+
+def mixup(images: torch.Tensor, labels: torch.Tensor, lam, num_classes: Optional[int] = None):
+    """torchvision.transforms.v2.MixUp's mixing with lam per sample: sample i becomes
+    lam_i * x_i + (1 - lam_i) * x_{i-1} (the batch rolled by one), labels likewise (one-hot
+    encoded from class indices with num_classes). Floating images, as torchvision's."""
+    op = "mixup"
+    x, _ = as_batch(images, op)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"torchaug.{op}: images must be floating point (mixing uint8 would truncate), got {x.dtype}")
+    b = x.shape[0]
+    lam = _lam_column(lam, b, x.device, op)
+    # torchvision: inpt.roll(1, 0).mul_(1.0 - lam).add_(inpt.mul(lam)), lam a Python float
+    view = (b,) + (1,) * (x.dim() - 1)
+    out = x.roll(1, 0).mul_((1.0 - lam).to(x.dtype).view(view)).add_(x.mul(lam.to(x.dtype).view(view)))
+    y = _soft_labels(labels.to(x.device), num_classes, op)
+    lv = (b, 1)
+    y = y.roll(1, 0).mul_((1.0 - lam).to(y.dtype).view(lv)).add_(y.mul(lam.to(y.dtype).view(lv)))
+    return out, y
+
+
+def cutmix_boxes(lam: torch.Tensor, centers: torch.Tensor, height: int, width: int):
+    """torchvision's CutMix box per sample: lam (B,) float64, centers (B, 2) int64 [r_x, r_y].
+    Returns boxes (B, 4) int64 [x1, y1, x2, y2] and the adjusted lam (B,) float64
+    (1 - box area / image area)."""
+    r = 0.5 * torch.sqrt(1.0 - lam)
+    rw = (r * width).trunc().to(torch.int64)
+    rh = (r * height).trunc().to(torch.int64)
+    rx, ry = centers[:, 0], centers[:, 1]
+    x1 = (rx - rw).clamp(min=0)
+    y1 = (ry - rh).clamp(min=0)
+    x2 = (rx + rw).clamp(max=width)
+    y2 = (ry + rh).clamp(max=height)
+    boxes = torch.stack([x1, y1, x2, y2], 1)
+    adjusted = 1.0 - ((x2 - x1) * (y2 - y1)).to(torch.float64) / (width * height)
+    return boxes, adjusted
+
+
+def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_classes: Optional[int] = None):
+    """torchvision.transforms.v2.CutMix's pasting with a box per sample: boxes (B, 4) int64
+    [x1, y1, x2, y2]; sample i gets x_{i-1}'s pixels inside its box, and labels
+    lam_i * y_i + (1 - lam_i) * y_{i-1} with lam_i = 1 - box area / image area."""
+    op = "cutmix"
+    x, _ = as_batch(images, op)
+    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
+    if not isinstance(boxes, torch.Tensor) or boxes.shape != (b, 4):
+        raise ValueError(f"torchaug.{op}: boxes must be a (B, 4) tensor with B={b}, got {getattr(boxes, 'shape', boxes)!r}")
+    boxes = boxes.to(device=x.device, dtype=torch.int64)
+    ys = torch.arange(h, device=x.device).view(1, h, 1)
+    xs = torch.arange(w, device=x.device).view(1, 1, w)
+    bx = boxes.view(b, 4, 1, 1)
+    inside = (xs >= bx[:, 0]) & (xs < bx[:, 2]) & (ys >= bx[:, 1]) & (ys < bx[:, 3])  # (B, H, W)
+    out = torch.where(inside.unsqueeze(1), x.roll(1, 0), x)
+    area = ((boxes[:, 2] - boxes[:, 0]).clamp(min=0) * (boxes[:, 3] - boxes[:, 1]).clamp(min=0)).to(torch.float64)
+    lam = 1.0 - area / (w * h)
+    y = _soft_labels(labels.to(x.device), num_classes, op)
+    lv = (b, 1)
+    y = y.roll(1, 0).mul_((1.0 - lam).to(y.dtype).view(lv)).add_(y.mul(lam.to(y.dtype).view(lv)))
+    return out, y
