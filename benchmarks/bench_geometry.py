@@ -52,11 +52,11 @@ class _Photos(torch.utils.data.Dataset):
         return self.transform(self.images[i])
 
 
-def dataloader_throughput(batch, workers, batches, height, width):
+def dataloader_throughput(batch, workers, batches, height, width, pipeline=None):
     """img/s of a DataLoader whose workers run the torchvision v2 chain per sample on CPU uint8
     tensors, with pinned batches copied to the GPU (non_blocking) as a training loop does."""
     images = torch.randint(0, 256, (batch * 4, 3, height, width), dtype=torch.uint8)
-    ds = _Photos(images, torchvision_pipeline())
+    ds = _Photos(images, pipeline if pipeline is not None else torchvision_pipeline())
     loader = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers, pin_memory=True,
                                          drop_last=True, persistent_workers=True, prefetch_factor=4)
     import time

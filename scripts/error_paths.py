@@ -7,6 +7,7 @@ import torch
 
 sys.path.insert(0, "tests")
 import conftest  # noqa: E402,F401
+import test_augment  # noqa: E402
 import test_color  # noqa: E402
 import test_filter  # noqa: E402
 import test_geometry  # noqa: E402
@@ -18,5 +19,7 @@ test_geometry.test_empty_batch("cuda")
 test_color.test_errors_name_the_op_and_argument("cuda")
 test_color.test_functional_value_errors("cuda")
 test_filter.test_errors("cuda")
+test_augment.test_errors("cuda")
+test_augment.test_empty_batch_and_empty_program("cuda")
 torch.cuda.synchronize()
 print("all error paths raised cleanly")

@@ -69,7 +69,8 @@ if [ "$BENCH" = 1 ]; then
   python3 benchmarks/bench_geometry.py --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench.log" | tail -25
   python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" 2>&1 | tee "$OUT/bench_color.log" | tail -40
   python3 benchmarks/bench_filter.py --json "$OUT/bench_filter.json" --markdown "$OUT/bench_filter.md" 2>&1 | tee "$OUT/bench_filter.log" | tail -30
-  summary+=("benchmarks: $OUT/bench_geometry.md $OUT/bench_color.md $OUT/bench_filter.md")
+  python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" 2>&1 | tee "$OUT/bench_augment.log" | tail -30
+  summary+=("benchmarks: $OUT/bench_geometry.md $OUT/bench_color.md $OUT/bench_filter.md $OUT/bench_augment.md")
 fi
 
 echo; echo "===== summary ====="
@@ -78,4 +79,5 @@ for s in "${summary[@]}"; do echo "$s"; done
 [ -f "$OUT/bench_geometry.md" ] && cat "$OUT/bench_geometry.md"
 [ -f "$OUT/bench_color.md" ] && cat "$OUT/bench_color.md"
 [ -f "$OUT/bench_filter.md" ] && cat "$OUT/bench_filter.md"
+[ -f "$OUT/bench_augment.md" ] && cat "$OUT/bench_augment.md"
 exit $rc

@@ -285,3 +285,16 @@ def test_transform_compiles_fullgraph(device):
 
     compiled = torch.compile(run, fullgraph=True, backend="aot_eager")
     assert torch.equal(compiled(x, params["boxes"]), run(x, params["boxes"]))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16])
+def test_compose_fuses_todtype_normalize_after_any_transform(device, dtype):
+    """ToDtype(scale=True) + Normalize after a non-crop transform runs as one normalize pass with
+    the result of the two transforms run one by one."""
+    x = random_images(4, 3, 10, 12, dtype, device)
+    steps = [T.RandomInvert(p=0.5, generator=torch.Generator().manual_seed(1)), T.ToDtype(torch.float32, scale=True),
+             T.Normalize([0.4, 0.5, 0.6], [0.2, 0.25, 0.3])]
+    fused, p = T.Compose(steps)(x, return_params=True)
+    plain = T.Compose(steps, fuse=False)(x, params=p)
+    assert fused.dtype == torch.float32
+    torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-6)

@@ -16,8 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from .. import functional as F
-from ..functional._augment import AUGMENT_OPS, TORCHVISION_OPS
-from ..functional._utils import InterpolationMode, interpolation_code
+from ..functional._utils import interpolation_code
 from ._transform import BatchInfo, Transform
 
 MagnitudeFn = Callable[[int, int, int], Optional[torch.Tensor]]

@@ -3,9 +3,15 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from torch import nn
 
+from .. import functional as F
+
 from ._geometry import RandomHorizontalFlip, _CropLike
 from ._misc import Normalize, ToDtype
 from ._transform import Transform
+
+
+def _is_scaling_to_float(t) -> bool:
+    return type(t) is ToDtype and t.scale and t.dtype.is_floating_point
 
 
 class Compose(Transform):
@@ -13,7 +19,8 @@ class Compose(Transform):
 
     A crop-like transform (RandomResizedCrop, Resize, CenterCrop) followed by any of
     RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that order, runs as one
-    resized_crop launch with the same result as running them one by one (fuse=False does that).
+    resized_crop launch, and ToDtype(floating, scale=True) followed by Normalize as one normalize
+    pass, with the same result as running them one by one (fuse=False does that).
     forward(images, params=None, return_params=False): params is the list of each transform's
     parameters (None for plain callables)."""
 
@@ -28,12 +35,14 @@ class Compose(Transform):
     def _fusable_run(self, i: int) -> int:
         """End (exclusive) of the fusable run starting at transform i; i + 1 when nothing fuses."""
         ts = self.transforms
+        if self.fuse and _is_scaling_to_float(ts[i]) and i + 1 < len(ts) and type(ts[i + 1]) is Normalize:
+            return i + 2  # ToDtype(floating, scale=True) + Normalize: one normalize pass
         if not self.fuse or not isinstance(ts[i], _CropLike):
             return i + 1
         j = i + 1
         if j < len(ts) and type(ts[j]) is RandomHorizontalFlip:
             j += 1
-        if j < len(ts) and type(ts[j]) is ToDtype and ts[j].scale and ts[j].dtype.is_floating_point:
+        if j < len(ts) and _is_scaling_to_float(ts[j]):
             j += 1
         if j < len(ts) and type(ts[j]) is Normalize:
             j += 1
@@ -67,6 +76,10 @@ class Compose(Transform):
         crop = ts[i]
         for k in range(i, end):
             drawn[k] = params[k] if params is not None else ts[k].make_params(x)
+        if isinstance(crop, ToDtype):
+            norm = ts[i + 1]
+            out_dtype = norm.out_dtype if norm.out_dtype is not None else crop.dtype
+            return F.normalize(x, norm.mean, norm.std, out_dtype=out_dtype, memory_format=norm.memory_format)
         fused = {}
         for k in range(i + 1, end):
             t = ts[k]

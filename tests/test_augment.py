@@ -1,0 +1,446 @@
+"""torchaug::augment and the auto-augmentation policies: every op against torchvision's
+_apply_image_or_video_transform, random programs per sample, CPU <-> CUDA, opcheck, seeded op and
+magnitude distributions, p=0 / p=1, custom policies, replay, errors, MixUp / CutMix."""
+import math
+
+import pytest
+import torch
+from conftest import assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
+
+import torchaug.functional as F
+import torchaug.transforms as T
+from torchaug.functional import AUGMENT_OPS, TORCHVISION_OPS
+
+if torchvision is not None:
+    from torchvision.transforms import v2 as TV
+
+NAMES = {v: k for k, v in TORCHVISION_OPS.items()}  # torchaug name -> torchvision name
+GEOMETRIC = {"shear_x", "shear_y", "translate_x", "translate_y", "rotate"}
+
+
+def _tv_apply(img, name, magnitude, interpolation, fill):
+    """torchvision's op of an auto-augment policy on one image (C, H, W)."""
+    ra = TV.RandAugment(interpolation=interpolation, fill=fill)
+    return ra._apply_image_or_video_transform(img, NAMES[name], magnitude, interpolation=ra.interpolation, fill=ra._fill)
+
+
+def _source_ties(name, magnitude, h, w):
+    """(H, W) bool: output pixels whose nearest-neighbour source position lies within float32
+    rounding of a tie between two input pixels (torchvision computes the position with another
+    float32 expression; either neighbour is a correct answer there)."""
+    if name == "shear_x" or name == "shear_y":
+        sh = math.degrees(math.atan(magnitude))
+        m = F.affine_matrices(0.0, [0.0, 0.0], 1.0, [sh if name == "shear_x" else 0.0, sh if name == "shear_y" else 0.0],
+                              [0.0, 0.0], h, w, 1, "cpu")
+    elif name in ("translate_x", "translate_y"):
+        t = float(int(magnitude))
+        m = F.affine_matrices(0.0, [t if name == "translate_x" else 0.0, t if name == "translate_y" else 0.0], 1.0,
+                              [0.0, 0.0], None, h, w, 1, "cpu")
+    else:
+        m = F.affine_matrices(-(magnitude % 360), [0.0, 0.0], 1.0, [0.0, 0.0], None, h, w, 1, "cpu")
+    m = m[0].double()
+    ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64), indexing="ij")
+    sx = m[0, 0] * xs + m[0, 1] * ys + m[0, 2]
+    sy = m[1, 0] * xs + m[1, 1] * ys + m[1, 2]
+
+    def near_half(v):
+        return ((v - v.floor()) - 0.5).abs() < 1e-3
+
+    return near_half(sx) | near_half(sy)
+
+
+def _assert_op_matches(out, ref, name, magnitude, interpolation, dtype, msg):
+    """uint8 within 1 LSB (floating: close); nearest geometry: exact except at source ties."""
+    if name in GEOMETRIC and interpolation == "nearest":
+        ties = _source_ties(name, magnitude, out.shape[-2], out.shape[-1]).to(out.device)
+        differ = (out != ref).any(0)
+        assert not (differ & ~ties).any(), f"{msg}: {(differ & ~ties).sum()} pixels differ away from sampling ties"
+    else:
+        assert_close_images(out, ref, dtype, msg)
+
+
+# magnitudes as torchvision's spaces produce them, signed, and a few edge values
+OP_CASES = [
+    ("identity", 0.0), ("brightness", 0.27), ("brightness", -0.99), ("contrast", 0.3), ("contrast", -0.87),
+    ("saturation", 0.9), ("saturation", -0.6), ("sharpness", 0.33), ("sharpness", -0.99), ("posterize", 4.0),
+    ("posterize", 8.0), ("posterize", 0.0), ("solarize", 0.7), ("solarize", 0.0), ("autocontrast", 0.0),
+    ("equalize", 0.0), ("invert", 0.0), ("shear_x", 0.09), ("shear_x", -0.3), ("shear_y", 0.99),
+    ("translate_x", 40.7), ("translate_y", -13.6), ("rotate", 9.0), ("rotate", -30.0), ("rotate", 90.0),
+    ("rotate", 180.0), ("rotate", 0.0),
+]
+
+
+@requires_torchvision
+@pytest.mark.parametrize("name,magnitude", OP_CASES)
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_each_op_matches_torchvision(device, name, magnitude, interpolation, dtype):
+    if name not in GEOMETRIC and interpolation == "bilinear":
+        pytest.skip("interpolation only matters to the geometric ops")
+    gen = torch.Generator().manual_seed(hash((name, magnitude)) % 1000)
+    x = random_images(3, 3, 24, 24 if magnitude in (90.0, 180.0) else 31, dtype, device, generator=gen)
+    out = F.augment(x, [name], [magnitude], interpolation)
+    m = float(torch.tensor(magnitude, dtype=torch.float32))
+    for i in range(x.shape[0]):
+        ref = _tv_apply(x[i], name, m, interpolation, None)
+        _assert_op_matches(out[i], ref, name, m, interpolation, dtype, f"{name}({magnitude}) sample {i}")
+
+
+@requires_torchvision
+@pytest.mark.parametrize("fill", [0, [10, 200, 30]])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_geometric_fill_matches_torchvision(device, fill, interpolation):
+    x = random_images(2, 3, 20, 27, torch.uint8, device, generator=torch.Generator().manual_seed(1))
+    for name, m in [("shear_x", 0.24), ("translate_y", 9.0), ("rotate", -21.0)]:
+        out = F.augment(x, [name], [m], interpolation, fill)
+        for i in range(2):
+            ref = _tv_apply(x[i], name, m, interpolation, fill)
+            _assert_op_matches(out[i], ref, name, m, interpolation, torch.uint8, f"{name} fill={fill}")
+
+
+@requires_torchvision
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("policy", ["rand", "trivial", "auto"])
+def test_random_programs_match_torchvision_per_sample(device, channels_last, channels, policy):
+    """A drawn program, slot by slot: each sample's result equals torchvision's op applied to that
+    sample's input of the slot; and the whole program in one call equals the slot-by-slot chain."""
+    g = torch.Generator().manual_seed(3)
+    x = random_images(16, channels, 26, 33, torch.uint8, device, channels_last, generator=torch.Generator().manual_seed(4))
+    t = {"rand": lambda: T.RandAugment(3, 9, generator=g), "trivial": lambda: T.TrivialAugmentWide(generator=g),
+         "auto": lambda: T.AutoAugment(T.AutoAugmentPolicy.SVHN, generator=g)}[policy]()
+    out, params = t(x, return_params=True)
+    names = {v: k for k, v in AUGMENT_OPS.items()}
+    cur = x
+    for k in range(params["ops"].shape[1]):
+        nxt = F.augment(cur, params["ops"][:, k:k + 1], params["magnitudes"][:, k:k + 1], "nearest")
+        for i in range(x.shape[0]):
+            name = names[int(params["ops"][i, k])]
+            m = float(params["magnitudes"][i, k])
+            ref = _tv_apply(cur[i], name, m, "nearest", None)
+            _assert_op_matches(nxt[i], ref, name, m, "nearest", torch.uint8, f"slot {k} sample {i} {name}({m})")
+        cur = nxt
+    assert torch.equal(out, cur)
+    assert out.is_contiguous(memory_format=torch.channels_last if channels_last and channels == 3 else torch.contiguous_format)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("all_ops", [True, False])
+def test_augmix_matches_torchvision_given_the_program(device, all_ops):
+    """AugMix: the chains are the program's ops per sample, the mix torchvision's expression."""
+    x = random_images(4, 3, 20, 22, torch.uint8, device, generator=torch.Generator().manual_seed(5))
+    t = T.AugMix(all_ops=all_ops, generator=torch.Generator().manual_seed(6))
+    out, p = t(x, return_params=True)
+    names = {v: k for k, v in AUGMENT_OPS.items()}
+    b, mw = x.shape[0], t.mixture_width
+    for i in range(b):
+        mix = p["original_weight"][i] * x[i]
+        for c in range(mw):
+            aug = x[i]
+            for k in range(p["ops"].shape[1]):
+                row = c * b + i
+                name = names[int(p["ops"][row, k])]
+                aug = F.augment(aug, [name], [float(p["magnitudes"][row, k])], "bilinear")
+            mix = mix + p["weights"][i, c] * aug
+        assert_close_images(out[i], mix.to(torch.uint8), torch.uint8, f"sample {i}")
+
+
+def test_whole_program_equals_slot_chain_float(device):
+    x = random_images(6, 3, 19, 23, torch.float32, device, generator=torch.Generator().manual_seed(8))
+    ops = torch.tensor([[1, 14], [2, 12], [13, 18], [11, 8], [9, 16], [3, 0]], device=device)
+    mags = torch.tensor([[0.5, 0.2], [0.3, 0.0], [-0.5, 30.0], [0.0, 3.0], [0.4, -5.0], [-0.2, 0.0]], device=device)
+    out = F.augment(x, ops, mags, "bilinear", [0.1, 0.2, 0.3])
+    chain = F.augment(F.augment(x, ops[:, :1], mags[:, :1], "bilinear", [0.1, 0.2, 0.3]), ops[:, 1:], mags[:, 1:],
+                      "bilinear", [0.1, 0.2, 0.3])
+    assert torch.equal(out, chain)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float16])
+def test_cpu_and_cuda_agree(dtype):
+    g = torch.Generator().manual_seed(11)
+    x = random_images(32, 3, 30, 37, dtype, generator=g)
+    ops = torch.randint(0, len(AUGMENT_OPS), (32, 3), generator=g)
+    mags = torch.rand((32, 3), generator=g) * 2 - 1
+    mags[:, 1] *= 30  # translate / rotate magnitudes of some size
+    for interp in ("nearest", "bilinear"):
+        cpu = F.augment(x, ops, mags, interp, [5, 6, 7] if dtype == torch.uint8 else [0.1, 0.2, 0.3])
+        gpu = F.augment(x.cuda(), ops.cuda(), mags.cuda(), interp, [5, 6, 7] if dtype == torch.uint8 else [0.1, 0.2, 0.3]).cpu()
+        if dtype == torch.uint8 and interp == "nearest":
+            assert (cpu != gpu).float().mean() < 1e-3  # nearest ties only (fma contraction differs)
+        else:
+            assert_close_images(gpu, cpu, dtype, f"{interp}")
+
+
+@requires_cuda
+def test_seeded_generator_gives_same_program_and_output_on_cpu_and_cuda():
+    x = random_images(12, 3, 28, 28, torch.uint8, generator=torch.Generator().manual_seed(2))
+    for make in (lambda g: T.RandAugment(generator=g), lambda g: T.TrivialAugmentWide(generator=g),
+                 lambda g: T.AutoAugment(generator=g), lambda g: T.AugMix(generator=g)):
+        out_c, p_c = make(torch.Generator().manual_seed(9))(x, return_params=True)
+        out_g, p_g = make(torch.Generator().manual_seed(9))(x.cuda(), return_params=True)
+        for k in p_c:
+            torch.testing.assert_close(p_g[k].cpu(), p_c[k])
+        assert (out_g.cpu().int() - out_c.int()).abs().max() <= 1
+
+
+def test_opcheck(device):
+    x = random_images(4, 3, 10, 13, torch.uint8, device)
+    ops = torch.tensor([[1, 14], [12, 13], [18, 2], [0, 11]], device=device)
+    mags = torch.tensor([[0.2, 0.1], [0.0, 0.5], [10.0, -0.3], [0.0, 0.0]], device=device)
+    fill = torch.tensor([[1.0, 2.0, 3.0]] * 4, device=device)
+    torch.library.opcheck(torch.ops.torchaug.augment, (x, ops, mags, 0, None))
+    torch.library.opcheck(torch.ops.torchaug.augment, (x.float() / 255, ops, mags, 1, fill / 255))
+
+
+def test_compile_fullgraph(device):
+    x = random_images(4, 3, 10, 13, torch.uint8, device)
+    ops = torch.tensor([[1, 14], [12, 13], [18, 2], [0, 11]], device=device)
+    mags = torch.tensor([[0.2, 0.1], [0.0, 0.5], [10.0, -0.3], [0.0, 0.0]], device=device)
+    fn = torch.compile(lambda a, o, m: torch.ops.torchaug.augment(a, o, m, 0, None), fullgraph=True, backend="eager")
+    assert torch.equal(fn(x, ops, mags), F.augment(x, ops, mags))
+
+
+def test_not_differentiable(device):
+    x = torch.rand(2, 3, 8, 8, device=device, requires_grad=True)
+    y = F.augment(x, ["brightness"], [0.2])
+    with pytest.raises(RuntimeError, match="torchaug::augment is not differentiable"):
+        y.sum().backward()
+
+
+# ---- distributions ----------------------------------------------------------------------------------
+
+def _chi2_uniform_ok(counts: torch.Tensor) -> bool:
+    """Counts consistent with a uniform distribution (chi-square below its 0.999 quantile, approximated)."""
+    k = counts.numel()
+    expected = counts.sum().item() / k
+    chi2 = ((counts.double() - expected) ** 2 / expected).sum().item()
+    dof = k - 1
+    return chi2 < dof + 3.1 * math.sqrt(2 * dof) + 10  # ~0.999 quantile for these dofs
+
+
+def test_randaugment_op_and_sign_distribution():
+    x = torch.zeros(4000, 3, 8, 10, dtype=torch.uint8)
+    t = T.RandAugment(2, 9, generator=torch.Generator().manual_seed(0))
+    p = t.make_params(x)
+    counts = torch.bincount(p["choice"].flatten(), minlength=len(t.space))
+    assert _chi2_uniform_ok(counts), counts
+    # signed ops are negated half the time; magnitudes are the space's bin 9 values
+    names = [a.name for a in t.space]
+    mags = p["magnitudes"].flatten()
+    choice = p["choice"].flatten()
+    rot = mags[choice == names.index("Rotate")]
+    assert set(rot.abs().tolist()) == {9.0}
+    frac_neg = (rot < 0).double().mean().item()
+    n = rot.numel()
+    assert abs(frac_neg - 0.5) < 4 * math.sqrt(0.25 / n)
+    post = mags[choice == names.index("Posterize")]
+    assert set(post.tolist()) == {7.0}  # 8 - round(9 / 7.5), never negated
+    tx = mags[choice == names.index("TranslateX")].abs()
+    assert torch.allclose(tx, torch.tensor(float(torch.linspace(0.0, 150.0 / 331.0 * 10, 31)[9])))
+
+
+def test_trivialaugment_bins_uniform():
+    x = torch.zeros(6000, 3, 8, 8, dtype=torch.uint8)
+    t = T.TrivialAugmentWide(generator=torch.Generator().manual_seed(1))
+    p = t.make_params(x)
+    names = [a.name for a in t.space]
+    sel = p["choice"][:, 0] == names.index("Rotate")
+    bins = (p["magnitudes"][sel, 0].abs() / 4.5).round().long()  # linspace(0, 135, 31): 4.5 per bin
+    assert _chi2_uniform_ok(torch.bincount(bins, minlength=31))
+    assert _chi2_uniform_ok(torch.bincount(p["choice"].flatten(), minlength=len(names)))
+
+
+def test_autoaugment_probabilities():
+    x = torch.zeros(20000, 3, 8, 8, dtype=torch.uint8)
+    t = T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, generator=torch.Generator().manual_seed(2))
+    p = t.make_params(x)
+    # sub-policy 0 is (Posterize 0.4 bin 8, Rotate 0.6 bin 9): among samples whose first op is
+    # Posterize at bits 8 - round(8 / 2.25) = 4 and second is Rotate, count the applications
+    applied = (p["ops"] != 0).double().mean(0)
+    # expected application rate of slot 0 over the 25 sub-policies
+    from torchaug.transforms._auto_augment import _POLICIES
+    probs = torch.tensor([[s[0][1], s[1][1]] for s in _POLICIES["imagenet"]], dtype=torch.float64).mean(0)
+    n = x.shape[0]
+    assert ((applied - probs).abs() < 5 * torch.sqrt(probs * (1 - probs) / n) + 1e-3).all(), (applied, probs)
+
+
+def test_autoaugment_custom_policy_p0_and_p1():
+    x = random_images(8, 3, 16, 16, torch.uint8)
+    never = T.AutoAugment([(("Invert", 0.0, None), ("Equalize", 0.0, None))])
+    assert torch.equal(never(x), x)
+    always = T.AutoAugment([(("Invert", 1.0, None), ("Posterize", 1.0, 5))])
+    expected = F.augment(F.augment(x, ["invert"], [0.0]), ["posterize"], [float(8 - round(5 / 2.25))])
+    assert torch.equal(always(x), expected)
+
+
+def test_randaugment_zero_ops_is_identity():
+    x = random_images(4, 3, 16, 16, torch.uint8)
+    assert torch.equal(T.RandAugment(num_ops=0)(x), x)
+
+
+def test_exclude_and_restricted_space():
+    t = T.RandAugment(exclude=["Rotate", "ShearX"], generator=torch.Generator().manual_seed(0))
+    names = [a.name for a in t.space]
+    assert "Rotate" not in names and "ShearX" not in names and len(names) == 12
+    p = t.make_params(torch.zeros(500, 3, 8, 8, dtype=torch.uint8))
+    assert not (p["ops"] == AUGMENT_OPS["rotate"]).any() and not (p["ops"] == AUGMENT_OPS["shear_x"]).any()
+    t2 = T.TrivialAugmentWide(augmentations=["Identity", "Brightness"], generator=torch.Generator().manual_seed(0))
+    p2 = t2.make_params(torch.zeros(500, 3, 8, 8, dtype=torch.uint8))
+    assert set(p2["ops"].flatten().tolist()) == {0, 1}
+
+
+def test_custom_augmentations_builtin_and_python(device):
+    """A DALI-style list: a built-in op with a custom range and a cutout written with erase."""
+    def cutout(images, magnitudes, apply):
+        b, _, h, w = images.shape
+        size = (magnitudes.abs() * h).to(torch.int64) * apply.to(torch.int64)  # zero-size box: untouched
+        boxes = torch.stack([torch.full_like(size, 2), torch.full_like(size, 3), size, size], 1)
+        return F.erase(images, boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3], 0)
+
+    augs = [T.Augmentation("brightness", (0.0, 0.5), randomly_negate=True),
+            T.Augmentation(cutout, (0.25, 0.5), name="cutout")]
+    t = T.RandAugment(1, 30, augmentations=augs, generator=torch.Generator().manual_seed(4))
+    x = random_images(32, 3, 16, 16, torch.uint8, device).clamp(min=1)
+    out, p = t(x, return_params=True)
+    is_cut = p["choice"][:, 0] == 1
+    assert is_cut.any() and (~is_cut).any()
+    # cutout samples: an 8x8 zero box at (2, 3) and the rest unchanged; others: brightness 1 +- 0.5
+    cut = out[is_cut]
+    assert (cut[:, :, 2:10, 3:11] == 0).all()
+    assert torch.equal(cut[:, :, 10:], x[is_cut][:, :, 10:])
+    bright = F.augment(x[~is_cut], p["ops"][~is_cut], p["magnitudes"][~is_cut])
+    assert torch.equal(out[~is_cut], bright)
+    assert set(p["magnitudes"][~is_cut, 0].abs().tolist()) == {0.5}
+
+
+def test_replay_returns_same_output(device):
+    x = random_images(8, 3, 20, 20, torch.uint8, device)
+    for t in (T.RandAugment(), T.TrivialAugmentWide(), T.AutoAugment(), T.AugMix()):
+        out, p = t(x, return_params=True)
+        assert torch.equal(t(x, params=p), out)
+
+
+def test_empty_batch_and_empty_program(device):
+    x = random_images(3, 3, 9, 9, torch.uint8, device)
+    assert F.augment(x[:0], torch.zeros(0, 2, dtype=torch.int64, device=device), torch.zeros(0, 2, device=device)).shape == (0, 3, 9, 9)
+    out = F.augment(x, torch.zeros(3, 0, dtype=torch.int64, device=device), torch.zeros(3, 0, device=device))
+    assert torch.equal(out, x) and out.data_ptr() != x.data_ptr()
+
+
+def test_single_image(device):
+    x = random_images(1, 3, 20, 20, torch.uint8, device)[0]
+    for t in (T.RandAugment(), T.AugMix()):
+        assert t(x).shape == x.shape
+
+
+# ---- errors -------------------------------------------------------------------------------------------
+
+def test_errors(device="cpu"):
+    x = random_images(2, 3, 8, 8, torch.uint8, device)
+    with pytest.raises(ValueError, match="num_ops should be a non-negative integer"):
+        T.RandAugment(num_ops=-1)
+    with pytest.raises(ValueError, match="magnitude must be an integer in"):
+        T.RandAugment(magnitude=31)
+    with pytest.raises(ValueError, match="num_magnitude_bins must be an integer >= 2"):
+        T.TrivialAugmentWide(num_magnitude_bins=1)
+    with pytest.raises(ValueError, match="unknown op 'Blur'"):
+        T.RandAugment(augmentations=["Blur"])
+    with pytest.raises(ValueError, match="cannot exclude 'Invert'"):
+        T.RandAugment(exclude=["Invert"])
+    with pytest.raises(ValueError, match="not recognized"):
+        T.AutoAugment("imagenet2")
+    with pytest.raises(ValueError, match="probability of Invert"):
+        T.AutoAugment([(("Invert", 1.5, None), ("Equalize", 0.5, None))])
+    with pytest.raises(TypeError, match="fill must be None, a number or a sequence"):
+        T.RandAugment(fill="white")
+    with pytest.raises(ValueError, match="interpolation must be one of nearest, bilinear"):
+        T.RandAugment(interpolation="bicubic")
+    with pytest.raises(ValueError, match="severity must be between"):
+        T.AugMix(severity=11)
+    with pytest.raises(ValueError, match="unknown op 'blur'"):
+        F.augment(x, ["blur"], [0.0])
+    with pytest.raises(ValueError, match=r"magnitudes must have shape \(B, n\) = \(2, 1\)"):
+        F.augment(x, ["rotate"], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"ops must hold op ids in \[0, 19\)"):
+        F.augment(x, torch.tensor([[19], [0]]), torch.zeros(2, 1))
+    with pytest.raises(ValueError, match="magnitudes must be finite"):
+        F.augment(x, ["rotate"], [float("nan")])
+    ops1 = torch.zeros(2, 1, dtype=torch.int64, device=device)
+    mag1 = torch.zeros(2, 1, device=device)
+    if device == "cpu":  # the op reads ids it can read without a synchronisation
+        with pytest.raises(RuntimeError, match=r"torchaug::augment: ops must hold op ids in \[0, 19\), got -1..0"):
+            torch.ops.torchaug.augment(x, torch.tensor([[-1], [0]]), mag1, 0, None)
+    with pytest.raises(RuntimeError, match=r"torchaug::augment: magnitudes must have shape \(B, n\) like ops"):
+        torch.ops.torchaug.augment(x, torch.zeros(2, 2, dtype=torch.int64, device=device), mag1, 0, None)
+    with pytest.raises(RuntimeError, match=r"torchaug::augment: magnitudes must have dtype Float"):
+        torch.ops.torchaug.augment(x, ops1, mag1.double(), 0, None)
+    with pytest.raises(RuntimeError, match="torchaug::augment: ops must have dtype torch.int64"):
+        torch.ops.torchaug.augment(x, ops1.int(), mag1, 0, None)
+    with pytest.raises(RuntimeError, match="torchaug::augment: images must have 1 or 3 channels, got 2"):
+        torch.ops.torchaug.augment(x[:, :2], ops1, mag1, 0, None)
+    with pytest.raises(RuntimeError, match="torchaug::augment: interpolation"):
+        torch.ops.torchaug.augment(x, ops1, mag1, 2, None)
+    with pytest.raises(RuntimeError, match=r"torchaug::augment: fill must have shape \(B, C\)"):
+        torch.ops.torchaug.augment(x, ops1, mag1, 0, torch.zeros(2, 2, device=device))
+    if device != "cpu":
+        with pytest.raises(RuntimeError, match="torchaug::augment: ops must be on"):
+            torch.ops.torchaug.augment(x, ops1.cpu(), mag1, 0, None)
+    with pytest.raises(TypeError, match="takes a \\(B, C, H, W\\) or \\(C, H, W\\) tensor, got a list"):
+        T.RandAugment()([x[0], x[1]])
+
+
+# ---- MixUp / CutMix -------------------------------------------------------------------------------------
+
+@requires_torchvision
+def test_mixup_matches_torchvision_given_lam(device):
+    x = random_images(6, 3, 9, 11, torch.float32, device)
+    labels = torch.tensor([0, 3, 1, 2, 3, 0], device=device)
+    t = T.MixUp(alpha=0.4, num_classes=4, per_sample=False, generator=torch.Generator().manual_seed(0))
+    (out, y), p = t(x, labels, return_params=True)
+    lam = float(p["lam"][0])
+    tv = TV.MixUp(alpha=0.4, num_classes=4)
+    tv._dist = type("D", (), {"sample": lambda self, shape: torch.tensor(lam)})()
+    ref, ref_y = tv(x, labels)
+    assert torch.equal(out, ref)
+    torch.testing.assert_close(y, ref_y)
+
+
+def test_mixup_per_sample(device):
+    x = random_images(5, 3, 4, 4, torch.float64, device)
+    labels = torch.arange(5, device=device)
+    (out, y), p = T.MixUp(num_classes=5, generator=torch.Generator().manual_seed(1))(x, labels, return_params=True)
+    lam = p["lam"]
+    assert lam.unique().numel() == 5 and ((lam > 0) & (lam < 1)).all()
+    for i in range(5):
+        torch.testing.assert_close(out[i], lam[i] * x[i] + (1 - lam[i]) * x[i - 1])
+        assert y[i, i] == pytest.approx(float(lam[i])) and y[i, i - 1] == pytest.approx(1 - float(lam[i]))
+    with pytest.raises(TypeError, match="mixup: images must be floating point"):
+        T.MixUp(num_classes=5)(x.to(torch.uint8), labels)
+    with pytest.raises(ValueError, match="num_classes is needed"):
+        T.MixUp()(x, labels)
+
+
+def test_cutmix_boxes_follow_torchvision_formula(device):
+    """Per sample: torchvision's box from (lam, r_x, r_y), pixels pasted from the previous sample,
+    labels mixed with the adjusted lam."""
+    x = random_images(8, 3, 20, 30, torch.uint8, device)
+    labels = torch.arange(8, device=device)
+    t = T.CutMix(num_classes=8, generator=torch.Generator().manual_seed(3))
+    (out, y), p = t(x, labels, return_params=True)
+    H, W = 20, 30
+    for i in range(8):
+        lam = float(p["lam"][i])
+        x1, y1, x2, y2 = p["boxes"][i].tolist()
+        # torchvision: r = 0.5 * sqrt(1 - lam), half sizes int(r * W), int(r * H)
+        r = 0.5 * math.sqrt(1.0 - lam)
+        rw, rh = int(r * W), int(r * H)
+        assert x2 - x1 <= 2 * rw and y2 - y1 <= 2 * rh
+        assert (x1 == 0 or x2 == W or x2 - x1 == 2 * rw) and (y1 == 0 or y2 == H or y2 - y1 == 2 * rh)
+        ref = x[i].clone()
+        ref[:, y1:y2, x1:x2] = x[i - 1][:, y1:y2, x1:x2]
+        assert torch.equal(out[i], ref)
+        adj = 1.0 - (x2 - x1) * (y2 - y1) / (W * H)
+        assert float(y[i, i]) == pytest.approx(adj, abs=1e-6)
+        if i > 0:
+            assert float(y[i, i - 1]) == pytest.approx(1 - adj, abs=1e-6)
