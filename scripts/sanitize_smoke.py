@@ -60,6 +60,10 @@ for dtype in (torch.uint8, torch.float32, torch.float16, torch.float64):
         ops = torch.stack([torch.arange(19), torch.arange(19).flip(0), (torch.arange(19) * 7) % 19], 1).to(dev)
         mags = (torch.rand(19, 3, generator=g) * 2 - 1).to(dev) * 20
         F.augment(y, ops, mags, "nearest"); F.augment(y[:, :1], ops, mags, "bilinear", 0.5)
+# filter tiles wider and taller than a small 1-channel image (fresh allocations)
+for dtype in (torch.uint8, torch.float32):
+    y = torch.randint(0, 256, (4, 1, 5, 7), generator=g).to(dtype).to(dev)
+    F.adjust_sharpness(y, 2.0); F.gaussian_blur(y, [5, 5], 1.0); F.laplacian(y, 3)
 xg = torch.rand(2, 3, 20, 21, device=dev, dtype=torch.float64, requires_grad=True)
 (F.adjust_sharpness(xg, 2.0).sum() + F.gaussian_blur(xg, 5, 1.0).sum() + F.laplacian(xg).sum()).backward()
 torch.ops.torchaug._random_resized_crop_boxes(torch.rand(300, 22, device=dev, dtype=torch.float64), None, 375, 500, 0.08, 1.0, 0.75, 4 / 3)

@@ -20,7 +20,8 @@ GEOMETRIC = {"shear_x", "shear_y", "translate_x", "translate_y", "rotate"}
 
 def _tv_apply(img, name, magnitude, interpolation, fill):
     """torchvision's op of an auto-augment policy on one image (C, H, W)."""
-    ra = TV.RandAugment(interpolation=interpolation, fill=fill)
+    mode = TV.InterpolationMode.NEAREST if interpolation == "nearest" else TV.InterpolationMode.BILINEAR
+    ra = TV.RandAugment(interpolation=mode, fill=fill)
     return ra._apply_image_or_video_transform(img, NAMES[name], magnitude, interpolation=ra.interpolation, fill=ra._fill)
 
 
@@ -157,19 +158,29 @@ def test_whole_program_equals_slot_chain_float(device):
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float16])
-def test_cpu_and_cuda_agree(dtype):
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_cpu_and_cuda_agree(dtype, interpolation):
+    """Slot by slot from the same input (a 1-LSB difference in one slot can become a large one in
+    the next: solarize flips a value at its threshold)."""
     g = torch.Generator().manual_seed(11)
     x = random_images(32, 3, 30, 37, dtype, generator=g)
     ops = torch.randint(0, len(AUGMENT_OPS), (32, 3), generator=g)
     mags = torch.rand((32, 3), generator=g) * 2 - 1
     mags[:, 1] *= 30  # translate / rotate magnitudes of some size
-    for interp in ("nearest", "bilinear"):
-        cpu = F.augment(x, ops, mags, interp, [5, 6, 7] if dtype == torch.uint8 else [0.1, 0.2, 0.3])
-        gpu = F.augment(x.cuda(), ops.cuda(), mags.cuda(), interp, [5, 6, 7] if dtype == torch.uint8 else [0.1, 0.2, 0.3]).cpu()
-        if dtype == torch.uint8 and interp == "nearest":
-            assert (cpu != gpu).float().mean() < 1e-3  # nearest ties only (fma contraction differs)
+    fill = [5, 6, 7] if dtype == torch.uint8 else [0.1, 0.2, 0.3]
+    cur = x
+    for k in range(3):
+        cpu = F.augment(cur, ops[:, k:k + 1], mags[:, k:k + 1], interpolation, fill)
+        gpu = F.augment(cur.cuda(), ops[:, k:k + 1].cuda(), mags[:, k:k + 1].cuda(), interpolation, fill).cpu()
+        geo = ops[:, k] >= AUGMENT_OPS["shear_x"]
+        if interpolation == "nearest":
+            # only sampling ties may differ (the compilers contract the position's multiply-adds
+            # differently): a few pixels of the geometric ops
+            assert (cpu[geo] != gpu[geo]).any(1).float().mean() < 1e-2
+            assert_close_images(gpu[~geo], cpu[~geo], dtype, f"slot {k}")
         else:
-            assert_close_images(gpu, cpu, dtype, f"{interp}")
+            assert_close_images(gpu, cpu, dtype, f"slot {k}")
+        cur = cpu
 
 
 @requires_cuda
@@ -414,7 +425,7 @@ def test_mixup_per_sample(device):
     assert lam.unique().numel() == 5 and ((lam > 0) & (lam < 1)).all()
     for i in range(5):
         torch.testing.assert_close(out[i], lam[i] * x[i] + (1 - lam[i]) * x[i - 1])
-        assert y[i, i] == pytest.approx(float(lam[i])) and y[i, i - 1] == pytest.approx(1 - float(lam[i]))
+        assert float(y[i, i]) == pytest.approx(float(lam[i])) and float(y[i, i - 1]) == pytest.approx(1 - float(lam[i]))
     with pytest.raises(TypeError, match="mixup: images must be floating point"):
         T.MixUp(num_classes=5)(x.to(torch.uint8), labels)
     with pytest.raises(ValueError, match="num_classes is needed"):

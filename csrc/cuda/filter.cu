@@ -16,6 +16,13 @@ namespace {
 
 constexpr int kTileW = 64, kTileH = 16, kRows = 4;  // block: kTileW x kRows threads
 
+// The image index a tile position i (margin r) loads: reflect-101 within the margin; positions
+// past the image's last pixel and its margin (a tile wider than the image) are never read by an
+// output pixel and load the last pixel, as one reflection would leave them outside the image.
+__device__ inline int64_t tile_source(int64_t i, int64_t n, int r) {
+  return i > n - 1 + r ? n - 1 : kernels::reflect101(i, n);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restrict__ in, T* __restrict__ out,
                                                                 FilterParams P, int tiles_x) {
@@ -38,9 +45,9 @@ __global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restr
     // rows of the tile by threadIdx.y, columns by threadIdx.x: consecutive threads read
     // consecutive pixels, and no index is divided
     for (int r = threadIdx.y; r < sh; r += kRows) {
-      const T* row = src + kernels::reflect101(y0 + r - ry, P.height) * P.is.y;
+      const T* row = src + tile_source(y0 + r - ry, P.height, ry) * P.is.y;
       for (int col = threadIdx.x; col < sw; col += kTileW)
-        tile[r * sw + col] = static_cast<acc_t>(row[kernels::reflect101(x0 + col - rx, P.width) * P.is.x]);
+        tile[r * sw + col] = static_cast<acc_t>(row[tile_source(x0 + col - rx, P.width, rx) * P.is.x]);
     }
     __syncthreads();
     const acc_t param = P.param ? static_cast<acc_t>(P.param[b * P.param_stride]) : acc_t(1);
