@@ -14,6 +14,7 @@ namespace torchaug {
 namespace {
 
 constexpr int kTileW = 32, kRows = 8, kTileH = 32;
+static_assert(kTileW * kRows == 256, "the uint8 lookup table is built by one thread per entry");
 
 __global__ void augment_lower_kernel(const int64_t* __restrict__ ops, Strides2 os, const float* __restrict__ mags,
                                      Strides2 ms, double* __restrict__ steps, int64_t B, int64_t n, int64_t height,
@@ -30,18 +31,40 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
                                                                       AugmentParams P, int64_t k, int tiles_x) {
   using acc_t = typename AccOf<T>::type;
   __shared__ AugStepT<acc_t> step;
+  __shared__ uint8_t lut[C][256];
   const int64_t b = blockIdx.y;
   if (threadIdx.x == 0 && threadIdx.y == 0) step = aug_step_at<acc_t>(P, b, k);
   __syncthreads();
   const AugStepT<acc_t> s = step;
   const kernels::ColorStats st = aug_stats_at(P, b);
+  // uint8 and an op whose output channel depends on its input channel only: a 256-entry table per
+  // channel, evaluated once per block (kTileW * kRows == 256 threads)
+  bool use_lut = false;
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    use_lut = s.kind == kernels::kAugKindColor && kernels::color_op_is_separable(s.op);
+    if (use_lut) {
+      const int t = threadIdx.y * kTileW + threadIdx.x;
+      float v[3] = {float(t), float(t), float(t)};
+      color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
+#pragma unroll
+      for (int c = 0; c < C; ++c) lut[c][t] = static_cast<uint8_t>(v[c]);
+      __syncthreads();
+    }
+  }
   const int64_t x = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW + threadIdx.x;
   const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
   if (x >= P.width) return;
 #pragma unroll
   for (int r = 0; r < kTileH / kRows; ++r) {
     const int64_t y = y0 + r * kRows + threadIdx.y;
-    if (y < P.height) augment_px<T, C>(in, out, P, s, st, b, y, x);
+    if (y >= P.height) continue;
+    if (use_lut) {
+      const int64_t io = b * P.is.b + y * P.is.y + x * P.is.x, oo = b * P.os.b + y * P.os.y + x * P.os.x;
+#pragma unroll
+      for (int c = 0; c < C; ++c) out[oo + c * P.os.c] = static_cast<T>(lut[c][static_cast<uint8_t>(in[io + c * P.is.c])]);
+    } else {
+      augment_px<T, C>(in, out, P, s, st, b, y, x);
+    }
   }
 }
 

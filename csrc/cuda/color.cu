@@ -125,24 +125,52 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restri
   }
 }
 
-// Raw -> derived statistics of slot k: one block per sample, a thread per channel.
-__global__ void color_finalize_kernel(ColorParams P, int k) {
+// Raw -> derived statistics of slot k: one block of kThreads per sample. Contrast and autocontrast:
+// a thread per channel. Equalize: per channel, the 256 bins in parallel (the last non-empty bin by
+// an atomic max, the cumulative counts by a scan), with the arithmetic of
+// kernels::equalize_derive_channel.
+__global__ void __launch_bounds__(kThreads) color_finalize_kernel(ColorParams P, int k) {
   const int64_t b = blockIdx.x;
   const int op = color_op_at(P, b, k);
-  const int c = threadIdx.x;
-  if (!kernels::color_op_needs_stats(op) || c >= P.channels) return;
+  if (!kernels::color_op_needs_stats(op)) return;
   const int64_t i = b * P.n + k;
   const uint32_t* raw = P.raw + i * kernels::kColorRawWords;
   const uint64_t* raw64 = reinterpret_cast<const uint64_t*>(raw);
   double* f = P.stats + i * kernels::kColorStatFloats;
   const int64_t n = P.height * P.width;
   const bool u8 = P.is_u8;
+  const int t = threadIdx.x;
+  if (op == kColorEqualize) {
+    __shared__ unsigned long long scan[kThreads];
+    __shared__ int last;
+    uint8_t* lut = P.luts + i * 3 * 256;
+    for (int c = 0; c < P.channels; ++c) {
+      const uint32_t* hist = raw + c * 256;
+      const uint32_t h = hist[t];
+      if (t == 0) last = 0;
+      scan[t] = h;
+      __syncthreads();
+      if (h != 0) atomicMax(&last, t);
+      for (int off = 1; off < kThreads; off *= 2) {
+        const unsigned long long v = t >= off ? scan[t - off] : 0ull;
+        __syncthreads();
+        scan[t] += v;
+        __syncthreads();
+      }
+      const int64_t step = (n - static_cast<int64_t>(hist[last])) / 255;
+      const int64_t s = step > 0 ? step : 1;
+      const int64_t q = (static_cast<int64_t>(scan[t] - h) + step / 2) / s;  // cumulative count below bin t
+      lut[c * 256 + t] = t == 0 ? 0 : static_cast<uint8_t>(q > 255 ? 255 : q);
+      if (t == 0) f[c] = step != 0 ? 1.0 : 0.0;
+      __syncthreads();
+    }
+    return;
+  }
+  if (t >= P.channels) return;
   if (op == kColorContrast) {
-    if (c == 0) kernels::contrast_derive(raw64, u8, P.is_f64, n, f);
-  } else if (op == kColorAutocontrast) {
-    kernels::autocontrast_derive_channel(raw64, c, u8, P.is_f64, f);
+    if (t == 0) kernels::contrast_derive(raw64, u8, P.is_f64, n, f);
   } else {
-    kernels::equalize_derive_channel(raw + c * 256, n, f + c, P.luts + i * 3 * 256 + c * 256);
+    kernels::autocontrast_derive_channel(raw64, t, u8, P.is_f64, f);
   }
 }
 
@@ -242,7 +270,7 @@ void launch_color_stats(const T* in, const ColorParams& P, int k, cudaStream_t s
     color_stats_kernel<T, C, 0><<<grid, kThreads, 0, stream>>>(in, P, k);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  color_finalize_kernel<<<static_cast<unsigned>(P.batch), 32, 0, stream>>>(P, k);
+  color_finalize_kernel<<<static_cast<unsigned>(P.batch), kThreads, 0, stream>>>(P, k);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

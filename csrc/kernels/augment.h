@@ -7,13 +7,13 @@
 // _AutoAugmentBase._apply_image_or_video_transform gives it:
 //   ids 0..12 are the color ops of kernels/color.h (ColorOp), so that a program's statistics
 //   (contrast mean, autocontrast min/max, equalize histograms) come from the color family's passes;
-//     brightness, contrast, saturation ("Color"): factor 1 + m
-//     hue: shift m; gamma: gamma 1 + m (gain 1)
+//     brightness, contrast, saturation ("Color"): factor 1 + m (0 when m < -1)
+//     hue: shift m; gamma: gamma 1 + m (0 when m < -1; gain 1)
 //     posterize: int(m) bits (clamped to [0, 8])
 //     solarize: threshold m times the dtype's maximum (255 for uint8, 1 for floating)
 //     solarize_add (DALI): shift m in uint8 units (m / 255 for floating), threshold 128 (128 / 255)
 //     identity, grayscale, invert, autocontrast, equalize: m is ignored
-//   sharpness: factor 1 + m
+//   sharpness: factor 1 + m (0 when m < -1)
 //   shear_x / shear_y: shear m (the tangent) about the top-left corner (torchvision's
 //     affine(shear=degrees(atan(m)), center=[0, 0]))
 //   translate_x / translate_y: int(m) pixels
@@ -106,16 +106,17 @@ TORCHAUG_HOST_DEVICE inline AugStep lower_aug(int op, double mag, int64_t height
     case kColorContrast:
     case kColorSaturation:
     case kAugSharpness:
-      // torchvision passes the factor 1.0 + m (a double); its blend computes 1 - factor = -m
-      s.p0 = 1.0 + mag;
-      s.om = -mag;
+      // torchvision passes the factor 1.0 + m (a double); its blend computes 1 - factor = -m.
+      // Factors below 0 (m < -1, which torchvision rejects) are 0.
+      s.p0 = mag < -1.0 ? 0.0 : 1.0 + mag;
+      s.om = mag < -1.0 ? 1.0 : -mag;
       if (op == kAugSharpness) s.kind = kAugKindSharpness;
       break;
     case kColorHue:
       s.p0 = mag;
       break;
     case kColorGamma:
-      s.p0 = 1.0 + mag;
+      s.p0 = mag < -1.0 ? 0.0 : 1.0 + mag;
       s.p1 = 1.0;
       break;
     case kColorPosterize: {
