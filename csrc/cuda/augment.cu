@@ -54,17 +54,35 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
   const int64_t x = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW + threadIdx.x;
   const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
   if (x >= P.width) return;
+  constexpr int kPix = kTileH / kRows;
+  if (use_lut || s.kind == kernels::kAugKindCopy) {
+    // every load of the thread's pixels in flight before the first store
+    T v[kPix][C];
 #pragma unroll
-  for (int r = 0; r < kTileH / kRows; ++r) {
-    const int64_t y = y0 + r * kRows + threadIdx.y;
-    if (y >= P.height) continue;
-    if (use_lut) {
-      const int64_t io = b * P.is.b + y * P.is.y + x * P.is.x, oo = b * P.os.b + y * P.os.y + x * P.os.x;
+    for (int r = 0; r < kPix; ++r) {
+      const int64_t y = y0 + r * kRows + threadIdx.y;
+      if (y < P.height) {
+        const int64_t io = b * P.is.b + y * P.is.y + x * P.is.x;
 #pragma unroll
-      for (int c = 0; c < C; ++c) out[oo + c * P.os.c] = static_cast<T>(lut[c][static_cast<uint8_t>(in[io + c * P.is.c])]);
-    } else {
-      augment_px<T, C>(in, out, P, s, st, b, y, x);
+        for (int c = 0; c < C; ++c) v[r][c] = in[io + c * P.is.c];
+      }
     }
+#pragma unroll
+    for (int r = 0; r < kPix; ++r) {
+      const int64_t y = y0 + r * kRows + threadIdx.y;
+      if (y < P.height) {
+        const int64_t oo = b * P.os.b + y * P.os.y + x * P.os.x;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          out[oo + c * P.os.c] = use_lut ? static_cast<T>(lut[c][static_cast<uint8_t>(v[r][c])]) : v[r][c];
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < kPix; ++r) {
+    const int64_t y = y0 + r * kRows + threadIdx.y;
+    if (y < P.height) augment_px<T, C>(in, out, P, s, st, b, y, x);
   }
 }
 
