@@ -7,25 +7,14 @@ from typing import Optional, Sequence, Union
 import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
+from ._color import COLOR_OPS
 from ._utils import as_batch, fill_tensor, interpolation_code, unbatch
 
 _ops_ns = torch.ops.torchaug
 
-# op ids of torchaug::augment (csrc/kernels/augment.h); 0..12 are the color ops of COLOR_OPS
+# op ids of torchaug::augment (csrc/kernels/augment.h): the color ops keep their color_program ids
 AUGMENT_OPS = {
-    "identity": 0,
-    "brightness": 1,
-    "contrast": 2,
-    "saturation": 3,
-    "hue": 4,
-    "gamma": 5,
-    "grayscale": 6,
-    "invert": 7,
-    "posterize": 8,
-    "solarize": 9,
-    "solarize_add": 10,
-    "autocontrast": 11,
-    "equalize": 12,
+    **COLOR_OPS,
     "sharpness": 13,
     "shear_x": 14,
     "shear_y": 15,
