@@ -143,13 +143,12 @@ AUGMIX_SPACE = {
 
 class _Tables:
     """A space's tables on a device for one image size: kernel op ids (K,), magnitudes (K, bins),
-    signed (K,); custom: indices of the Python ops."""
+    signed (K,)."""
 
     def __init__(self, space: List[Augmentation], num_bins: int, height: int, width: int, device):
         self.ids = torch.tensor([a.op_id for a in space], dtype=torch.int64).to(device)
         self.mags = torch.stack([a.table(num_bins, height, width) for a in space]).to(device)
         self.signed = torch.tensor([a.randomly_negate for a in space], dtype=torch.bool).to(device)
-        self.custom = [i for i, a in enumerate(space) if a.fn is not None]
 
 
 class _AutoAugmentBase(Transform):
@@ -172,6 +171,7 @@ class _AutoAugmentBase(Transform):
             raise TypeError(f"torchaug.transforms.{name}: fill must be None, a number or a sequence of numbers, got {fill!r}")
         self.fill = fill
         self.space = self._build_space(augmentations, exclude)
+        self._custom = [i for i, a in enumerate(self.space) if a.fn is not None]  # the Python ops
         self._tables: Dict[Any, _Tables] = {}
 
     def _build_space(self, augmentations, exclude) -> List[Augmentation]:
@@ -212,10 +212,6 @@ class _AutoAugmentBase(Transform):
             self._tables[key] = t
         return t
 
-    def _randint(self, high: int, shape, device) -> torch.Tensor:
-        return F._utils.draw_on(device, self.generator,
-                                lambda d, g: torch.randint(high, shape, device=d, generator=g))
-
     def _info(self, images) -> BatchInfo:
         info = BatchInfo(images)
         if info.ragged:
@@ -236,13 +232,12 @@ class _AutoAugmentBase(Transform):
 
     def _run(self, images, params: Dict[str, Any]):
         ops, mags, choice = params["ops"], params["magnitudes"], params["choice"]
-        custom = [i for i, a in enumerate(self.space) if a.fn is not None]
-        if not custom:
+        if not self._custom:
             return F.augment(images, ops, mags, self.interpolation, self.fill, validate=False)
         x = images
         for k in range(ops.shape[1]):
             x = F.augment(x, ops[:, k:k + 1], mags[:, k:k + 1], self.interpolation, self.fill, validate=False)
-            for i in custom:
+            for i in self._custom:
                 single = x.dim() == 3
                 xb = x.unsqueeze(0) if single else x
                 xb = self.space[i].fn(xb, mags[:, k], choice[:, k] == i)
@@ -493,13 +488,10 @@ class AugMix(_AutoAugmentBase):
             raise ValueError(f"torchaug.transforms.AugMix: chain_depth must be an integer, got {chain_depth!r}")
         if not isinstance(alpha, numbers.Real) or not alpha > 0:
             raise ValueError(f"torchaug.transforms.AugMix: alpha must be positive, got {alpha!r}")
-        if any(a.fn is not None for a in self.space):
+        if self._custom:
             raise ValueError("torchaug.transforms.AugMix: custom Python ops are not supported (the chains run as one augment call)")
         self.severity, self.mixture_width, self.chain_depth = int(severity), int(mixture_width), int(chain_depth)
         self.alpha, self.all_ops = float(alpha), bool(all_ops)
-
-    def _dirichlet(self, alpha: torch.Tensor, device) -> torch.Tensor:
-        return F._utils.draw_on(device, self.generator, lambda d, g: torch._sample_dirichlet(alpha.to(d), generator=g))
 
     def make_params(self, images) -> Dict[str, Any]:
         info = self._info(images)
@@ -555,7 +547,7 @@ class _Mixer(Transform):
         """(B,) float64 lam ~ Beta(alpha, alpha) (one for the batch unless per_sample)."""
         n = batch if self.per_sample else 1
         a = torch.full((n, 2), self.alpha, dtype=torch.float64)
-        lam = F._utils.draw_on(device, self.generator, lambda d, g: torch._sample_dirichlet(a.to(d), generator=g))[:, 0]
+        lam = self._dirichlet(a, device)[:, 0]
         return lam.expand(batch)
 
     def forward(self, images, labels, params: Optional[Dict[str, Any]] = None, return_params: bool = False):

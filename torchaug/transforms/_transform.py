@@ -75,6 +75,14 @@ class Transform(nn.Module):
         return draw_on(device, self.generator,
                        lambda d, g: torch.empty(shape, dtype=torch.bool, device=d).bernoulli_(p, generator=g))
 
+    def _randint(self, high: int, shape, device) -> torch.Tensor:
+        """int64 uniform in [0, high) on `device` (generator rules as _rand)."""
+        return draw_on(device, self.generator, lambda d, g: torch.randint(high, shape, device=d, generator=g))
+
+    def _dirichlet(self, alpha: torch.Tensor, device) -> torch.Tensor:
+        """Dirichlet(alpha) draws, one per row of alpha (..., k), on `device` (generator rules as _rand)."""
+        return draw_on(device, self.generator, lambda d, g: torch._sample_dirichlet(alpha.to(d), generator=g))
+
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
         return low + (high - low) * self._rand(shape, device, dtype)
 
