@@ -165,9 +165,10 @@ class _AutoAugmentBase(Transform):
         name = type(self).__name__
         interpolation_code(interpolation, name, ("nearest", "bilinear"))
         self.interpolation = interpolation
-        if fill is not None and not isinstance(fill, (numbers.Real, Sequence, torch.Tensor)) or isinstance(fill, (str, bool)):
-            raise TypeError(f"torchaug.transforms.{name}: fill must be None, a number or a sequence of numbers, got {fill!r}")
-        if isinstance(fill, Sequence) and not all(isinstance(v, numbers.Real) for v in fill):
+        valid = (fill is None or isinstance(fill, torch.Tensor)
+                 or (isinstance(fill, numbers.Real) and not isinstance(fill, bool))
+                 or (isinstance(fill, Sequence) and not isinstance(fill, str) and all(isinstance(v, numbers.Real) for v in fill)))
+        if not valid:
             raise TypeError(f"torchaug.transforms.{name}: fill must be None, a number or a sequence of numbers, got {fill!r}")
         self.fill = fill
         self.space = self._build_space(augmentations, exclude)
