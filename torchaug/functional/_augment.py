@@ -132,6 +132,14 @@ def _lam_column(lam, b: int, device, op: str) -> torch.Tensor:
     return torch.full((b,), float(lam), dtype=torch.float64, device=device)
 
 
+def _mix_with_previous(t: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+    """lam_i * t_i + (1 - lam_i) * t_{i-1} per row i, as torchvision computes it with lam a Python
+    float: t.roll(1, 0).mul_(1.0 - lam).add_(t.mul(lam)) (lam (B,) float64; 1 - lam in double,
+    then rounded to t's dtype)."""
+    view = (t.shape[0],) + (1,) * (t.dim() - 1)
+    return t.roll(1, 0).mul_((1.0 - lam).to(t.dtype).view(view)).add_(t.mul(lam.to(t.dtype).view(view)))
+
+
 def mixup(images: torch.Tensor, labels: torch.Tensor, lam, num_classes: Optional[int] = None):
     """torchvision.transforms.v2.MixUp's mixing with lam per sample: sample i becomes
     lam_i * x_i + (1 - lam_i) * x_{i-1} (the batch rolled by one), labels likewise (one-hot
@@ -140,21 +148,13 @@ def mixup(images: torch.Tensor, labels: torch.Tensor, lam, num_classes: Optional
     x, _ = as_batch(images, op)
     if not x.dtype.is_floating_point:
         raise TypeError(f"torchaug.{op}: images must be floating point (mixing uint8 would truncate), got {x.dtype}")
-    b = x.shape[0]
-    lam = _lam_column(lam, b, x.device, op)
-    # torchvision: inpt.roll(1, 0).mul_(1.0 - lam).add_(inpt.mul(lam)), lam a Python float
-    view = (b,) + (1,) * (x.dim() - 1)
-    out = x.roll(1, 0).mul_((1.0 - lam).to(x.dtype).view(view)).add_(x.mul(lam.to(x.dtype).view(view)))
-    y = _soft_labels(labels.to(x.device), num_classes, op)
-    lv = (b, 1)
-    y = y.roll(1, 0).mul_((1.0 - lam).to(y.dtype).view(lv)).add_(y.mul(lam.to(y.dtype).view(lv)))
-    return out, y
+    lam = _lam_column(lam, x.shape[0], x.device, op)
+    return _mix_with_previous(x, lam), _mix_with_previous(_soft_labels(labels.to(x.device), num_classes, op), lam)
 
 
 def cutmix_boxes(lam: torch.Tensor, centers: torch.Tensor, height: int, width: int):
     """torchvision's CutMix box per sample: lam (B,) float64, centers (B, 2) int64 [r_x, r_y].
-    Returns boxes (B, 4) int64 [x1, y1, x2, y2] and the adjusted lam (B,) float64
-    (1 - box area / image area)."""
+    Returns boxes (B, 4) int64 [x1, y1, x2, y2] (cutmix derives the labels' lam from them)."""
     r = 0.5 * torch.sqrt(1.0 - lam)
     rw = (r * width).trunc().to(torch.int64)
     rh = (r * height).trunc().to(torch.int64)
@@ -163,9 +163,7 @@ def cutmix_boxes(lam: torch.Tensor, centers: torch.Tensor, height: int, width: i
     y1 = (ry - rh).clamp(min=0)
     x2 = (rx + rw).clamp(max=width)
     y2 = (ry + rh).clamp(max=height)
-    boxes = torch.stack([x1, y1, x2, y2], 1)
-    adjusted = 1.0 - ((x2 - x1) * (y2 - y1)).to(torch.float64) / (width * height)
-    return boxes, adjusted
+    return torch.stack([x1, y1, x2, y2], 1)
 
 
 def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_classes: Optional[int] = None):
@@ -185,7 +183,4 @@ def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_
     out = torch.where(inside.unsqueeze(1), x.roll(1, 0), x)
     area = ((boxes[:, 2] - boxes[:, 0]).clamp(min=0) * (boxes[:, 3] - boxes[:, 1]).clamp(min=0)).to(torch.float64)
     lam = 1.0 - area / (w * h)
-    y = _soft_labels(labels.to(x.device), num_classes, op)
-    lv = (b, 1)
-    y = y.roll(1, 0).mul_((1.0 - lam).to(y.dtype).view(lv)).add_(y.mul(lam.to(y.dtype).view(lv)))
-    return out, y
+    return out, _mix_with_previous(_soft_labels(labels.to(x.device), num_classes, op), lam)

@@ -596,8 +596,7 @@ class CutMix(_Mixer):
         u = self._rand((b, 2), images.device, torch.float64)
         # torch.randint(W) / torch.randint(H) per sample
         centers = torch.stack([(u[:, 0] * w).floor().clamp(max=w - 1), (u[:, 1] * h).floor().clamp(max=h - 1)], 1).to(torch.int64)
-        boxes, _ = F.cutmix_boxes(lam, centers, h, w)
-        return {"lam": lam, "boxes": boxes}
+        return {"lam": lam, "boxes": F.cutmix_boxes(lam, centers, h, w)}
 
     def transform(self, inputs, params):
         images, labels = inputs
