@@ -73,6 +73,13 @@ std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef o
   return {oh, ow};
 }
 
+void check_op_ids(const char* op, const at::Tensor& ops, int num_ops) {
+  if (!ops.device().is_cpu() || ops.numel() == 0) return;
+  const bool bad = ((ops < 0) | (ops >= num_ops)).any().item<bool>();
+  TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", num_ops, "), got ", ops.min().item<int64_t>(),
+                 "..", ops.max().item<int64_t>());
+}
+
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code) {
   TORCHAUG_CHECK(interpolation >= 0 && interpolation <= max_code, "torchaug::", op,
               ": interpolation must be ", max_code == 2 ? "0 (nearest), 1 (bilinear) or 2 (bicubic)" : "0 (nearest) or 1 (bilinear)",

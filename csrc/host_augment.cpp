@@ -13,13 +13,8 @@ namespace {
 ColorParams slot_color_params(const at::Tensor& in, const at::Tensor& ops, int64_t k, at::Tensor& raw,
                               at::Tensor& stats, at::Tensor& luts) {
   ColorParams p;
-  p.batch = in.size(0);
-  p.channels = in.size(1);
-  p.height = in.size(2);
-  p.width = in.size(3);
+  set_image_layout(p, in, in);  // the statistics pass writes no image
   p.out_channels = p.channels;
-  p.is = strides4(in);
-  p.os = p.is;
   p.dense = in.stride(2) == p.width * in.stride(3);
   p.n = 1;
   p.ops = ops.data_ptr<int64_t>() + k * ops.stride(1);
@@ -55,11 +50,7 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   check_param(op, "magnitudes", magnitudes, images, {B, n}, "(B, n) like ops", {at::kFloat});
   check_interpolation(op, interpolation, kernels::kBilinear);
   if (fill) check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
-  if (ops.device().is_cpu() && ops.numel() > 0) {
-    const bool bad = ((ops < 0) | (ops >= kernels::kAugNumOps)).any().item<bool>();
-    TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", int(kernels::kAugNumOps), "), got ",
-                   ops.min().item<int64_t>(), "..", ops.max().item<int64_t>());
-  }
+  check_op_ids(op, ops, kernels::kAugNumOps);
   const at::MemoryFormat fmt = image_memory_format(images);
   at::Tensor out = at::empty({B, C, H, W}, images.options().memory_format(fmt));
   if (B == 0 || images.numel() == 0) return out;

@@ -33,11 +33,7 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
                    shape_str(ops.sizes()));
     TORCHAUG_CHECK(ops.scalar_type() == at::kLong, "torchaug::", op, ": ops must have dtype torch.int64, got ",
                    ops.scalar_type());
-    if (ops.device().is_cpu() && ops.numel() > 0) {
-      const bool bad = ((ops < 0) | (ops >= kernels::kColorNumOps)).any().item<bool>();
-      TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", int(kernels::kColorNumOps), "), got ",
-                     ops.min().item<int64_t>(), "..", ops.max().item<int64_t>());
-    }
+    check_op_ids(op, ops, kernels::kColorNumOps);
     check_param(op, "params", p0, images, {B, n, 2}, "(B, n, 2)", {at::kFloat});
     plan.ops = ops;
     plan.p0 = p0;
@@ -63,13 +59,8 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
 
   const at::MemoryFormat fmt = image_memory_format(images);
   plan.out = at::empty({B, out_channels, H, W}, images.options().memory_format(fmt));
-  p.batch = B;
-  p.channels = C;
-  p.height = H;
-  p.width = W;
+  set_image_layout(p, images, plan.out);
   p.out_channels = out_channels;
-  p.is = strides4(images);
-  p.os = strides4(plan.out);
   p.is_u8 = images.scalar_type() == at::kByte;
   p.is_f64 = images.scalar_type() == at::kDouble;
   p.dense = images.stride(2) == W * images.stride(3) && plan.out.stride(2) == W * plan.out.stride(3);

@@ -78,6 +78,10 @@ at::Tensor sample_param(const char* op, const char* name, const at::Tensor& t, c
 
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code);
 
+// The op ids of a program tensor are in [0, num_ops); read only when they live on the CPU (on a GPU
+// the read would synchronise: the Python layer checks them there when asked).
+void check_op_ids(const char* op, const at::Tensor& ops, int num_ops);
+
 // mean/std of normalize and of the fused epilogue: (B, C) float32, std without zeros.
 void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& images,
                            int64_t channels);
