@@ -1,0 +1,236 @@
+"""torchaug.Prefetcher and torchaug.io.RaggedImages: the prefetched batches equal the chain run
+synchronously (bitwise, fixed seeds), batch structures, epochs, early break, errors, stream safety
+with a slow producer and a slow consumer, flat memory."""
+import collections
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import torchaug
+import torchaug.transforms as T
+from torchaug.io import RaggedImages, collate_ragged
+
+from conftest import DEVICES
+
+CUDA = torch.cuda.is_available()
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+class RaggedDataset(Dataset):
+    """Deterministic uint8 images of different sizes (HWC numpy, as PIL decodes) and labels."""
+
+    def __init__(self, n=24, fail_at=None, chw=False):
+        self.n, self.fail_at, self.chw = n, fail_at, chw
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise ValueError(f"corrupt sample {i}")
+        rng = np.random.default_rng(i)
+        img = rng.integers(0, 256, (20 + 3 * (i % 7), 24 + 5 * (i % 5), 3), dtype=np.uint8)
+        return (torch.from_numpy(img).permute(2, 0, 1).contiguous() if self.chw else img), i
+
+
+def chain(seed):
+    g = torch.Generator().manual_seed(seed)
+    return T.Compose([T.RandomResizedCrop(16, generator=g), T.RandomHorizontalFlip(generator=g),
+                      T.RandAugment(generator=g)])
+
+
+def reference(batches, seed, device):
+    """What the prefetcher must yield: the chain and the output stage run synchronously."""
+    pipe = T.Compose(list(chain(seed).transforms) + [T.Normalize(MEAN, STD, memory_format=torch.channels_last)])
+    out = []
+    for images, labels in batches:
+        out.append((pipe([im.to(device) for im in images.images()]), labels))
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_prefetcher_equals_synchronous_chain(device, workers):
+    loader = DataLoader(RaggedDataset(), batch_size=5, num_workers=workers, collate_fn=collate_ragged, pin_memory=device == "cuda")
+    expected = reference(list(DataLoader(RaggedDataset(), batch_size=5, collate_fn=collate_ragged)), 7, device)
+    pf = torchaug.Prefetcher(loader, chain(7), device=device, depth=3, mean=MEAN, std=STD, memory_format=torch.channels_last)
+    got = list(pf)
+    assert len(got) == len(expected) == len(pf) == 5
+    for (x, y), (ex, ey) in zip(got, expected):
+        assert x.device.type == device and x.dtype == torch.float32 and x.shape[1:] == (3, 16, 16)
+        assert x.is_contiguous(memory_format=torch.channels_last)
+        assert torch.equal(x, ex) and torch.equal(y, ey)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_structures_pass_through(device):
+    Pair = collections.namedtuple("Pair", "image label")
+    x = torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)
+    batches = [x, (x, torch.arange(4), "meta"), [x, {"y": torch.ones(4)}], Pair(x, torch.arange(4)),
+               {"image": x, "label": torch.arange(4), "name": ["a", "b", "c", "d"]}]
+    got = list(torchaug.Prefetcher(batches, lambda im: im.flip(-1), device=device))
+    flipped = x.flip(-1).to(device)
+    assert torch.equal(got[0], flipped)
+    assert isinstance(got[1], tuple) and torch.equal(got[1][0], flipped) and got[1][2] == "meta"
+    assert got[1][1].device.type == device
+    assert isinstance(got[2], list) and torch.equal(got[2][0], flipped) and got[2][1]["y"].device.type == device
+    assert isinstance(got[3], Pair) and torch.equal(got[3].image, flipped)
+    assert torch.equal(got[4]["image"], flipped) and got[4]["name"] == ["a", "b", "c", "d"]
+    assert torch.equal(batches[4]["image"], x)  # the input batch is not modified
+    # no transform: only the move (and a ragged batch becomes its list of images)
+    r = collate_ragged([np.zeros((2, 3, 3), np.uint8), np.ones((4, 5, 3), np.uint8)])
+    (moved,) = list(torchaug.Prefetcher([r], device=device))
+    assert [tuple(t.shape) for t in moved] == [(3, 2, 3), (3, 4, 5)] and moved[1].device.type == device
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_output_stage_and_batch_transform(device):
+    x = torch.randint(0, 256, (6, 3, 10, 12), dtype=torch.uint8)
+    (y,) = list(torchaug.Prefetcher([x], device=device, dtype=torch.bfloat16))
+    assert y.dtype == torch.bfloat16 and torch.equal(y, T.ToDtype(torch.bfloat16, scale=True)(x.to(device)))
+    (y,) = list(torchaug.Prefetcher([x], device=device, memory_format=torch.channels_last))
+    assert y.dtype == torch.uint8 and y.is_contiguous(memory_format=torch.channels_last) and torch.equal(y, x.to(device))
+    mix = T.MixUp(num_classes=4, generator=torch.Generator().manual_seed(3))
+    (images, labels), = list(torchaug.Prefetcher([(x, torch.arange(6) % 4)], device=device, dtype=torch.float32,
+                                                  batch_transform=lambda b: mix(*b)))
+    ref_images, ref_labels = T.MixUp(num_classes=4, generator=torch.Generator().manual_seed(3))(
+        T.ToDtype(torch.float32, scale=True)(x.to(device)), (torch.arange(6) % 4).to(device))
+    assert torch.equal(images, ref_images) and torch.equal(labels, ref_labels)
+
+
+def test_epochs_len_and_early_break():
+    loader = DataLoader(RaggedDataset(n=40), batch_size=4, num_workers=2, collate_fn=collate_ragged, persistent_workers=False)
+    pf = torchaug.Prefetcher(loader, T.Resize([8, 8]), device="cpu")
+    assert len(pf) == 10
+    for epoch in range(2):
+        assert sum(1 for _ in pf) == 10
+    it = iter(pf)
+    next(it)
+    workers = it._it._workers
+    assert all(w.is_alive() for w in workers)
+    for _ in it:
+        break  # early break, then close (the loop's end, or garbage collection, does it too)
+    it.close()
+    for w in workers:
+        w.join(timeout=10)
+    assert not any(w.is_alive() for w in workers)
+    with pytest.raises(StopIteration):
+        next(it)
+    with pytest.raises(TypeError):
+        len(torchaug.Prefetcher(iter([torch.zeros(1, 3, 4, 4)]), device="cpu"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors_reach_the_caller_at_their_batch(device):
+    loader = DataLoader(RaggedDataset(n=20, fail_at=13), batch_size=4, num_workers=2, collate_fn=collate_ragged)
+    pf = torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device, depth=3)
+    it = iter(pf)
+    assert [next(it)[1].tolist() for _ in range(3)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    with pytest.raises(ValueError, match="corrupt sample 13"):
+        next(it)
+
+    def bad(images):
+        raise RuntimeError("transform says no")
+    x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    it = iter(torchaug.Prefetcher([x, x, x], bad, device=device))
+    with pytest.raises(RuntimeError, match="transform says no"):
+        next(it)
+
+
+def test_argument_errors():
+    x = [torch.zeros(1, 3, 4, 4)]
+    with pytest.raises(ValueError, match="depth must be an int >= 1"):
+        torchaug.Prefetcher(x, depth=0, device="cpu")
+    with pytest.raises(TypeError, match="loader must be iterable"):
+        torchaug.Prefetcher(3, device="cpu")
+    with pytest.raises(TypeError, match="transform must be a callable"):
+        torchaug.Prefetcher(x, [T.Resize(4), 3], device="cpu")
+    with pytest.raises(ValueError, match="mean and std must be given together"):
+        torchaug.Prefetcher(x, mean=MEAN, device="cpu")
+    with pytest.raises(ValueError, match="dtype must be a floating"):
+        torchaug.Prefetcher(x, dtype=torch.int32, device="cpu")
+    with pytest.raises(KeyError, match="image key 'image'"):
+        list(torchaug.Prefetcher([{"img": x[0]}], lambda t: t, device="cpu"))
+    if not CUDA:
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            torchaug.Prefetcher(x, device="cuda")
+
+
+def test_ragged_images_pack_and_views():
+    hwc = [np.random.default_rng(i).integers(0, 256, (5 + i, 7 + 2 * i, 3), dtype=np.uint8) for i in range(4)]
+    r = RaggedImages.from_images(hwc)
+    assert r.channels_last and len(r) == 4 and r.data.numel() == sum(a.size for a in hwc)
+    for a, v in zip(hwc, r.images()):
+        assert torch.equal(v, torch.from_numpy(a).permute(2, 0, 1)) and v.permute(1, 2, 0).is_contiguous()
+    chw = [torch.from_numpy(a).permute(2, 0, 1).contiguous() for a in hwc]
+    r2 = RaggedImages.from_images(chw)
+    assert not r2.channels_last and all(torch.equal(a, b) for a, b in zip(chw, r2.images()))
+    gray = RaggedImages.from_images([np.zeros((3, 4), np.uint8), np.ones((2, 2), np.uint8)])
+    assert gray.channels == 1 and [tuple(v.shape) for v in gray.images()] == [(1, 3, 4), (1, 2, 2)]
+    # the crop of the packed batch equals the crop of the list
+    boxes = torch.tensor([[0, 0, 5, 7], [1, 1, 4, 4], [2, 0, 3, 11], [0, 3, 8, 8]])
+    assert torch.equal(torchaug.functional.resized_crop_boxes(r.images(), boxes, [6, 6]),
+                       torchaug.functional.resized_crop_boxes(chw, boxes, [6, 6]))
+    with pytest.raises(TypeError, match="all torch tensors"):
+        RaggedImages.from_images([hwc[0], chw[0]])
+    with pytest.raises(ValueError, match="image 1 has 1 channels"):
+        RaggedImages.from_images([hwc[0], np.zeros((2, 2, 1), np.uint8)])
+    with pytest.raises(ValueError, match="dtype"):
+        RaggedImages.from_images([chw[0], chw[1].float()])
+    with pytest.raises(ValueError, match="must hold"):
+        RaggedImages(torch.zeros(10, dtype=torch.uint8), [(2, 2)], 3, False)
+    with pytest.raises(ValueError, match="empty batch"):
+        collate_ragged([])
+
+
+# -- CUDA: stream safety and memory -------------------------------------------------------------------
+cuda_only = pytest.mark.skipif(not CUDA, reason="needs CUDA")
+
+
+def _batches(n, shape=(8, 3, 64, 64)):
+    g = torch.Generator().manual_seed(0)
+    return [torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).pin_memory() if CUDA else None for _ in range(n)]
+
+
+def _checksums(prefetcher, consumer_sleep=0):
+    """Consumer: reads every batch on its own stream (after an optional GPU sleep, so that the
+    producer runs ahead and frees/reallocates memory meanwhile)."""
+    sums = []
+    for x in prefetcher:
+        if consumer_sleep:
+            torch.cuda._sleep(consumer_sleep)
+        sums.append((x.to(torch.int64) * torch.arange(1, x.shape[-1] + 1, device=x.device)).sum())
+    return torch.stack(sums).cpu()
+
+
+@cuda_only
+@pytest.mark.parametrize("producer_sleep,consumer_sleep", [(20_000_000, 0), (0, 20_000_000), (2_000_000, 2_000_000)])
+def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_sleep):
+    batches = _batches(12)
+
+    def transform(x):
+        if producer_sleep:
+            torch.cuda._sleep(producer_sleep)  # the side stream is slow to write its output
+        return x.flip(-1) + 1
+
+    expected = torch.stack([((b.cuda().flip(-1) + 1).to(torch.int64) * torch.arange(1, 65, device="cuda")).sum() for b in batches]).cpu()
+    for depth in (1, 3):
+        got = _checksums(torchaug.Prefetcher(batches, transform, device="cuda", depth=depth), consumer_sleep)
+        assert torch.equal(got, expected)
+
+
+@cuda_only
+def test_memory_flat_over_2000_batches():
+    batches = _batches(4, (16, 3, 32, 32))
+    loader = [batches[i % 4] for i in range(2000)]
+    pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(24), T.RandAugment()]), device="cuda",
+                             mean=MEAN, std=STD)
+    torch.cuda.synchronize()
+    seen = []
+    for i, x in enumerate(pf):
+        if i in (100, 1999):
+            torch.cuda.synchronize()
+            seen.append(torch.cuda.memory_allocated())
+    assert i == 1999 and seen[1] <= seen[0]

@@ -1,0 +1,103 @@
+"""A ragged batch of images (different sizes) as one flat buffer, so that a DataLoader worker can hand
+a whole batch of decoded images over in one tensor, the pin-memory thread pins it in one copy, and
+the prefetcher moves it to the GPU in one non_blocking transfer (DESIGN.md §3, the varshape idea)."""
+from typing import List, Sequence
+
+import numpy as np
+import torch
+
+
+class RaggedImages:
+    """B images of one dtype and channel count, sample i of shape (C, H_i, W_i), stored back to back
+    in `data` (1-D) from `offsets[i]`, either CHW (as torchvision.io.decode_jpeg writes) or HWC (as
+    PIL / numpy write: `channels_last`).
+
+    DataLoader's pin_memory=True pins it (pin_memory()), `.to(device, non_blocking=True)` moves it in
+    one copy, and `.images()` gives the list of (C, H_i, W_i) views that torchaug's transforms take
+    (RandomResizedCrop / Resize turn it into a dense batch in one launch)."""
+
+    def __init__(self, data: torch.Tensor, sizes: Sequence[Sequence[int]], channels: int, channels_last: bool):
+        if not isinstance(data, torch.Tensor) or data.dim() != 1:
+            raise ValueError(f"torchaug.io.RaggedImages: data must be a 1-D tensor, got {getattr(data, 'shape', type(data).__name__)}")
+        self.data = data
+        self.sizes = [(int(h), int(w)) for h, w in sizes]
+        self.channels = int(channels)
+        self.channels_last = bool(channels_last)
+        numels = [h * w * self.channels for h, w in self.sizes]
+        self.offsets = np.concatenate([[0], np.cumsum(numels)]).astype(np.int64).tolist()
+        if self.offsets[-1] != data.numel():
+            raise ValueError(
+                f"torchaug.io.RaggedImages: data must hold {self.offsets[-1]} elements for sizes {self.sizes} "
+                f"with {self.channels} channels, got {data.numel()}"
+            )
+
+    @classmethod
+    def from_images(cls, images: Sequence) -> "RaggedImages":
+        """Pack (C, H, W) torch tensors (stored CHW) or (H, W, C) / (H, W) numpy arrays (stored HWC)
+        into one buffer: one copy of every image, done in the worker that decoded them."""
+        if len(images) == 0:
+            raise ValueError("torchaug.io.RaggedImages: no images to pack")
+        channels_last = isinstance(images[0], np.ndarray)
+        tensors: List[torch.Tensor] = []
+        sizes = []
+        for i, im in enumerate(images):
+            if channels_last != isinstance(im, np.ndarray):
+                raise TypeError("torchaug.io.RaggedImages: images must be all torch tensors (C, H, W) or all numpy arrays (H, W, C)")
+            t = torch.from_numpy(np.ascontiguousarray(im)) if channels_last else im
+            if channels_last and t.dim() == 2:
+                t = t.unsqueeze(-1)
+            if not isinstance(t, torch.Tensor) or t.dim() != 3:
+                raise ValueError(f"torchaug.io.RaggedImages: image {i} must be 3-D, got {getattr(im, 'shape', type(im).__name__)}")
+            c, h, w = (t.shape[2], t.shape[0], t.shape[1]) if channels_last else tuple(t.shape)
+            if tensors and t.dtype != tensors[0].dtype:
+                raise ValueError(f"torchaug.io.RaggedImages: image {i} has dtype {t.dtype}, image 0 has {tensors[0].dtype}")
+            if tensors and c != (tensors[0].shape[2] if channels_last else tensors[0].shape[0]):
+                raise ValueError(f"torchaug.io.RaggedImages: image {i} has {c} channels, image 0 has a different count")
+            tensors.append(t)
+            sizes.append((h, w))
+        c = tensors[0].shape[2] if channels_last else tensors[0].shape[0]
+        return cls(torch.cat([t.reshape(-1) for t in tensors]), sizes, c, channels_last)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def device(self) -> torch.device:
+        return self.data.device
+
+    def pin_memory(self, device=None) -> "RaggedImages":
+        return self._with(self.data.pin_memory())
+
+    def to(self, device, non_blocking: bool = False) -> "RaggedImages":
+        return self._with(self.data.to(device, non_blocking=non_blocking))
+
+    def _with(self, data: torch.Tensor) -> "RaggedImages":
+        out = RaggedImages.__new__(RaggedImages)
+        out.data, out.sizes, out.channels, out.channels_last, out.offsets = data, self.sizes, self.channels, self.channels_last, self.offsets
+        return out
+
+    def images(self) -> List[torch.Tensor]:
+        """The (C, H_i, W_i) views into `data` (HWC-strided when channels_last)."""
+        out = []
+        c = self.channels
+        for (h, w), start in zip(self.sizes, self.offsets):
+            flat = self.data[start:start + h * w * c]
+            out.append(flat.view(h, w, c).permute(2, 0, 1) if self.channels_last else flat.view(c, h, w))
+        return out
+
+    def __repr__(self) -> str:
+        return (f"RaggedImages({len(self)} images, {self.channels} channels, {self.data.dtype}, "
+                f"{'HWC' if self.channels_last else 'CHW'}, device={self.device})")
+
+
+def collate_ragged(samples: Sequence):
+    """DataLoader collate_fn for samples of different sizes: (image, label, ...) tuples or bare images.
+    Images are packed into one RaggedImages; the other fields are collated by torch's default rule.
+    Returns (RaggedImages, labels, ...) or a RaggedImages."""
+    if len(samples) == 0:
+        raise ValueError("torchaug.io.collate_ragged: empty batch")
+    if isinstance(samples[0], (tuple, list)):
+        fields = list(zip(*samples))
+        rest = [torch.utils.data.default_collate(list(f)) for f in fields[1:]]
+        return (RaggedImages.from_images(fields[0]), *rest)
+    return RaggedImages.from_images(samples)

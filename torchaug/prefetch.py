@@ -1,0 +1,273 @@
+"""The side-stream prefetcher (DESIGN.md §7): while the model trains on batch i, batches i+1 ..
+i+depth are copied to the GPU and augmented on a side CUDA stream.
+
+    loader = DataLoader(dataset, batch_size=256, num_workers=2, pin_memory=True, collate_fn=collate_ragged)
+    for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
+        loss = criterion(model(images), labels)
+"""
+import collections
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+from .io import RaggedImages
+from .transforms import Compose, Normalize, ToDtype
+
+__all__ = ["Prefetcher"]
+
+
+def _map_tensors(obj, fn):
+    """obj with fn applied to every tensor (and RaggedImages) in nested tuples, lists and dicts."""
+    if isinstance(obj, (torch.Tensor, RaggedImages)):
+        return fn(obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
+        return type(obj)(*(_map_tensors(o, fn) for o in obj))
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_map_tensors(o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, _map_tensors(v, fn)) for k, v in obj.items())
+    return obj
+
+
+def _tensors(obj, out):
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, RaggedImages):
+        out.append(obj.data)
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            _tensors(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors(o, out)
+    return out
+
+
+def _pipeline(transform, mean, std, dtype, memory_format) -> Optional[Callable]:
+    """The user's chain followed by the output stage the model wants, as one Compose (so that a
+    trailing ToDtype + Normalize or crop + Normalize fuses into one pass)."""
+    if transform is None:
+        chain = []
+    elif isinstance(transform, Compose):
+        chain = list(transform.transforms)
+    elif isinstance(transform, Sequence) and not isinstance(transform, torch.nn.Module):
+        chain = list(transform)
+    else:
+        chain = [transform]
+    for t in chain:
+        if not callable(t):
+            raise TypeError(f"torchaug.Prefetcher: transform must be a callable or a sequence of callables, got {type(t).__name__}")
+    if (mean is None) != (std is None):
+        raise ValueError("torchaug.Prefetcher: mean and std must be given together")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"torchaug.Prefetcher: dtype must be a floating torch.dtype, got {dtype!r}")
+    if mean is not None:
+        chain.append(Normalize(mean, std, out_dtype=dtype, memory_format=memory_format))
+    else:
+        if dtype is not None:
+            chain.append(ToDtype(dtype, scale=True))
+        if memory_format is not None:
+            chain.append(lambda x: x.contiguous(memory_format=memory_format))
+    if not chain:
+        return None
+    fuse = transform.fuse if isinstance(transform, Compose) else True
+    return Compose(chain, fuse=fuse)
+
+
+class Prefetcher:
+    """Wraps an iterable of batches (a DataLoader, best with pin_memory=True) and yields them on
+    `device`, transformed, `depth` batches ahead of the consumer.
+
+    For each batch, on a side CUDA stream: a non_blocking copy of every tensor to the device, then
+    `transform` on the images, then the output stage (`mean`/`std` normalize, cast to `dtype`,
+    `memory_format`), then `batch_transform` on the whole batch (MixUp / CutMix take images and
+    labels); an event marks the end. Handing a batch over makes the consumer's current stream wait
+    on that event and record_stream()s every tensor of the batch on it, so no memory is reused
+    while the model still reads it.
+
+    Batches may be tensors, tuples, lists, namedtuples or dicts (nested; non-tensors pass through),
+    with RaggedImages (torchaug.io.collate_ragged) for images of different sizes. The images are the
+    batch itself when it is a tensor, its first element when it is a tuple or list, and
+    batch[image_key] when it is a dict.
+
+    Re-iterable across epochs, len() when the loader has one, and a loop that breaks early shuts
+    the loader's iterator down (or call close() on the iterator). An exception in the loader or a
+    transform reaches the caller at the batch it belongs to. Without CUDA (device "cpu") the same
+    chain runs inline."""
+
+    def __init__(
+        self,
+        loader,
+        transform: Optional[Any] = None,
+        device=None,
+        depth: int = 2,
+        *,
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
+        dtype: Optional[torch.dtype] = None,
+        memory_format: Optional[torch.memory_format] = None,
+        batch_transform: Optional[Callable] = None,
+        image_key: str = "image",
+    ):
+        if not hasattr(loader, "__iter__"):
+            raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"torchaug.Prefetcher: depth must be an int >= 1, got {depth!r}")
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError(f"torchaug.Prefetcher: batch_transform must be callable, got {type(batch_transform).__name__}")
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise RuntimeError("torchaug.Prefetcher: device is cuda but CUDA is not available")
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
+        self.loader = loader
+        self.depth = depth
+        self.transform = _pipeline(transform, mean, std, dtype, memory_format)
+        self.batch_transform = batch_transform
+        self.image_key = image_key
+        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self._live = None
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> "_PrefetchIterator":
+        if self._live is not None:
+            self._live.close()
+        self._live = _PrefetchIterator(self)
+        return self._live
+
+    # -- one batch, on whatever stream is current ------------------------------------------------
+    def _prepare(self, batch):
+        if self._stream is not None:
+            batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
+        if self.transform is not None:
+            batch = self._apply_to_images(batch, self.transform)
+        elif isinstance(self._images(batch), RaggedImages):
+            batch = self._apply_to_images(batch, lambda x: x)
+        if self.batch_transform is not None:
+            batch = self.batch_transform(batch)
+        return batch
+
+    def _images(self, batch):
+        if isinstance(batch, (torch.Tensor, RaggedImages)):
+            return batch
+        if isinstance(batch, (tuple, list)) and len(batch) > 0:
+            return batch[0]
+        if isinstance(batch, dict):
+            if self.image_key not in batch:
+                raise KeyError(f"torchaug.Prefetcher: the batch is a dict without the image key {self.image_key!r} (keys: {list(batch)})")
+            return batch[self.image_key]
+        raise TypeError(f"torchaug.Prefetcher: a batch must be a tensor, a tuple, a list or a dict, got {type(batch).__name__}")
+
+    def _apply_to_images(self, batch, fn):
+        images = self._images(batch)
+        if isinstance(images, RaggedImages):
+            images = images.images()
+        out = fn(images)
+        if isinstance(batch, (torch.Tensor, RaggedImages)):
+            return out
+        if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+            return batch._replace(**{batch._fields[0]: out})
+        if isinstance(batch, (tuple, list)):
+            return type(batch)([out, *batch[1:]])
+        batch = type(batch)(batch)
+        batch[self.image_key] = out
+        return batch
+
+
+class _Failed:
+    """An exception raised while preparing a batch, re-raised when the consumer reaches it."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class _PrefetchIterator:
+    def __init__(self, owner: Prefetcher):
+        self._owner = owner
+        self._it = iter(owner.loader)
+        self._queue = collections.deque()
+        self._exhausted = False
+        for _ in range(owner.depth if owner._stream is not None else 0):
+            self._fetch()
+
+    def __iter__(self):
+        return self
+
+    def _fetch(self) -> None:
+        """Takes the next batch from the loader and queues it, prepared on the side stream."""
+        if self._exhausted:
+            return
+        owner = self._owner
+        try:
+            batch = next(self._it)
+        except StopIteration:
+            self._exhausted = True
+            return
+        except Exception as e:  # a worker's error: the consumer gets it at this batch
+            self._exhausted = True
+            self._queue.append((_Failed(e), None))
+            return
+        stream = owner._stream
+        # the side stream starts after the work already queued on the consumer's stream (the
+        # pinned buffers and parameters it may still be writing)
+        stream.wait_stream(torch.cuda.current_stream(owner.device))
+        try:
+            with torch.cuda.stream(stream):
+                batch = owner._prepare(batch)
+                done = torch.cuda.Event()
+                done.record(stream)
+        except Exception as e:
+            self._queue.append((_Failed(e), None))
+            return
+        self._queue.append((batch, done))
+
+    def __next__(self):
+        owner = self._owner
+        if owner._stream is None:  # CPU: the chain inline
+            if self._it is None:
+                raise StopIteration
+            try:
+                batch = next(self._it)
+            except StopIteration:
+                self.close()
+                raise
+            return owner._prepare(batch)
+        if not self._queue:
+            self.close()
+            raise StopIteration
+        batch, done = self._queue.popleft()
+        self._fetch()
+        if isinstance(batch, _Failed):
+            self.close()
+            raise batch.error
+        return self._hand_over(batch, done)
+
+    def _hand_over(self, batch, done):
+        """The consumer's stream waits for the batch, and its memory is not reused before the work
+        queued on that stream (the model reading it) is done."""
+        consumer = torch.cuda.current_stream(self._owner.device)
+        consumer.wait_event(done)
+        for t in _tensors(batch, []):
+            if t.device.type == "cuda":
+                t.record_stream(consumer)
+        return batch
+
+    def close(self) -> None:
+        """Drops the queued batches and shuts the loader's iterator (and its workers) down."""
+        self._queue.clear()
+        self._exhausted = True
+        it, self._it = self._it, None
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
