@@ -44,6 +44,16 @@ if [ "$TESTS" = 1 ]; then
   summary+=("pytest (rc $rc, $(( $(date +%s) - t0 )) s): $(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1)")
 fi
 
+if [ "$TESTS" = 1 ]; then
+  # the prefetcher's stream-safety tests under racecheck, and proof that they catch a broken hand-over
+  if compute-sanitizer --tool racecheck --error-exitcode 9 python3 -m pytest tests/test_prefetch.py -q -k stream_safety -p no:cacheprovider > "$OUT/prefetch_racecheck.log" 2>&1; then
+    summary+=("prefetcher under racecheck: $(grep -E 'passed|failed' "$OUT/prefetch_racecheck.log" | tail -1); $(grep -E 'RACECHECK SUMMARY' "$OUT/prefetch_racecheck.log" | tail -1)")
+  else
+    tail -20 "$OUT/prefetch_racecheck.log"; summary+=("prefetcher under racecheck: FAILED (see prefetch_racecheck.log)")
+  fi
+  summary+=("$(python3 scripts/prefetch_mutation.py 2>&1 | tail -1)")
+fi
+
 if [ "$PROFILE" = 1 ]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
   if [ -n "$NCU" ]; then
@@ -70,7 +80,8 @@ if [ "$BENCH" = 1 ]; then
   python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" 2>&1 | tee "$OUT/bench_color.log" | tail -40
   python3 benchmarks/bench_filter.py --json "$OUT/bench_filter.json" --markdown "$OUT/bench_filter.md" 2>&1 | tee "$OUT/bench_filter.log" | tail -30
   python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" 2>&1 | tee "$OUT/bench_augment.log" | tail -30
-  summary+=("benchmarks: $OUT/bench_geometry.md $OUT/bench_color.md $OUT/bench_filter.md $OUT/bench_augment.md")
+  python3 benchmarks/bench_train.py --json "$OUT/bench_train.json" --markdown "$OUT/bench_train.md" 2>&1 | tee "$OUT/bench_train.log" | tail -20
+  summary+=("benchmarks: $OUT/bench_train.md $OUT/bench_geometry.md $OUT/bench_color.md $OUT/bench_filter.md $OUT/bench_augment.md")
 fi
 
 echo; echo "===== summary ====="
@@ -80,4 +91,5 @@ for s in "${summary[@]}"; do echo "$s"; done
 [ -f "$OUT/bench_color.md" ] && cat "$OUT/bench_color.md"
 [ -f "$OUT/bench_filter.md" ] && cat "$OUT/bench_filter.md"
 [ -f "$OUT/bench_augment.md" ] && cat "$OUT/bench_augment.md"
+[ -f "$OUT/bench_train.md" ] && cat "$OUT/bench_train.md"
 exit $rc

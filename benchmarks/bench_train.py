@@ -1,0 +1,101 @@
+"""End-to-end training throughput (issue 5): ResNet-50 and EfficientNet-b0, bf16, channels_last,
+batch 256, on synthetic data (the model's own speed) vs the torchvision CPU DataLoader (workers
+decode and run RandomResizedCrop + flip + RandAugment(2, 9) + normalize) vs torchaug (workers only
+decode; the chain runs on the GPU in the Prefetcher). Every configuration is one run of
+examples/train.py in its own process, on ImageNet-like 500x375 JPEGs made from the repo's photos.
+
+    python benchmarks/bench_train.py [--json out.json] [--markdown out.md] [--quick]
+        [--models resnet50,efficientnet_b0] [--cpu-workers 16] [--torchaug-workers 8]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Results  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
+
+
+def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=0):
+    """n JPEGs of `size` (random crops of the sample photos, resized), in `classes` folders; returns
+    the mean file size in bytes."""
+    rng = np.random.default_rng(seed)
+    photos = [Image.open(os.path.join(ASSETS, f)).convert("RGB") for f in sorted(os.listdir(ASSETS)) if f.endswith(".jpg")]
+    total = 0
+    for i in range(n):
+        im = photos[i % len(photos)]
+        w, h = im.size
+        s = rng.uniform(0.5, 1.0)
+        cw, ch = int(w * s), int(h * s)
+        x0, y0 = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
+        out = im.crop((x0, y0, x0 + cw, y0 + ch)).resize(size, Image.BICUBIC)
+        if rng.random() < 0.5:
+            out = out.transpose(Image.FLIP_LEFT_RIGHT)
+        folder = os.path.join(root, f"class{i % classes}")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{i:05d}.jpg")
+        out.save(path, quality=quality)
+        total += os.path.getsize(path)
+    return total / n
+
+
+def run(args_list):
+    cmd = [sys.executable, os.path.join(ROOT, "examples", "train.py")] + args_list
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        print(proc.stdout[-2000:], proc.stderr[-4000:], flush=True)
+        raise SystemExit(f"bench_train: {' '.join(cmd)} failed (rc {proc.returncode})")
+    return json.loads(lines[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--models", default="efficientnet_b0,resnet50")
+    ap.add_argument("--cpu-workers", type=int, default=16)
+    ap.add_argument("--torchaug-workers", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--data", help="an existing ImageFolder (default: 1,024 generated 500x375 JPEGs)")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_train: needs CUDA")
+        return
+    warmup, timed = (10, 20) if args.quick else (50, 100)
+    data = args.data
+    note = ""
+    if data is None:
+        data = tempfile.mkdtemp(prefix="torchaug_jpegs_")
+        mean_bytes = make_jpeg_folder(data, n=256 if args.quick else 1024)
+        note = f"1,024 500x375 JPEGs, mean {mean_bytes / 1e3:.0f} KB"
+    res = Results("End-to-end training throughput (examples/train.py: bf16, channels_last, SGD)")
+    common = ["--data", data, "--batch-size", str(args.batch_size), "--warmup", str(warmup),
+              "--steps", str(warmup + timed), "--length", str(args.batch_size * (warmup + timed + 2))]
+    for model in args.models.split(","):
+        synth = run(["--model", model, "--loader", "synthetic"] + common)
+        base = synth["img_per_s"]
+        res.add(f"train {model}", "synthetic data (model only)", args.batch_size, {"ms": 1e3 * args.batch_size / base})
+        cpu = run(["--model", model, "--loader", "torchvision", "--workers", str(args.cpu_workers)] + common)
+        res.add(f"train {model}", f"torchvision v2 CPU DataLoader ({args.cpu_workers} workers)", args.batch_size,
+                {"ms": 1e3 * args.batch_size / cpu["img_per_s"]}, note=f"{cpu['img_per_s'] / base:.1%} of synthetic")
+        ta = run(["--model", model, "--loader", "torchaug", "--workers", str(args.torchaug_workers)] + common)
+        res.add(f"train {model}", f"torchaug Prefetcher ({args.torchaug_workers} decode workers)", args.batch_size,
+                {"ms": 1e3 * args.batch_size / ta["img_per_s"]}, note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}",
+                target=0.98 * base)
+    res.save(args.json, args.markdown)
+    print(res.markdown())
+
+
+if __name__ == "__main__":
+    main()

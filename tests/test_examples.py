@@ -1,0 +1,42 @@
+"""examples/train.py runs end to end (CPU here, the GPU on the device machine): every loader, a
+finite loss, the JSON summary."""
+import importlib.util
+import math
+import os
+
+import pytest
+import torch
+
+pytest.importorskip("torchvision")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_train():
+    spec = importlib.util.spec_from_file_location("train_example", os.path.join(ROOT, "examples", "train.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("loader", ["torchaug", "torchvision", "synthetic"])
+def test_train_example_runs(loader):
+    train = load_train()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    result = train.main(["--model", "resnet18", "--loader", loader, "--batch-size", "4", "--steps", "3", "--warmup", "1",
+                         "--workers", "0", "--device", device, "--length", "12", "--lr", "0.01"])
+    assert result["steps"] == 3 and result["timed_steps"] == 2 and result["img_per_s"] > 0
+    assert math.isfinite(result["loss"])
+
+
+def test_train_example_reads_an_image_folder(tmp_path):
+    from PIL import Image
+    for c in ("cat", "dog"):
+        (tmp_path / c).mkdir()
+        for i in range(3):
+            Image.new("RGB", (40 + i, 30), (40 * i, 100, 200)).save(tmp_path / c / f"{i}.jpg")
+    train = load_train()
+    paths, labels, classes = train.find_images(str(tmp_path))
+    assert classes == ["cat", "dog"] and labels == [0, 0, 0, 1, 1, 1] and len(paths) == 6
+    result = train.main(["--data", str(tmp_path), "--model", "resnet18", "--batch-size", "3", "--steps", "2", "--warmup", "1",
+                         "--workers", "1", "--device", "cpu", "--amp", "none"])
+    assert result["steps"] == 2 and math.isfinite(result["loss"])
