@@ -58,6 +58,37 @@ def run(args_list):
     return json.loads(lines[-1])
 
 
+def pipeline_only(data, batch, batches=40):
+    """The Prefetcher's work alone (no model): pinned ragged batches of decoded JPEGs -> one H2D copy
+    each -> RandomResizedCrop + flip + RandAugment(2, 9) + normalize (bf16, channels_last). Returns
+    (img/s, host ms per batch spent in the Prefetcher's Python)."""
+    import time
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import train
+    import torchaug
+    from torchaug.io import RaggedImages
+
+    paths = train.find_images(data)[0]
+    ragged = [RaggedImages.from_images([train.decode(paths[(k * batch + i) % len(paths)]) for i in range(batch)]).pin_memory()
+              for k in range(4)]
+    pf = torchaug.Prefetcher([ragged[i % 4] for i in range(batches)], train.torchaug_gpu_transform(), device="cuda",
+                             mean=train.MEAN, std=train.STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
+    for _ in pf:  # warm-up epoch
+        pass
+    torch.cuda.synchronize()
+    t0, host = time.perf_counter(), 0.0
+    it = iter(pf)
+    while True:
+        h = time.perf_counter()
+        try:
+            next(it)
+        except StopIteration:
+            break
+        host += time.perf_counter() - h
+    torch.cuda.synchronize()
+    return batches * batch / (time.perf_counter() - t0), 1e3 * host / batches
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -82,6 +113,13 @@ def main():
     res = Results("End-to-end training throughput (examples/train.py: bf16, channels_last, SGD)")
     common = ["--data", data, "--batch-size", str(args.batch_size), "--warmup", str(warmup),
               "--steps", str(warmup + timed), "--length", str(args.batch_size * (warmup + timed + 2))]
+    rate, host_ms = pipeline_only(data, args.batch_size)
+    res.add("augmentation only (no model)", "torchaug Prefetcher, pinned ragged batches", args.batch_size,
+            {"ms": 1e3 * args.batch_size / rate}, note=f"{host_ms:.1f} ms of host time per batch")
+    # the input pipelines alone (no model): how many images per second each loader can feed
+    for loader, workers in [("torchvision", args.cpu_workers), ("torchaug", 8), ("torchaug", args.cpu_workers)]:
+        r = run(["--model", "none", "--loader", loader, "--workers", str(workers)] + common)
+        res.add("input pipeline only (no model)", f"{loader} ({workers} workers)", args.batch_size, {"ms": 1e3 * args.batch_size / r["img_per_s"]})
     for model in args.models.split(","):
         synth = run(["--model", model, "--loader", "synthetic"] + common)
         base = synth["img_per_s"]

@@ -178,7 +178,7 @@ def progress(total, disable):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", help="ImageFolder root (default: the repo's sample photos)")
-    p.add_argument("--model", default="resnet50", help="a torchvision.models name (resnet50, efficientnet_b0, ...)")
+    p.add_argument("--model", default="resnet50", help="a torchvision.models name (resnet50, efficientnet_b0, ...), or none (the input pipeline alone)")
     p.add_argument("--loader", choices=["torchaug", "torchvision", "synthetic"], default="torchaug")
     p.add_argument("--batch-size", type=int, default=256, help="per GPU")
     p.add_argument("--workers", type=int, default=8)
@@ -211,11 +211,13 @@ def main(argv=None):
 
     loader, sampler = make_loader(args, device, dtype, world, rank)
     classes = args.num_classes or (len(loader.loader.dataset.classes) if hasattr(loader, "loader") and hasattr(loader.loader, "dataset") else 1000)
-    import torchvision
-    model = torchvision.models.get_model(args.model, num_classes=max(classes, 2)).to(device, memory_format=torch.channels_last)
-    if world > 1:
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
+    model = None
+    if args.model != "none":
+        import torchvision
+        model = torchvision.models.get_model(args.model, num_classes=max(classes, 2)).to(device, memory_format=torch.channels_last)
+        if world > 1:
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
 
     steps_per_epoch = min(len(loader), args.steps or math.inf)
@@ -231,11 +233,12 @@ def main(argv=None):
             if i >= steps_per_epoch:
                 break
             y = y.to(device, non_blocking=True)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-                loss = criterion(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            if model is not None:
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                    loss = criterion(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
             step += 1
             if step == args.warmup:
                 sync()

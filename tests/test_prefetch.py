@@ -61,7 +61,7 @@ def test_prefetcher_equals_synchronous_chain(device, workers):
     for (x, y), (ex, ey) in zip(got, expected):
         assert x.device.type == device and x.dtype == torch.float32 and x.shape[1:] == (3, 16, 16)
         assert x.is_contiguous(memory_format=torch.channels_last)
-        assert torch.equal(x, ex) and torch.equal(y, ey)
+        assert torch.equal(x, ex) and torch.equal(y.cpu(), ey)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -219,6 +219,22 @@ def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_
     for depth in (1, 3):
         got = _checksums(torchaug.Prefetcher(batches, transform, device="cuda", depth=depth), consumer_sleep)
         assert torch.equal(got, expected)
+
+
+@cuda_only
+def test_no_host_synchronisation_in_the_chain():
+    """RandomResizedCrop of a ragged batch + flip + RandAugment + normalize on the side stream: no
+    cudaStreamSynchronize / blocking copy (it would make the host wait for the model's step)."""
+    loader = DataLoader(RaggedDataset(n=20), batch_size=5, collate_fn=collate_ragged, pin_memory=True)
+    pf = torchaug.Prefetcher(loader, chain(7), device="cuda", depth=2, mean=MEAN, std=STD, dtype=torch.bfloat16,
+                             memory_format=torch.channels_last)
+    list(pf)  # first epoch: lazily built constants and tables
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = list(pf)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert len(out) == 4 and out[0][0].dtype == torch.bfloat16
 
 
 @cuda_only

@@ -213,9 +213,10 @@ class _PrefetchIterator:
             self._queue.append((_Failed(e), None))
             return
         stream = owner._stream
-        # the side stream starts after the work already queued on the consumer's stream (the
-        # pinned buffers and parameters it may still be writing)
-        stream.wait_stream(torch.cuda.current_stream(owner.device))
+        if any(t.is_cuda for t in _tensors(batch, [])):
+            # a batch already on the GPU may still be written by the consumer's stream; host
+            # batches need no wait (the side stream must not queue behind the model's step)
+            stream.wait_stream(torch.cuda.current_stream(owner.device))
         try:
             with torch.cuda.stream(stream):
                 batch = owner._prepare(batch)

@@ -56,7 +56,14 @@ class RaggedImages:
             tensors.append(t)
             sizes.append((h, w))
         c = tensors[0].shape[2] if channels_last else tensors[0].shape[0]
-        return cls(torch.cat([t.reshape(-1) for t in tensors]), sizes, c, channels_last)
+        flat = [t.reshape(-1) for t in tensors]
+        out = None
+        if torch.utils.data.get_worker_info() is not None:
+            # in a DataLoader worker: write straight into shared memory, as default_collate does,
+            # so that handing the batch to the main process does not copy it again
+            numel = sum(t.numel() for t in flat)
+            out = flat[0].new(flat[0]._typed_storage()._new_shared(numel, device="cpu")).view(-1)
+        return cls(torch.cat(flat, out=out), sizes, c, channels_last)
 
     def __len__(self) -> int:
         return len(self.sizes)
