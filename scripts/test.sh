@@ -12,7 +12,7 @@ if cmake --find-package -DNAME=GTest -DCOMPILER_ID=GNU -DLANGUAGE=CXX -DMODE=EXI
    || [ -f /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake ] || [ -f /usr/lib/cmake/GTest/GTestConfig.cmake ]; then
   prefix=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   echo "test: building and running the GoogleTest suite"
-  cmake -S . -B build/cmake -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > build/cmake_configure.log 2>&1 \
+  cmake -S . -B build/cmake -DCMAKE_PREFIX_PATH="$prefix" -DPython3_EXECUTABLE="$(command -v "$PY")" -DCMAKE_BUILD_TYPE=Release > build/cmake_configure.log 2>&1 \
     || { cat build/cmake_configure.log; exit 1; }
   cmake --build build/cmake -j "$(nproc)" > build/cmake_build.log 2>&1 || { tail -60 build/cmake_build.log; exit 1; }
   ctest --test-dir build/cmake --output-on-failure || gtest_rc=$?

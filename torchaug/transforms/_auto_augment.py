@@ -17,6 +17,7 @@ import torch
 
 from .. import functional as F
 from ..functional._utils import interpolation_code
+from . import _script as S
 from ._transform import BatchInfo, Transform
 
 MagnitudeFn = Callable[[int, int, int], Optional[torch.Tensor]]
@@ -86,8 +87,19 @@ def _space(entries: Dict[str, Tuple[Optional[MagnitudeFn], bool]]) -> Dict[str, 
 
 
 # torchvision.transforms.v2's augmentation spaces, entry for entry
-_WIDTH_331: MagnitudeFn = lambda num_bins, height, width: torch.linspace(0.0, 150.0 / 331.0 * width, num_bins)  # noqa: E731
-_HEIGHT_331: MagnitudeFn = lambda num_bins, height, width: torch.linspace(0.0, 150.0 / 331.0 * height, num_bins)  # noqa: E731
+class _SizedLinspace:
+    """linspace(0, scale * size, num_bins), size the image height (axis 0) or width (axis 1):
+    torchvision's translate ranges (a class, not a lambda, so that the TorchScript form knows it)."""
+
+    def __init__(self, axis: int, scale: float):
+        self.axis, self.scale = axis, scale
+
+    def __call__(self, num_bins: int, height: int, width: int) -> torch.Tensor:
+        return torch.linspace(0.0, self.scale * (height if self.axis == 0 else width), num_bins)
+
+
+_WIDTH_331 = _SizedLinspace(1, 150.0 / 331.0)
+_HEIGHT_331 = _SizedLinspace(0, 150.0 / 331.0)
 _BASE = {
     "ShearX": (_lin(0.0, 0.3), True),
     "ShearY": (_lin(0.0, 0.3), True),
@@ -248,6 +260,39 @@ class _AutoAugmentBase(Transform):
     def transform(self, images, params: Dict[str, Any]):
         return self._run(images, params)
 
+    _SCRIPT_KIND: Optional[int] = None  # ScriptPolicy's kind, where the policy has a TorchScript form
+
+    def _scriptable(self):
+        name = type(self).__name__
+        if self._SCRIPT_KIND is None:
+            return None
+        if self._custom:
+            raise RuntimeError(f"torchaug.transforms.{name}: a space with Python augmentations has no TorchScript form")
+        bins = getattr(self, "num_magnitude_bins", None) or self.NUM_BINS
+        static, sized = [], []
+        for k, a in enumerate(self.space):
+            if isinstance(a.magnitudes, _SizedLinspace):
+                sized.append([float(k), float(a.magnitudes.axis), a.magnitudes.scale])
+                static.append(torch.zeros(bins))
+                continue
+            t = a.table(bins, 224, 224)
+            if not torch.equal(t, a.table(bins, 97, 331)):
+                raise RuntimeError(f"torchaug.transforms.{name}: the magnitudes of {a.name} depend on the image size; no TorchScript form")
+            static.append(t)
+        fill = self.fill
+        if isinstance(fill, torch.Tensor):
+            if fill.dim() > 1:
+                raise RuntimeError(f"torchaug.transforms.{name}: a per-sample fill has no TorchScript form")
+            fill = fill.reshape(-1).tolist()
+        elif fill is not None:
+            fill = [float(v) for v in fill] if isinstance(fill, Sequence) else [float(fill)]
+        empty = torch.zeros(0, 2, dtype=torch.int64)
+        return S.ScriptPolicy(
+            self._SCRIPT_KIND, [a.op_id for a in self.space], [a.randomly_negate for a in self.space], torch.stack(static), sized,
+            getattr(self, "num_ops", 1), getattr(self, "magnitude", 0), interpolation_code(self.interpolation, name, ("nearest", "bilinear")),
+            fill, getattr(self, "_sub_idx", empty), getattr(self, "_sub_prob", empty.float()), getattr(self, "_sub_bins", empty),
+            self.generator)
+
 
 def _check_bins(num_magnitude_bins, name: str) -> int:
     if isinstance(num_magnitude_bins, bool) or not isinstance(num_magnitude_bins, numbers.Integral) or num_magnitude_bins < 2:
@@ -263,6 +308,7 @@ class RandAugment(_AutoAugmentBase):
     digits)."""
 
     _SPACE = RAND_AUGMENT_SPACE
+    _SCRIPT_KIND = 0
 
     def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31, interpolation="nearest",
                  fill=None, *, augmentations=None, exclude: Sequence[str] = (), generator: Optional[torch.Generator] = None):
@@ -292,6 +338,7 @@ class TrivialAugmentWide(_AutoAugmentBase):
     its own op, magnitude bin and sign for every sample. augmentations / exclude as RandAugment."""
 
     _SPACE = TRIVIAL_AUGMENT_WIDE_SPACE
+    _SCRIPT_KIND = 1
 
     def __init__(self, num_magnitude_bins: int = 31, interpolation="nearest", fill=None, *, augmentations=None,
                  exclude: Sequence[str] = (), generator: Optional[torch.Generator] = None):
@@ -413,6 +460,7 @@ class AutoAugment(_AutoAugmentBase):
 
     _SPACE = AUTO_AUGMENT_SPACE
     NUM_BINS = 10
+    _SCRIPT_KIND = 2
 
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation="nearest", fill=None, *, augmentations=None,
                  generator: Optional[torch.Generator] = None):
@@ -475,6 +523,8 @@ class AugMix(_AutoAugmentBase):
     3 when chain_depth <= 0), ops, magnitudes and signs, and its own Dirichlet / Beta weights. The
     chains of the whole batch run as one torchaug::augment call over mixture_width copies of it;
     the mix is computed as torchvision does (float32, then cast back to the images' dtype)."""
+
+    _scriptable = Transform._scriptable  # no TorchScript form yet (its chains and mixing)
 
     def __init__(self, severity: int = 3, mixture_width: int = 3, chain_depth: int = -1, alpha: float = 1.0,
                  all_ops: bool = True, interpolation="bilinear", fill=None, *, augmentations=None,

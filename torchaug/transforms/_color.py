@@ -9,6 +9,7 @@ import torch
 from .. import functional as F
 from ..functional._color import COLOR_OPS
 from ..functional._utils import _constant_row
+from . import _script as S
 from ._transform import BatchInfo, Transform, check_probability
 
 
@@ -63,6 +64,10 @@ class _RandomColorOp(_ColorProgram):
         if p1 is not None:
             params[:, 0, 1] = p1
         return {"ops": ops, "params": params}
+
+    def _scriptable(self):
+        p0, p1 = self._draw(None)
+        return S.ScriptColorOp(COLOR_OPS[self.op], self.p, float(p0 or 0.0), float(p1 or 0.0), self.generator)
 
 
 class RandomGrayscale(_RandomColorOp):
@@ -148,16 +153,23 @@ class ColorJitter(_ColorProgram):
         b, dev = info.batch, info.device
         u = self._rand((b, 8), dev, torch.float64)
         order = u[:, :4].argsort(dim=1)  # a uniform random permutation per sample
-        ranges = [self.brightness, self.contrast, self.saturation, self.hue]
-        codes = [float(COLOR_OPS[n]) if r is not None else 0.0 for n, r in zip(("brightness", "contrast", "saturation", "hue"), ranges)]
-        lo = [r[0] if r is not None else 0.0 for r in ranges]
-        span = [r[1] - r[0] if r is not None else 0.0 for r in ranges]
-        const = _constant_row(tuple(lo + span + codes), torch.device(dev), torch.float64)  # cached on the device
+        const = _constant_row(self._const(), torch.device(dev), torch.float64)  # cached on the device
         factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])  # (B, 4): brightness, contrast, saturation, hue
         ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
         p0 = factors.gather(1, order).to(torch.float32)
         params = torch.stack([p0, torch.zeros_like(p0)], dim=-1)
         return {"ops": ops, "params": params}
+
+    def _const(self) -> Tuple[float, ...]:
+        """[lo (4), span (4), op codes (4)] of brightness, contrast, saturation, hue."""
+        ranges = [self.brightness, self.contrast, self.saturation, self.hue]
+        codes = [float(COLOR_OPS[n]) if r is not None else 0.0 for n, r in zip(("brightness", "contrast", "saturation", "hue"), ranges)]
+        lo = [r[0] if r is not None else 0.0 for r in ranges]
+        span = [r[1] - r[0] if r is not None else 0.0 for r in ranges]
+        return tuple(lo + span + codes)
+
+    def _scriptable(self):
+        return S.ScriptColorJitter(list(self._const()), self.generator)
 
 
 class Grayscale(_ColorProgram):
@@ -171,3 +183,6 @@ class Grayscale(_ColorProgram):
 
     def transform(self, images, params):
         return F.rgb_to_grayscale(images, self.num_output_channels)
+
+    def _scriptable(self):
+        return S.ScriptGrayscale(int(self.num_output_channels))

@@ -7,6 +7,7 @@ from .. import functional as F
 
 from ._geometry import RandomHorizontalFlip, _CropLike
 from ._misc import Normalize, ToDtype
+from . import _script as S
 from ._transform import Transform
 
 
@@ -70,6 +71,14 @@ class Compose(Transform):
                 x = t(x)
             i += 1
         return (x, drawn) if return_params else x
+
+    def _scriptable(self):
+        children = []
+        for t in self.transforms:
+            if not isinstance(t, nn.Module):
+                raise RuntimeError(f"torchaug.transforms.Compose: {t!r} is not an nn.Module; a scripted Compose holds modules only")
+            children.append(t)  # torch.jit.script prepares each child (its own TorchScript form)
+        return S.ScriptCompose(children)
 
     def _run_fused(self, x, i: int, end: int, params, drawn):
         ts = self.transforms

@@ -7,6 +7,7 @@ import torch
 
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
+from . import _script as S
 from ._transform import BatchInfo, Transform, check_probability, setup_size
 
 
@@ -68,6 +69,10 @@ class RandomResizedCrop(_CropLike):
     def crop_boxes(self, images, params):
         return params["boxes"], self.size, self.interpolation, self.antialias
 
+    def _scriptable(self):
+        return S.ScriptCrop(0, list(self.size), interpolation_code(self.interpolation, "RandomResizedCrop"), bool(self.antialias),
+                            list(self.scale), list(self.ratio), None, self.generator)
+
 
 class Resize(_CropLike):
     """torchvision.transforms.v2.Resize (size [h, w], or the smaller edge with optional max_size)."""
@@ -96,6 +101,10 @@ class Resize(_CropLike):
             boxes = F._utils._constant_row((0, 0) + tuple(info.uniform_size), torch.device(info.device), torch.int64).expand(info.batch, 4)
         return boxes, out_size, self.interpolation, self.antialias
 
+    def _scriptable(self):
+        return S.ScriptCrop(1, list(self.size), interpolation_code(self.interpolation, "Resize"), bool(self.antialias),
+                            [], [], self.max_size)
+
 
 class CenterCrop(_CropLike):
     """torchvision.transforms.v2.CenterCrop (zero padding where the image is smaller than the crop)."""
@@ -115,6 +124,9 @@ class CenterCrop(_CropLike):
             boxes = F._utils._constant_row(row, torch.device(info.device), torch.int64).expand(info.batch, 4)
         return boxes, self.size, InterpolationMode.NEAREST, False
 
+    def _scriptable(self):
+        return S.ScriptCrop(2, list(self.size), 0, False, [], [], None)
+
 
 class _RandomFlip(Transform):
     def __init__(self, p: float = 0.5, generator: Optional[torch.Generator] = None):
@@ -132,12 +144,18 @@ class RandomHorizontalFlip(_RandomFlip):
     def transform(self, images, params):
         return F.flip(images, params["flip"], False)
 
+    def _scriptable(self):
+        return S.ScriptFlip(True, self.p, self.generator)
+
 
 class RandomVerticalFlip(_RandomFlip):
     """torchvision.transforms.v2.RandomVerticalFlip, decided per sample."""
 
     def transform(self, images, params):
         return F.flip(images, False, params["flip"])
+
+    def _scriptable(self):
+        return S.ScriptFlip(False, self.p, self.generator)
 
 
 def _range(value, name: str, center: float = 0.0, lower: Optional[float] = None) -> Tuple[float, float]:

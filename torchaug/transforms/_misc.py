@@ -4,6 +4,7 @@ from typing import Optional, Sequence
 import torch
 
 from .. import functional as F
+from . import _script as S
 from ._transform import Transform
 
 
@@ -26,6 +27,9 @@ class Normalize(Transform):
     def transform(self, images, params):
         return F.normalize(images, self.mean, self.std, out_dtype=self.out_dtype, memory_format=self.memory_format)
 
+    def _scriptable(self):
+        return S.ScriptNormalize([float(v) for v in self.mean], [float(v) for v in self.std], self.out_dtype, self.memory_format)
+
 
 class ToDtype(Transform):
     """torchvision.transforms.v2.ToDtype for images."""
@@ -38,3 +42,6 @@ class ToDtype(Transform):
 
     def transform(self, images, params):
         return F.to_dtype(images, self.dtype, self.scale)
+
+    def _scriptable(self):
+        return S.ScriptToDtype(self.dtype, bool(self.scale), self.dtype.is_floating_point)

@@ -65,6 +65,21 @@ class Transform(nn.Module):
         out = self.transform(images, params)
         return (out, params) if return_params else out
 
+    # -- TorchScript ---------------------------------------------------------------------------
+    def _scriptable(self) -> Optional[nn.Module]:
+        """The TorchScript form of this transform (torchaug.transforms._script), None if it has none."""
+        return None
+
+    def __prepare_scriptable__(self):
+        # torch.jit.script(transform) scripts the module returned here (as torchvision does)
+        scripted = self._scriptable()
+        if scripted is None:
+            raise RuntimeError(
+                f"torchaug.transforms.{type(self).__name__} has no TorchScript form; torch.jit.script supports "
+                f"{', '.join(scriptable_transforms())} (use torch.compile or torch.export for the others)"
+            )
+        return scripted
+
     # -- random numbers on the images' device ------------------------------------------------
     def _rand(self, shape, device, dtype=torch.float32) -> torch.Tensor:
         """Uniform [0, 1) numbers on `device` (from the generator's device when it is another)."""
@@ -85,6 +100,15 @@ class Transform(nn.Module):
 
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
         return low + (high - low) * self._rand(shape, device, dtype)
+
+
+def scriptable_transforms() -> List[str]:
+    """Names of the transforms that torch.jit.script supports."""
+    import sys
+
+    pkg = sys.modules[__name__.rsplit(".", 1)[0]]
+    classes = [(n, getattr(pkg, n)) for n in pkg.__all__]
+    return [n for n, c in classes if isinstance(c, type) and issubclass(c, Transform) and c._scriptable is not Transform._scriptable]
 
 
 def check_probability(p: float, name: str) -> float:
