@@ -124,3 +124,39 @@ def test_scriptable_list_is_documented_in_the_error():
     assert "RandomAffine" not in names and "AugMix" not in names
     with pytest.raises(RuntimeError, match="RandomResizedCrop"):
         torch.jit.script(T.RandomAffine(10))
+
+
+class FunctionalPipeline(torch.nn.Module):
+    """RandomResizedCrop boxes + flip + a per-sample augment program + normalize, parameters as inputs."""
+
+    def forward(self, x, boxes, flip, ops, mags):
+        import torchaug.functional as F
+        y = F.resized_crop_boxes(x, boxes, [24, 24], flip=flip, validate=False)
+        y = F.augment(y, ops, mags, validate=False)
+        return F.normalize(y, MEAN, STD, memory_format=torch.channels_last)
+
+
+def pipeline_inputs(device):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 256, (4, 3, 40, 50), dtype=torch.uint8, generator=g)
+    boxes = torch.tensor([[0, 0, 40, 50], [5, 5, 20, 30], [1, 2, 30, 30], [0, 10, 40, 20]])
+    flip = torch.tensor([True, False, True, False])
+    ops = torch.randint(0, 19, (4, 2), generator=g)
+    mags = torch.rand(4, 2, generator=g) * 2 - 1
+    return tuple(t.to(device) for t in (x, boxes, flip, ops, mags))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_export_of_a_functional_pipeline(device):
+    inputs = pipeline_inputs(device)
+    ep = torch.export.export(FunctionalPipeline(), inputs)
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert {"torchaug.resized_crop.default", "torchaug.augment.default", "torchaug.normalize.default"} <= targets
+    assert torch.equal(ep.module()(*inputs), FunctionalPipeline()(*inputs))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_fullgraph_of_a_functional_pipeline(device):
+    inputs = pipeline_inputs(device)
+    compiled = torch.compile(FunctionalPipeline(), fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(*inputs), FunctionalPipeline()(*inputs))

@@ -155,14 +155,16 @@ def crop(images, top, left, height: int, width: int) -> torch.Tensor:
     return unbatch(out, single)
 
 
-def _center_crop_box(height: int, width: int, crop_h: int, crop_w: int) -> List[int]:
+def _center_offset(size: int, c: int) -> int:
     # torchvision's center_crop: pad (zeros) to at least the crop size, then round((size - crop) / 2)
-    def axis(size, c):
-        before = (c - size) // 2 if c > size else 0
-        after = (c - size + 1) // 2 if c > size else 0
-        return int(round((size + before + after - c) / 2.0)) - before
+    # (TorchScript-compatible: the scripted CenterCrop calls it too)
+    before = (c - size) // 2 if c > size else 0
+    after = (c - size + 1) // 2 if c > size else 0
+    return int(round((size + before + after - c) / 2.0)) - before
 
-    return [axis(height, crop_h), axis(width, crop_w), crop_h, crop_w]
+
+def _center_crop_box(height: int, width: int, crop_h: int, crop_w: int) -> List[int]:
+    return [_center_offset(height, crop_h), _center_offset(width, crop_w), crop_h, crop_w]
 
 
 def center_crop(images, output_size, **fused) -> torch.Tensor:

@@ -16,6 +16,8 @@ from typing import Dict, List, Optional
 import torch
 from torch import Tensor, nn
 
+from ..functional._geometry import _center_offset
+
 
 MEMORY_FORMATS = [torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d]
 
@@ -127,13 +129,6 @@ class ScriptCrop(ScriptTransform):
         size = self._out_size(images.shape[-2], images.shape[-1])
         return torch.ops.torchaug.resized_crop(images, params["boxes"], size, self.interpolation, self.antialias,
                                                None, None, None, None, None)
-
-
-def _center_offset(size: int, c: int) -> int:
-    # torchvision's center_crop: pad (zeros) to at least the crop size, then round((size - crop) / 2)
-    before = (c - size) // 2 if c > size else 0
-    after = (c - size + 1) // 2 if c > size else 0
-    return int(round((size + before + after - c) / 2.0)) - before
 
 
 class ScriptFlip(ScriptTransform):
