@@ -40,6 +40,7 @@ class RaggedImages:
         channels_last = isinstance(images[0], np.ndarray)
         tensors: List[torch.Tensor] = []
         sizes = []
+        channels = 0  # image 0's, once read
         for i, im in enumerate(images):
             if channels_last != isinstance(im, np.ndarray):
                 raise TypeError("torchaug.io.RaggedImages: images must be all torch tensors (C, H, W) or all numpy arrays (H, W, C)")
@@ -51,11 +52,11 @@ class RaggedImages:
             c, h, w = (t.shape[2], t.shape[0], t.shape[1]) if channels_last else tuple(t.shape)
             if tensors and t.dtype != tensors[0].dtype:
                 raise ValueError(f"torchaug.io.RaggedImages: image {i} has dtype {t.dtype}, image 0 has {tensors[0].dtype}")
-            if tensors and c != (tensors[0].shape[2] if channels_last else tensors[0].shape[0]):
+            if tensors and c != channels:
                 raise ValueError(f"torchaug.io.RaggedImages: image {i} has {c} channels, image 0 has a different count")
+            channels = c
             tensors.append(t)
             sizes.append((h, w))
-        c = tensors[0].shape[2] if channels_last else tensors[0].shape[0]
         flat = [t.reshape(-1) for t in tensors]
         out = None
         if torch.utils.data.get_worker_info() is not None:
@@ -63,7 +64,7 @@ class RaggedImages:
             # so that handing the batch to the main process does not copy it again
             numel = sum(t.numel() for t in flat)
             out = flat[0].new(flat[0]._typed_storage()._new_shared(numel, device="cpu")).view(-1)
-        return cls(torch.cat(flat, out=out), sizes, c, channels_last)
+        return cls(torch.cat(flat, out=out), sizes, channels, channels_last)
 
     def __len__(self) -> int:
         return len(self.sizes)
