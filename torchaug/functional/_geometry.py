@@ -111,6 +111,16 @@ def resized_crop(
     return resized_crop_boxes(images, boxes, size, interpolation, antialias, **fused)
 
 
+def _short_edge_size(height: int, width: int, size: int, max_size: Optional[int]) -> List[int]:
+    """[h, w] with the smaller edge `size` and the aspect ratio kept (the longer edge at most
+    max_size): torchvision's rule, TorchScript-compatible (the scripted Resize calls it too)."""
+    short, long = (width, height) if width <= height else (height, width)
+    new_short, new_long = size, int(size * long / short)
+    if max_size is not None and new_long > max_size:
+        new_short, new_long = int(max_size * new_short / new_long), max_size
+    return [new_long, new_short] if width <= height else [new_short, new_long]
+
+
 def _compute_resized_output_size(height: int, width: int, size, max_size: Optional[int] = None) -> List[int]:
     # torchvision.transforms.v2.functional._geometry._compute_resized_output_size
     if isinstance(size, numbers.Integral):
@@ -118,15 +128,9 @@ def _compute_resized_output_size(height: int, width: int, size, max_size: Option
     elif max_size is not None and len(size) != 1:
         raise ValueError("max_size should only be passed if size is None or specifies the length of the smaller edge")
     if len(size) == 1:
-        short, long = (width, height) if width <= height else (height, width)
-        new_short, new_long = size[0], int(size[0] * long / short)
-        if max_size is not None:
-            if max_size <= size[0]:
-                raise ValueError(f"max_size = {max_size} must be strictly greater than the requested size for the smaller edge size = {size}")
-            if new_long > max_size:
-                new_short, new_long = int(max_size * new_short / new_long), max_size
-        new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
-        return [new_h, new_w]
+        if max_size is not None and max_size <= size[0]:
+            raise ValueError(f"max_size = {max_size} must be strictly greater than the requested size for the smaller edge size = {size}")
+        return _short_edge_size(height, width, size[0], max_size)
     if len(size) != 2:
         raise ValueError(f"torchaug.resize: size must be an int or a sequence of 1 or 2 ints, got {size!r}")
     return [int(size[0]), int(size[1])]

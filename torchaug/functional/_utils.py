@@ -40,18 +40,22 @@ def as_batch(images, op: str) -> Tuple[torch.Tensor, bool]:
     return images, False
 
 
-def same_device(a: torch.device, b: torch.device) -> bool:
-    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+def generator_device(generator: Optional[torch.Generator]) -> str:
+    """The generator's device as a string, "" without a generator (a string, so that TorchScript
+    forms can hold it: TorchScript cannot read generator.device)."""
+    return "" if generator is None else str(generator.device)
+
+
+def draw_device(device: torch.device, gen_device: str) -> torch.device:
+    """Where random numbers for `device` are drawn: on the generator's device when there is one (a
+    CPU generator gives the same draws for CPU and CUDA images), then copied. TorchScript-compatible."""
+    return torch.device(gen_device) if gen_device != "" else device
 
 
 def draw_on(device, generator: Optional[torch.Generator], draw):
-    """draw(device, generator): random numbers made on `device`. A generator on another device
-    draws there and the result is copied (a CPU generator gives the same draws for CPU and CUDA
-    images)."""
+    """draw(device, generator): random numbers made on draw_device and returned on `device`."""
     device = torch.device(device)
-    if generator is None or same_device(generator.device, device):
-        return draw(device, generator)
-    return draw(generator.device, generator).to(device, non_blocking=True)
+    return draw(draw_device(device, generator_device(generator)), generator).to(device, non_blocking=True)
 
 
 def unbatch(out: torch.Tensor, single: bool) -> torch.Tensor:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from .. import functional as F
-from ..functional._utils import interpolation_code
+from ..functional._utils import generator_device, interpolation_code
 from . import _script as S
 from ._transform import BatchInfo, Transform
 
@@ -235,13 +235,7 @@ class _AutoAugmentBase(Transform):
                  apply: Optional[torch.Tensor] = None) -> Dict[str, Any]:
         """The program of space indices `choice` at magnitude bins `bins`, negated where `coin` and
         the op is signed; samples where `apply` is False get the identity."""
-        mags = t.mags[choice, bins]
-        mags = torch.where(coin & t.signed[choice], -mags, mags)
-        ops = t.ids[choice]
-        if apply is not None:
-            ops = torch.where(apply, ops, torch.zeros_like(ops))
-            choice = torch.where(apply, choice, torch.full_like(choice, -1))
-        return {"choice": choice, "ops": ops, "magnitudes": mags}
+        return S.policy_program(t.ids, t.mags, t.signed, choice, bins, coin, apply)
 
     def _run(self, images, params: Dict[str, Any]):
         ops, mags, choice = params["ops"], params["magnitudes"], params["choice"]
@@ -260,15 +254,32 @@ class _AutoAugmentBase(Transform):
     def transform(self, images, params: Dict[str, Any]):
         return self._run(images, params)
 
-    _SCRIPT_KIND: Optional[int] = None  # ScriptPolicy's kind, where the policy has a TorchScript form
+    _KIND: Optional[int] = None  # the policy's kind for _script.policy_draws (None: the class draws its own)
+    num_ops, magnitude = 1, 0  # RandAugment's; the others' draws do not read them
+
+    def _num_bins(self) -> int:
+        return self.num_magnitude_bins
+
+    def _sub_policies(self, device) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]:
+        """AutoAugment's (S, 2) sub-policy tables on `device`."""
+        return None, None, None
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = self._info(images)
+        h, w = info.uniform_size
+        dev = torch.device(info.device)
+        t = self._tables_for(self._num_bins(), h, w, dev)
+        draws = S.policy_draws(self._KIND, info.batch, len(self.space), self.num_ops, self.magnitude, self._num_bins(),
+                               *self._sub_policies(dev), dev, self.generator, generator_device(self.generator))
+        return S.policy_program(t.ids, t.mags, t.signed, *draws)
 
     def _scriptable(self):
         name = type(self).__name__
-        if self._SCRIPT_KIND is None:
+        if self._KIND is None:
             return None
         if self._custom:
             raise RuntimeError(f"torchaug.transforms.{name}: a space with Python augmentations has no TorchScript form")
-        bins = getattr(self, "num_magnitude_bins", None) or self.NUM_BINS
+        bins = self._num_bins()
         static, sized = [], []
         for k, a in enumerate(self.space):
             if isinstance(a.magnitudes, _SizedLinspace):
@@ -288,8 +299,8 @@ class _AutoAugmentBase(Transform):
             fill = [float(v) for v in fill] if isinstance(fill, Sequence) else [float(fill)]
         empty = torch.zeros(0, 2, dtype=torch.int64)
         return S.ScriptPolicy(
-            self._SCRIPT_KIND, [a.op_id for a in self.space], [a.randomly_negate for a in self.space], torch.stack(static), sized,
-            getattr(self, "num_ops", 1), getattr(self, "magnitude", 0), interpolation_code(self.interpolation, name, ("nearest", "bilinear")),
+            self._KIND, [a.op_id for a in self.space], [a.randomly_negate for a in self.space], torch.stack(static), sized,
+            self.num_ops, self.magnitude, interpolation_code(self.interpolation, name, ("nearest", "bilinear")),
             fill, getattr(self, "_sub_idx", empty), getattr(self, "_sub_prob", empty.float()), getattr(self, "_sub_bins", empty),
             self.generator)
 
@@ -308,7 +319,7 @@ class RandAugment(_AutoAugmentBase):
     digits)."""
 
     _SPACE = RAND_AUGMENT_SPACE
-    _SCRIPT_KIND = 0
+    _KIND = 0
 
     def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31, interpolation="nearest",
                  fill=None, *, augmentations=None, exclude: Sequence[str] = (), generator: Optional[torch.Generator] = None):
@@ -322,38 +333,18 @@ class RandAugment(_AutoAugmentBase):
                              f"[0, {self.num_magnitude_bins}), got {magnitude!r}")
         self.magnitude = int(magnitude)
 
-    def make_params(self, images) -> Dict[str, Any]:
-        info = self._info(images)
-        h, w = info.uniform_size
-        t = self._tables_for(self.num_magnitude_bins, h, w, info.device)
-        shape = (info.batch, self.num_ops)
-        choice = self._randint(len(self.space), shape, info.device)
-        coin = self._rand(shape, info.device) <= 0.5
-        bins = torch.full(shape, self.magnitude, dtype=torch.int64, device=info.device)
-        return self._program(t, choice, bins, coin)
-
 
 class TrivialAugmentWide(_AutoAugmentBase):
     """torchvision.transforms.v2.TrivialAugmentWide(num_magnitude_bins, interpolation, fill) with
     its own op, magnitude bin and sign for every sample. augmentations / exclude as RandAugment."""
 
     _SPACE = TRIVIAL_AUGMENT_WIDE_SPACE
-    _SCRIPT_KIND = 1
+    _KIND = 1
 
     def __init__(self, num_magnitude_bins: int = 31, interpolation="nearest", fill=None, *, augmentations=None,
                  exclude: Sequence[str] = (), generator: Optional[torch.Generator] = None):
         super().__init__(interpolation, fill, augmentations, exclude, generator)
         self.num_magnitude_bins = _check_bins(num_magnitude_bins, "TrivialAugmentWide")
-
-    def make_params(self, images) -> Dict[str, Any]:
-        info = self._info(images)
-        h, w = info.uniform_size
-        t = self._tables_for(self.num_magnitude_bins, h, w, info.device)
-        shape = (info.batch, 1)
-        choice = self._randint(len(self.space), shape, info.device)
-        bins = self._randint(self.num_magnitude_bins, shape, info.device)
-        coin = self._rand(shape, info.device) <= 0.5
-        return self._program(t, choice, bins, coin)
 
 
 class AutoAugmentPolicy(enum.Enum):
@@ -460,7 +451,7 @@ class AutoAugment(_AutoAugmentBase):
 
     _SPACE = AUTO_AUGMENT_SPACE
     NUM_BINS = 10
-    _SCRIPT_KIND = 2
+    _KIND = 2
 
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation="nearest", fill=None, *, augmentations=None,
                  generator: Optional[torch.Generator] = None):
@@ -500,21 +491,15 @@ class AutoAugment(_AutoAugmentBase):
         self._sub_bins = torch.tensor(bins, dtype=torch.int64).view(-1, 2)
         self._sub_dev: Dict[str, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
-    def make_params(self, images) -> Dict[str, Any]:
-        info = self._info(images)
-        h, w = info.uniform_size
-        dev = info.device
-        t = self._tables_for(self.NUM_BINS, h, w, dev)
-        sub = self._sub_dev.get(str(dev))
+    def _num_bins(self) -> int:
+        return self.NUM_BINS
+
+    def _sub_policies(self, device):
+        sub = self._sub_dev.get(str(device))
         if sub is None:
-            sub = (self._sub_idx.to(dev), self._sub_prob.to(dev), self._sub_bins.to(dev))
-            self._sub_dev[str(dev)] = sub
-        sub_idx, sub_prob, sub_bins = sub
-        s = self._randint(sub_idx.shape[0], (info.batch,), dev)
-        u = self._rand((info.batch, 2, 2), dev)
-        # torchvision: applied when torch.rand(()) <= probability, negated when torch.rand(()) <= 0.5
-        apply = u[..., 0] <= sub_prob[s]
-        return self._program(t, sub_idx[s], sub_bins[s], u[..., 1] <= 0.5, apply)
+            sub = (self._sub_idx.to(device), self._sub_prob.to(device), self._sub_bins.to(device))
+            self._sub_dev[str(device)] = sub
+        return sub
 
 
 class AugMix(_AutoAugmentBase):

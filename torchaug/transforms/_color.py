@@ -8,7 +8,7 @@ import torch
 
 from .. import functional as F
 from ..functional._color import COLOR_OPS
-from ..functional._utils import _constant_row
+from ..functional._utils import _constant_row, generator_device
 from . import _script as S
 from ._transform import BatchInfo, Transform, check_probability
 
@@ -42,7 +42,7 @@ class _ColorProgram(Transform):
 
 
 class _RandomColorOp(_ColorProgram):
-    """One op, applied to each sample with probability p; _draw returns its (B,) parameters."""
+    """One op, applied to each sample with probability p; _params gives its (p0, p1) parameters."""
 
     op = "identity"
 
@@ -50,24 +50,17 @@ class _RandomColorOp(_ColorProgram):
         super().__init__(generator)
         self.p = check_probability(p, type(self).__name__)
 
-    def _draw(self, info: BatchInfo) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
-        return None, None
+    def _params(self) -> Tuple[float, float]:
+        return 0.0, 0.0
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
-        apply = self._bernoulli((info.batch, 1), self.p, info.device)
-        ops = apply.to(torch.int64) * COLOR_OPS[self.op]
-        p0, p1 = self._draw(info)
-        params = torch.zeros((info.batch, 1, 2), dtype=torch.float32, device=info.device)
-        if p0 is not None:
-            params[:, 0, 0] = p0
-        if p1 is not None:
-            params[:, 0, 1] = p1
-        return {"ops": ops, "params": params}
+        p0, p1 = self._params()
+        return S.random_color_op_params(info.batch, COLOR_OPS[self.op], self.p, p0, p1, torch.device(info.device),
+                                        self.generator, generator_device(self.generator))
 
     def _scriptable(self):
-        p0, p1 = self._draw(None)
-        return S.ScriptColorOp(COLOR_OPS[self.op], self.p, float(p0 or 0.0), float(p1 or 0.0), self.generator)
+        return S.ScriptColorOp(COLOR_OPS[self.op], self.p, *self._params(), self.generator)
 
 
 class RandomGrayscale(_RandomColorOp):
@@ -108,8 +101,8 @@ class RandomPosterize(_RandomColorOp):
             raise ValueError(f"torchaug.transforms.RandomPosterize: bits must be an integer in [0, 8], got {bits!r}")
         self.bits = int(bits)
 
-    def _draw(self, info):
-        return float(self.bits), None
+    def _params(self):
+        return float(self.bits), 0.0
 
 
 class RandomSolarize(_RandomColorOp):
@@ -130,8 +123,8 @@ class RandomSolarize(_RandomColorOp):
                 raise TypeError(f"torchaug.transforms.RandomSolarize: threshold should be less or equal the maximum value of the dtype ({top:g}), got {self.threshold:g}")
         return super().make_params(images)
 
-    def _draw(self, info):
-        return self.threshold, None
+    def _params(self):
+        return self.threshold, 0.0
 
 
 class ColorJitter(_ColorProgram):
@@ -152,13 +145,7 @@ class ColorJitter(_ColorProgram):
         info = BatchInfo(images)
         b, dev = info.batch, info.device
         u = self._rand((b, 8), dev, torch.float64)
-        order = u[:, :4].argsort(dim=1)  # a uniform random permutation per sample
-        const = _constant_row(self._const(), torch.device(dev), torch.float64)  # cached on the device
-        factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])  # (B, 4): brightness, contrast, saturation, hue
-        ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
-        p0 = factors.gather(1, order).to(torch.float32)
-        params = torch.stack([p0, torch.zeros_like(p0)], dim=-1)
-        return {"ops": ops, "params": params}
+        return S.jitter_params(_constant_row(self._const(), torch.device(dev), torch.float64), u)  # constants cached on the device
 
     def _const(self) -> Tuple[float, ...]:
         """[lo (4), span (4), op codes (4)] of brightness, contrast, saturation, hue."""

@@ -11,44 +11,104 @@ the same output, in Python and from C++ (torch::jit::load with the torchaug libr
 calls torch.ops.torchaug.* directly, so it runs wherever the library is loaded. Scripted forms
 take tensors, not lists of images of different sizes; a module holding a torch.Generator scripts
 but cannot be saved (TorchScript cannot serialise a Generator)."""
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from ..functional._geometry import _center_offset
+from ..functional._geometry import _center_offset, _short_edge_size
+from ..functional._utils import draw_device, generator_device
 
 
 MEMORY_FORMATS = [torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d]
 
 
-def _on_generator_device(device: torch.device, gen_device: str) -> torch.device:
-    return torch.device(gen_device) if gen_device != "" else device
-
-
 def rand_on(shape: List[int], device: torch.device, generator: Optional[torch.Generator], gen_device: str,
             dtype: torch.dtype = torch.float32) -> Tensor:
     """Uniform [0, 1) numbers on `device`, drawn on the generator's device (gen_device, "" without
-    a generator) and copied when that is another device: a CPU generator gives the same draws for
-    CPU and CUDA images."""
-    g = _on_generator_device(device, gen_device)
+    a generator) and copied when that is another device (draw_device): a CPU generator gives the same
+    draws for CPU and CUDA images. The Python transforms draw through these too."""
+    g = draw_device(device, gen_device)
     return torch.rand(shape, device=g, dtype=dtype, generator=generator).to(device, non_blocking=True)
 
 
 def bernoulli_on(shape: List[int], p: float, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
     """Bool coins with P(True) = p on `device` (generator rules as rand_on)."""
-    g = _on_generator_device(device, gen_device)
+    g = draw_device(device, gen_device)
     return torch.empty(shape, dtype=torch.bool, device=g).bernoulli_(p, generator=generator).to(device, non_blocking=True)
 
 
 def randint_on(high: int, shape: List[int], device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
     """int64 uniform in [0, high) on `device` (generator rules as rand_on)."""
-    g = _on_generator_device(device, gen_device)
+    g = draw_device(device, gen_device)
     return torch.randint(high, shape, device=g, generator=generator).to(device, non_blocking=True)
 
 
-def generator_device(generator: Optional[torch.Generator]) -> str:
-    return "" if generator is None else str(generator.device)
+def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bins: Tensor, coin: Tensor,
+                   apply: Optional[Tensor]) -> Dict[str, Tensor]:
+    """An auto-augmentation program from draws: the space's op ids (K,), magnitude table (K, bins)
+    and signed flags (K,) at space indices `choice` and bins `bins`, negated where `coin` and the op
+    is signed; samples where `apply` is False get the identity (op 0, choice -1)."""
+    m = mags[choice, bins]
+    m = torch.where(coin & signed[choice], -m, m)
+    ops = ids[choice]
+    if apply is not None:
+        ops = torch.where(apply, ops, torch.zeros_like(ops))
+        choice = torch.where(apply, choice, torch.full_like(choice, -1))
+    return {"choice": choice, "ops": ops, "magnitudes": m}
+
+
+def policy_draws(kind: int, batch: int, space_size: int, num_ops: int, magnitude: int, num_bins: int,
+                 sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor], device: torch.device,
+                 generator: Optional[torch.Generator], gen_device: str) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
+    """(choice, bins, coin, apply) of a policy, with torchvision's draws per sample. kind 0:
+    RandAugment (num_ops ops of the space, bin `magnitude`); 1: TrivialAugmentWide (one op, a
+    random bin); 2: AutoAugment (a sub-policy of the (S, 2) tables on `device`: each of its ops
+    applied when a uniform draw is <= its probability)."""
+    apply: Optional[Tensor] = None
+    if kind == 0:
+        shape = [batch, num_ops]
+        choice = randint_on(space_size, shape, device, generator, gen_device)
+        coin = rand_on(shape, device, generator, gen_device) <= 0.5
+        bins = torch.full(shape, magnitude, dtype=torch.int64, device=device)
+    elif kind == 1:
+        shape = [batch, 1]
+        choice = randint_on(space_size, shape, device, generator, gen_device)
+        bins = randint_on(num_bins, shape, device, generator, gen_device)
+        coin = rand_on(shape, device, generator, gen_device) <= 0.5
+    else:
+        assert sub_idx is not None and sub_prob is not None and sub_bins is not None
+        s = randint_on(sub_idx.shape[0], [batch], device, generator, gen_device)
+        u = rand_on([batch, 2, 2], device, generator, gen_device)
+        choice = sub_idx[s]
+        apply = u[:, :, 0] <= sub_prob[s]
+        coin = u[:, :, 1] <= 0.5
+        bins = sub_bins[s]
+    return choice, bins, coin, apply
+
+
+def random_color_op_params(batch: int, op: int, p: float, p0: float, p1: float, device: torch.device,
+                           generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """The color program of a Random<op> transform: op (with parameters p0, p1) with probability p
+    per sample, else the identity."""
+    apply = bernoulli_on([batch, 1], p, device, generator, gen_device)
+    ops = apply.to(torch.int64) * op
+    params = torch.zeros([batch, 1, 2], dtype=torch.float32, device=device)
+    params[:, 0, 0] = p0
+    params[:, 0, 1] = p1
+    return {"ops": ops, "params": params}
+
+
+def jitter_params(const: Tensor, u: Tensor) -> Dict[str, Tensor]:
+    """ColorJitter's program from const (1, 12) float64 [lo (4), span (4), op codes (4)] of
+    brightness, contrast, saturation, hue and u (B, 8) uniform float64 draws: a random order per
+    sample (argsort of u[:, :4]) and the factors lo + span * u[:, 4:]."""
+    b = u.shape[0]
+    order = u[:, :4].argsort(dim=1)
+    factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])
+    ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
+    p0 = factors.gather(1, order).to(torch.float32)
+    return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1)}
 
 
 class ScriptTransform(nn.Module):
@@ -98,16 +158,9 @@ class ScriptCrop(ScriptTransform):
         self.max_size = max_size
 
     def _out_size(self, h: int, w: int) -> List[int]:
-        # torchvision's _compute_resized_output_size
         if self.mode != 1 or len(self.size) == 2:
             return self.size
-        short, long = (w, h) if w <= h else (h, w)
-        new_short, new_long = self.size[0], int(self.size[0] * long / short)
-        max_size = self.max_size
-        if max_size is not None:
-            if new_long > max_size:
-                new_short, new_long = int(max_size * new_short / new_long), max_size
-        return [new_long, new_short] if w <= h else [new_short, new_long]
+        return _short_edge_size(h, w, self.size[0], self.max_size)
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
@@ -220,13 +273,8 @@ class ScriptColorOp(ScriptTransform):
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
-        b = images.shape[0]
-        apply = bernoulli_on([b, 1], self.p, images.device, self.generator, self.gen_device)
-        ops = apply.to(torch.int64) * self.op
-        params = torch.zeros([b, 1, 2], dtype=torch.float32, device=images.device)
-        params[:, 0, 0] = self.p0
-        params[:, 0, 1] = self.p1
-        return {"ops": ops, "params": params}
+        return random_color_op_params(images.shape[0], self.op, self.p, self.p0, self.p1, images.device, self.generator,
+                                      self.gen_device)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
@@ -243,14 +291,8 @@ class ScriptColorJitter(ScriptTransform):
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
-        b = images.shape[0]
-        u = rand_on([b, 8], images.device, self.generator, self.gen_device, torch.float64)
-        order = u[:, :4].argsort(dim=1)
-        const = self.const.to(images.device).unsqueeze(0)
-        factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])
-        ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
-        p0 = factors.gather(1, order).to(torch.float32)
-        return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1)}
+        u = rand_on([images.shape[0], 8], images.device, self.generator, self.gen_device, torch.float64)
+        return jitter_params(self.const.to(images.device).unsqueeze(0), u)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
@@ -310,33 +352,10 @@ class ScriptPolicy(ScriptTransform):
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
         b, dev = images.shape[0], images.device
         ids, mags, signed = self._tables(images.shape[-2], images.shape[-1], dev)
-        gen, gdev = self.generator, self.gen_device
-        apply: Optional[Tensor] = None
-        if self.kind == 0:
-            shape = [b, self.num_ops]
-            choice = randint_on(len(self.ids), shape, dev, gen, gdev)
-            coin = rand_on(shape, dev, gen, gdev) <= 0.5
-            bins = torch.full(shape, self.magnitude, dtype=torch.int64, device=dev)
-        elif self.kind == 1:
-            shape = [b, 1]
-            choice = randint_on(len(self.ids), shape, dev, gen, gdev)
-            bins = randint_on(self.num_bins, shape, dev, gen, gdev)
-            coin = rand_on(shape, dev, gen, gdev) <= 0.5
-        else:
-            s = randint_on(self.sub_idx.shape[0], [b], dev, gen, gdev)
-            u = rand_on([b, 2, 2], dev, gen, gdev)
-            sub_idx, sub_prob, sub_bins = self.sub_idx.to(dev), self.sub_prob.to(dev), self.sub_bins.to(dev)
-            choice = sub_idx[s]
-            apply = u[:, :, 0] <= sub_prob[s]
-            coin = u[:, :, 1] <= 0.5
-            bins = sub_bins[s]
-        m = mags[choice, bins]
-        m = torch.where(coin & signed[choice], -m, m)
-        ops = ids[choice]
-        if apply is not None:
-            ops = torch.where(apply, ops, torch.zeros_like(ops))
-            choice = torch.where(apply, choice, torch.full_like(choice, -1))
-        return {"choice": choice, "ops": ops, "magnitudes": m}
+        choice, bins, coin, apply = policy_draws(self.kind, b, len(self.ids), self.num_ops, self.magnitude, self.num_bins,
+                                                 self.sub_idx.to(dev), self.sub_prob.to(dev), self.sub_bins.to(dev), dev,
+                                                 self.generator, self.gen_device)
+        return policy_program(ids, mags, signed, choice, bins, coin, apply)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:

@@ -7,7 +7,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from ..functional._utils import draw_on
+from ..functional._utils import draw_on, generator_device
+from . import _script as S
 
 
 class BatchInfo:
@@ -82,17 +83,17 @@ class Transform(nn.Module):
 
     # -- random numbers on the images' device ------------------------------------------------
     def _rand(self, shape, device, dtype=torch.float32) -> torch.Tensor:
-        """Uniform [0, 1) numbers on `device` (from the generator's device when it is another)."""
-        return draw_on(device, self.generator, lambda d, g: torch.rand(shape, device=d, dtype=dtype, generator=g))
+        """Uniform [0, 1) numbers on `device` (from the generator's device when it is another): the
+        same draw as the TorchScript forms make (_script.rand_on)."""
+        return S.rand_on(list(shape), torch.device(device), self.generator, generator_device(self.generator), dtype)
 
     def _bernoulli(self, shape, p: float, device) -> torch.Tensor:
         """Bool coins with P(True) = p on `device`, one kernel (generator rules as _rand)."""
-        return draw_on(device, self.generator,
-                       lambda d, g: torch.empty(shape, dtype=torch.bool, device=d).bernoulli_(p, generator=g))
+        return S.bernoulli_on(list(shape), p, torch.device(device), self.generator, generator_device(self.generator))
 
     def _randint(self, high: int, shape, device) -> torch.Tensor:
         """int64 uniform in [0, high) on `device` (generator rules as _rand)."""
-        return draw_on(device, self.generator, lambda d, g: torch.randint(high, shape, device=d, generator=g))
+        return S.randint_on(high, list(shape), torch.device(device), self.generator, generator_device(self.generator))
 
     def _dirichlet(self, alpha: torch.Tensor, device) -> torch.Tensor:
         """Dirichlet(alpha) draws, one per row of alpha (..., k), on `device` (generator rules as _rand)."""
