@@ -26,17 +26,62 @@ def want_cuda() -> bool:
     return torch.version.cuda is not None and CUDA_HOME is not None
 
 
+def libjpeg_include():
+    """The directory holding jpeglib.h (libjpeg-turbo's development headers), or None. TORCHAUG_LIBJPEG=0
+    builds without the CPU JPEG decoder."""
+    if os.environ.get("TORCHAUG_LIBJPEG", "auto").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    for d in filter(None, [os.environ.get("TORCHAUG_LIBJPEG_INCLUDE"), "/usr/include", "/usr/local/include",
+                           os.path.join(os.environ.get("CONDA_PREFIX", "/nonexistent"), "include")]):
+        if os.path.exists(os.path.join(d, "jpeglib.h")):
+            return d
+    return None
+
+
+def nvjpeg_include():
+    """The directory holding nvjpeg.h: the CUDA toolkit's, else the one of PyPI's nvidia-nvjpeg wheel."""
+    candidates = [os.path.join(CUDA_HOME, "include")] if CUDA_HOME else []
+    try:
+        import nvidia  # namespace package of the nvidia-* wheels
+        for root in nvidia.__path__:
+            candidates += glob.glob(os.path.join(root, "*", "include")) + glob.glob(os.path.join(root, "*", "*", "include"))
+    except ImportError:
+        pass
+    for d in candidates:
+        if os.path.exists(os.path.join(d, "nvjpeg.h")):
+            return d
+    return None
+
+
 def extension():
     rel = lambda pattern: sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pattern)))
     sources = ["csrc/torchaug.cpp", "csrc/python_module.cpp"] + rel("csrc/host*.cpp") + rel("csrc/cpu/*.cpp")
     extra = {"cxx": ["-O3"]}
+    include_dirs, libraries, library_dirs = [], [], []
+    jpeg_inc = libjpeg_include()
+    if jpeg_inc:
+        extra["cxx"].append("-DTORCHAUG_WITH_LIBJPEG")
+        include_dirs.append(jpeg_inc)
+        libraries.append("jpeg")
+    else:
+        print("torchaug setup: jpeglib.h not found: building without the CPU JPEG decoder (apt-get install libjpeg-dev)")
     if want_cuda():
+        nvjpeg_inc = nvjpeg_include()
+        if nvjpeg_inc is None:
+            raise RuntimeError("torchaug setup: nvjpeg.h not found (CUDA toolkit or pip install nvidia-nvjpeg)")
         sources += rel("csrc/cuda/*.cu")
         extra["nvcc"] = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
         if os.environ.get("TORCHAUG_PTXAS_VERBOSE"):
             extra["nvcc"].append("-Xptxas=-v")
-        return CUDAExtension("torchaug._C", sources, extra_compile_args=extra)
-    return CppExtension("torchaug._C", sources, extra_compile_args=extra)
+        include_dirs.append(nvjpeg_inc)
+        libraries.append("nvjpeg")
+        lib = os.path.join(CUDA_HOME, "lib64") if CUDA_HOME else None
+        if lib and os.path.isdir(lib):
+            library_dirs.append(lib)
+        return CUDAExtension("torchaug._C", sources, extra_compile_args=extra, include_dirs=include_dirs,
+                             libraries=libraries, library_dirs=library_dirs)
+    return CppExtension("torchaug._C", sources, extra_compile_args=extra, include_dirs=include_dirs,
+                        libraries=libraries)
 
 
 setup(

@@ -25,9 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
 
 
-def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=0):
-    """n JPEGs of `size` (random crops of the sample photos, resized), in `classes` folders; returns
-    the mean file size in bytes."""
+def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=0, grain=0.0):
+    """n JPEGs of `size` (random crops of the sample photos, resized, with gaussian grain of std
+    `grain` levels as camera photos have), in `classes` folders; returns the mean file size in bytes."""
     rng = np.random.default_rng(seed)
     photos = [Image.open(os.path.join(ASSETS, f)).convert("RGB") for f in sorted(os.listdir(ASSETS)) if f.endswith(".jpg")]
     total = 0
@@ -40,6 +40,9 @@ def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=
         out = im.crop((x0, y0, x0 + cw, y0 + ch)).resize(size, Image.BICUBIC)
         if rng.random() < 0.5:
             out = out.transpose(Image.FLIP_LEFT_RIGHT)
+        if grain > 0:
+            a = np.asarray(out).astype(np.float32) + rng.normal(0, grain, (size[1], size[0], 3))
+            out = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
         folder = os.path.join(root, f"class{i % classes}")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"{i:05d}.jpg")
@@ -97,6 +100,9 @@ def main():
     ap.add_argument("--models", default="efficientnet_b0,resnet50")
     ap.add_argument("--cpu-workers", type=int, default=16)
     ap.add_argument("--torchaug-workers", type=int, default=8)
+    ap.add_argument("--gpu-decode-workers", type=int, default=2)
+    ap.add_argument("--configs", default="pipeline,input_cpu,input_workers,input_gpu,cpu,torchaug_workers,torchaug_gpu",
+                    help="which rows to run (synthetic always runs per model)")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--data", help="an existing ImageFolder (default: 1,024 generated 500x375 JPEGs)")
     args = ap.parse_args()
@@ -113,24 +119,38 @@ def main():
     res = Results("End-to-end training throughput (examples/train.py: bf16, channels_last, SGD)")
     common = ["--data", data, "--batch-size", str(args.batch_size), "--warmup", str(warmup),
               "--steps", str(warmup + timed), "--length", str(args.batch_size * (warmup + timed + 2))]
-    rate, host_ms = pipeline_only(data, args.batch_size)
-    res.add("augmentation only (no model)", "torchaug Prefetcher, pinned ragged batches", args.batch_size,
-            {"ms": 1e3 * args.batch_size / rate}, note=f"{host_ms:.1f} ms of host time per batch")
+    want = set(args.configs.split(","))
+    if "pipeline" in want:
+        rate, host_ms = pipeline_only(data, args.batch_size)
+        res.add("augmentation only (no model)", "torchaug Prefetcher, pinned ragged batches", args.batch_size,
+                {"ms": 1e3 * args.batch_size / rate}, note=f"{host_ms:.1f} ms of host time per batch")
     # the input pipelines alone (no model): how many images per second each loader can feed
-    for loader, workers in [("torchvision", args.cpu_workers), ("torchaug", 8), ("torchaug", args.cpu_workers)]:
-        r = run(["--model", "none", "--loader", loader, "--workers", str(workers)] + common)
-        res.add("input pipeline only (no model)", f"{loader} ({workers} workers)", args.batch_size, {"ms": 1e3 * args.batch_size / r["img_per_s"]})
+    inputs = [("input_cpu", "torchvision", args.cpu_workers, "workers"), ("input_workers", "torchaug", 8, "workers"),
+              ("input_workers", "torchaug", args.cpu_workers, "workers"), ("input_gpu", "torchaug", args.gpu_decode_workers, "gpu")]
+    for key, loader, workers, decode in inputs:
+        if key not in want:
+            continue
+        r = run(["--model", "none", "--loader", loader, "--workers", str(workers), "--decode", decode] + common)
+        what = f"{loader} ({workers} workers{', nvJPEG decode' if loader == 'torchaug' and decode == 'gpu' else ''})"
+        res.add("input pipeline only (no model)", what, args.batch_size, {"ms": 1e3 * args.batch_size / r["img_per_s"]})
     for model in args.models.split(","):
         synth = run(["--model", model, "--loader", "synthetic"] + common)
         base = synth["img_per_s"]
         res.add(f"train {model}", "synthetic data (model only)", args.batch_size, {"ms": 1e3 * args.batch_size / base})
-        cpu = run(["--model", model, "--loader", "torchvision", "--workers", str(args.cpu_workers)] + common)
-        res.add(f"train {model}", f"torchvision v2 CPU DataLoader ({args.cpu_workers} workers)", args.batch_size,
-                {"ms": 1e3 * args.batch_size / cpu["img_per_s"]}, note=f"{cpu['img_per_s'] / base:.1%} of synthetic")
-        ta = run(["--model", model, "--loader", "torchaug", "--workers", str(args.torchaug_workers)] + common)
-        res.add(f"train {model}", f"torchaug Prefetcher ({args.torchaug_workers} decode workers)", args.batch_size,
-                {"ms": 1e3 * args.batch_size / ta["img_per_s"]}, note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}",
-                target=0.98 * base)
+        if "cpu" in want:
+            cpu = run(["--model", model, "--loader", "torchvision", "--workers", str(args.cpu_workers)] + common)
+            res.add(f"train {model}", f"torchvision v2 CPU DataLoader ({args.cpu_workers} workers)", args.batch_size,
+                    {"ms": 1e3 * args.batch_size / cpu["img_per_s"]}, note=f"{cpu['img_per_s'] / base:.1%} of synthetic")
+        if "torchaug_workers" in want:
+            ta = run(["--model", model, "--loader", "torchaug", "--decode", "workers", "--workers", str(args.torchaug_workers)] + common)
+            res.add(f"train {model}", f"torchaug Prefetcher ({args.torchaug_workers} decode workers)", args.batch_size,
+                    {"ms": 1e3 * args.batch_size / ta["img_per_s"]}, note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}",
+                    target=0.98 * base)
+        if "torchaug_gpu" in want:
+            ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers)] + common)
+            res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)",
+                    args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
+                    note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}", target=0.98 * base)
     res.save(args.json, args.markdown)
     print(res.markdown())
 

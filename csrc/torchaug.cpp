@@ -121,4 +121,16 @@ TORCH_LIBRARY(torchaug, m) {
   // Geometric ops sample with interpolation (0 nearest, 1 bilinear) and fill (B, C) (zeros when
   // None). One switch pass per slot, plus a statistics pass for the samples whose op needs one.
   m.def("augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None) -> Tensor");
+
+  // ---- decode ----
+  // Decodes a batch of JPEG files (each a 1-D uint8 CPU tensor of the file's bytes) on `device`
+  // (CPU: libjpeg-turbo; CUDA: nvJPEG, the hardware decoder where the GPU has one) into one flat
+  // uint8 buffer on that device: sample b is stored CHW from offsets[b] with sizes[b] = (C, H, W)
+  // ((B,) and (B, 3) int64, CPU). mode: 0 unchanged (1 channel for grayscale files, else 3),
+  // 1 gray, 3 rgb (torchvision's ImageReadMode numbers). status (B,) int32 CPU: 0 decoded, else the
+  // reason (csrc/jpeg_header.h: jpeg::Status); a bad sample is an error naming it unless
+  // skip_errors, when it gets no slot (sizes[b] = 0).
+  m.def(
+      "decode_jpeg(Tensor[] data, int mode=3, bool apply_exif_orientation=False, bool skip_errors=False, "
+      "Device? device=None) -> (Tensor, Tensor, Tensor, Tensor)");
 }

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from torchaug.io import collate_ragged  # noqa: E402
+from torchaug.io import collate_encoded, collate_ragged  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SAMPLES = os.path.join(os.path.dirname(os.path.abspath(torchaug.__file__)), "assets", "images")
@@ -93,6 +93,22 @@ class JpegDataset(Dataset):
         return img, self.labels[i]
 
 
+class JpegBytesDataset(Dataset):
+    """The files' bytes and labels (workers only read; the GPU decodes: --decode gpu)."""
+
+    def __init__(self, root, length=None):
+        self.paths, self.labels, self.classes = find_images(root)
+        self.length = length or len(self.paths)
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, i):
+        import numpy as np
+        i %= len(self.paths)
+        return np.fromfile(self.paths[i], dtype=np.uint8), self.labels[i]
+
+
 def torchvision_cpu_transform():
     import torchvision.transforms.v2 as V
     return V.Compose([V.RandomResizedCrop(224, antialias=True), V.RandomHorizontalFlip(), V.RandAugment(2, 9),
@@ -139,13 +155,14 @@ def make_loader(args, device, dtype, world, rank):
     root = args.data or SAMPLES
     length = args.length or (None if args.data else 64 * args.batch_size)
     cpu_chain = torchvision_cpu_transform() if args.loader == "torchvision" else None
-    dataset = JpegDataset(root, cpu_chain, length)
+    gpu_decode = args.loader == "torchaug" and args.decode == "gpu"
+    dataset = JpegBytesDataset(root, length) if gpu_decode else JpegDataset(root, cpu_chain, length)
     sampler = DistributedSampler(dataset, world, rank, shuffle=True, drop_last=True) if world > 1 else None
     loader = DataLoader(
         dataset, batch_size=args.batch_size, shuffle=sampler is None, sampler=sampler, drop_last=True,
         num_workers=args.workers, pin_memory=device.type == "cuda", persistent_workers=args.workers > 0,
         prefetch_factor=args.prefetch_factor if args.workers > 0 else None,
-        collate_fn=collate_ragged if args.loader == "torchaug" else None,
+        collate_fn=(collate_encoded if gpu_decode else collate_ragged) if args.loader == "torchaug" else None,
     )
     if args.loader == "torchvision":
         return TorchvisionLoader(loader, device, dtype), sampler
@@ -180,6 +197,9 @@ def main(argv=None):
     p.add_argument("--data", help="ImageFolder root (default: the repo's sample photos)")
     p.add_argument("--model", default="resnet50", help="a torchvision.models name (resnet50, efficientnet_b0, ...), or none (the input pipeline alone)")
     p.add_argument("--loader", choices=["torchaug", "torchvision", "synthetic"], default="torchaug")
+    p.add_argument("--decode", choices=["gpu", "workers"], default=None,
+                   help="torchaug loader: decode JPEGs on the GPU (workers only read bytes; default on CUDA) "
+                        "or in the workers")
     p.add_argument("--batch-size", type=int, default=256, help="per GPU")
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--prefetch-factor", type=int, default=2)
@@ -206,6 +226,8 @@ def main(argv=None):
         device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.manual_seed(args.seed + rank)
     torch.backends.cudnn.benchmark = True
+    if args.decode is None:
+        args.decode = "gpu" if device.type == "cuda" else "workers"
     amp = args.amp == "bf16"
     dtype = torch.bfloat16 if amp and device.type == "cuda" else torch.float32
 
@@ -254,7 +276,7 @@ def main(argv=None):
     bar.close()
     elapsed = time.perf_counter() - t_start if t_start is not None else float("nan")
     result = {
-        "model": args.model, "loader": args.loader, "world_size": world, "batch_size": args.batch_size,
+        "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None, "world_size": world, "batch_size": args.batch_size,
         "workers": args.workers if args.loader != "synthetic" else 0, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from .io import RaggedImages
+from .io import EncodedImages, RaggedImages, decode_jpeg
 from .transforms import Compose, Normalize, ToDtype
 
 __all__ = ["Prefetcher"]
@@ -86,7 +86,11 @@ class Prefetcher:
     while the model still reads it.
 
     Batches may be tensors, tuples, lists, namedtuples or dicts (nested; non-tensors pass through),
-    with RaggedImages (torchaug.io.collate_ragged) for images of different sizes. The images are the
+    with RaggedImages (torchaug.io.collate_ragged) for images of different sizes, or EncodedImages
+    (torchaug.io.collate_encoded: workers only read file bytes), which is decoded on `device` first
+    (nvJPEG on CUDA) with `decode_mode`; on_decode_error="skip" drops the files that do not decode
+    (and the rows of the batch's other tensors and lists that belong to them) and records them in
+    `decode_failures` as (batch number, index, reason), "raise" makes them an error. The images are the
     batch itself when it is a tensor, its first element when it is a tuple or list, and
     batch[image_key] when it is a dict.
 
@@ -108,6 +112,8 @@ class Prefetcher:
         memory_format: Optional[torch.memory_format] = None,
         batch_transform: Optional[Callable] = None,
         image_key: str = "image",
+        decode_mode: str = "rgb",
+        on_decode_error: str = "raise",
     ):
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
@@ -128,6 +134,12 @@ class Prefetcher:
         self.transform = _pipeline(transform, mean, std, dtype, memory_format)
         self.batch_transform = batch_transform
         self.image_key = image_key
+        if on_decode_error not in ("raise", "skip"):
+            raise ValueError(f"torchaug.Prefetcher: on_decode_error must be 'raise' or 'skip', got {on_decode_error!r}")
+        self.decode_mode = decode_mode
+        self.on_decode_error = on_decode_error
+        self.decode_failures = []
+        self._batches = 0
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._live = None
 
@@ -142,6 +154,9 @@ class Prefetcher:
 
     # -- one batch, on whatever stream is current ------------------------------------------------
     def _prepare(self, batch):
+        self._batches += 1
+        if isinstance(self._images(batch), EncodedImages):
+            batch = self._decode(batch)
         if self._stream is not None:
             batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
         if self.transform is not None:
@@ -152,8 +167,38 @@ class Prefetcher:
             batch = self.batch_transform(batch)
         return batch
 
+    def _decode(self, batch):
+        """The batch with its EncodedImages decoded on the device (a list of (C, H_i, W_i) images)."""
+        encoded = self._images(batch)
+        if self.on_decode_error == "raise":
+            return self._replace_images(batch, decode_jpeg(encoded, device=self.device, mode=self.decode_mode))
+        images, failures = decode_jpeg(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
+        if not failures:
+            return self._replace_images(batch, images)
+        self.decode_failures += [(self._batches - 1, i, reason) for i, reason in failures]
+        if not images:
+            raise RuntimeError(f"torchaug.Prefetcher: no file of batch {self._batches - 1} decoded: {failures[0][1]} (and {len(failures) - 1} more)")
+        bad = {i for i, _ in failures}
+        keep = [i for i in range(len(encoded)) if i not in bad]
+        n = len(encoded)
+
+        def select(v):
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == n:
+                return v[torch.tensor(keep, device=v.device)]
+            if isinstance(v, list) and len(v) == n:
+                return [v[i] for i in keep]
+            return v
+
+        if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+            batch = type(batch)(*(select(v) for v in batch))
+        elif isinstance(batch, (tuple, list)):
+            batch = type(batch)(select(v) for v in batch)
+        elif isinstance(batch, dict):
+            batch = type(batch)((k, select(v)) for k, v in batch.items())
+        return self._replace_images(batch, images)
+
     def _images(self, batch):
-        if isinstance(batch, (torch.Tensor, RaggedImages)):
+        if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages)):
             return batch
         if isinstance(batch, (tuple, list)) and len(batch) > 0:
             return batch[0]
@@ -167,8 +212,10 @@ class Prefetcher:
         images = self._images(batch)
         if isinstance(images, RaggedImages):
             images = images.images()
-        out = fn(images)
-        if isinstance(batch, (torch.Tensor, RaggedImages)):
+        return self._replace_images(batch, fn(images))
+
+    def _replace_images(self, batch, out):
+        if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages)):
             return out
         if isinstance(batch, tuple) and hasattr(batch, "_fields"):
             return batch._replace(**{batch._fields[0]: out})

@@ -12,6 +12,7 @@ from ._utils import (
     check_boxes,
     fill_tensor,
     image_list,
+    ragged_buffer,
     interpolation_code,
     pair,
     per_sample,
@@ -66,12 +67,7 @@ def resized_crop_boxes(
         if out_dtype is None:
             out_dtype = dtype if dtype.is_floating_point else torch.float32
     if isinstance(images, (list, tuple)):
-        if hwc:
-            flat = torch.cat([t.permute(1, 2, 0).reshape(-1) for t in imgs])
-        else:
-            flat = torch.cat([t.reshape(-1) for t in imgs])
-        numels = [t.numel() for t in imgs]
-        offsets = torch.tensor([0] + numels[:-1], dtype=torch.int64).cumsum(0)
+        flat, offsets = ragged_buffer(imgs, hwc)
         sizes = torch.tensor([[t.shape[1], t.shape[2]] for t in imgs], dtype=torch.int64)
         return _ops_ns.resized_crop_ragged(
             flat, offsets, sizes, channels, hwc, boxes, out_size, code, antialias, flip, mean, std, out_dtype, memory_format

@@ -152,3 +152,29 @@ def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
     hwc = first.shape[0] > 1 and all(t.permute(1, 2, 0).is_contiguous() for t in images)
     return list(images), hwc
 
+
+def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The flat buffer and per-image element offsets of a ragged batch, for the *_ragged ops. When
+    every image is a dense view into one storage (decode_jpeg's output, RaggedImages.images()) that
+    storage is used as it is; otherwise the images are packed into a new buffer (one copy)."""
+    first = images[0]
+    if not torch.compiler.is_compiling():
+        storage = first.untyped_storage()
+        ptr = storage.data_ptr()
+        offsets = []
+        for t in images:
+            c, h, w = t.shape
+            if t.untyped_storage().data_ptr() != ptr or t.stride() != ((1, w * c, c) if hwc else (h * w, w, 1)):
+                break
+            offsets.append(t.storage_offset())
+        else:
+            flat = torch.empty(0, dtype=first.dtype, device=first.device)
+            flat.set_(storage, 0, (storage.nbytes() // first.element_size(),))
+            return flat, torch.tensor(offsets, dtype=torch.int64)
+    if hwc:
+        flat = torch.cat([t.permute(1, 2, 0).reshape(-1) for t in images])
+    else:
+        flat = torch.cat([t.reshape(-1) for t in images])
+    numels = [t.numel() for t in images]
+    return flat, torch.tensor([0] + numels[:-1], dtype=torch.int64).cumsum(0)
+

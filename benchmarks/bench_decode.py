@@ -1,0 +1,177 @@
+"""JPEG decoding on the GPU (issue 6), side by side in one run on ImageNet-like 500x375 JPEGs
+(~110 KB and ~67 KB, made from the repo's photos with camera-like grain):
+
+- decode only, batches of 256: torchaug.io.decode_jpeg on CUDA (nvJPEG hardware engines, 1 / 2
+  lanes) vs torchvision.io.decode_jpeg on CUDA (batched), and both CPU decoders on 16 threads;
+- decode + RandomResizedCrop + flip + RandAugment(2, 9) + normalize: bytes in memory, and the full
+  input pipeline (2 DataLoader workers reading files, Prefetcher decoding and augmenting on the GPU)
+  vs the 16-worker torchvision CPU DataLoader;
+- memory over 10,000 decode batches.
+
+    python benchmarks/bench_decode.py [--json out.json] [--markdown out.md] [--quick]
+"""
+import io
+import os
+import resource
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Results, family_args, time_cuda  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import torchaug  # noqa: E402
+import torchaug.transforms as T  # noqa: E402
+from torchaug.io import ImageFolderBytes, collate_encoded, decode_jpeg  # noqa: E402
+
+ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def make_files(n, quality, grain, seed=0, size=(500, 375)):
+    rng = np.random.default_rng(seed)
+    photos = [Image.open(os.path.join(ASSETS, f)).convert("RGB") for f in sorted(os.listdir(ASSETS)) if f.endswith(".jpg")]
+    out = []
+    for i in range(n):
+        im = photos[i % len(photos)]
+        w, h = im.size
+        s = rng.uniform(0.6, 1.0)
+        cw, ch = int(w * s), int(h * s)
+        x0, y0 = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
+        a = np.asarray(im.crop((x0, y0, x0 + cw, y0 + ch)).resize(size, Image.BICUBIC)).astype(np.float32)
+        a += rng.normal(0, grain, a.shape)
+        buf = io.BytesIO()
+        Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)).save(buf, "JPEG", quality=quality)
+        out.append(torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8))
+    return out
+
+
+def batches_of(files, b):
+    return [files[i:i + b] for i in range(0, len(files) - b + 1, b)]
+
+
+def main():
+    args = family_args("bench_decode")
+    if args is None:
+        return
+    import torchvision
+    import torchvision.io as tvio
+    import torchvision.transforms.v2 as V
+
+    n = 512 if args.quick else 1024
+    B = 256
+    res = Results("JPEG decoding on the GPU (torchaug.io.decode_jpeg, nvJPEG) vs torchvision")
+    sets = {"110KB": make_files(n, 97, 4.5), "67KB": make_files(n, 93, 4.0, seed=1)}
+    for name, files in sets.items():
+        kb = sum(f.numel() for f in files) / len(files) / 1e3
+        bs = batches_of(files, B)
+        case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
+        for lanes in (1, 2):
+            os.environ["TORCHAUG_DECODE_LANES"] = str(lanes)
+            t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
+            res.add(case, f"torchaug nvJPEG hardware ({lanes} lane{'s' if lanes > 1 else ''})", B, t,
+                    target=25000 if name == "110KB" else None)
+        os.environ["TORCHAUG_DECODE_LANES"] = "2"
+        t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
+                      iters=len(bs) * 2, warmup=3, repeats=5)
+        res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)
+        torch.set_num_threads(16)
+        t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cpu"), iters=len(bs), warmup=1, repeats=3)
+        res.add(case, "torchaug CPU libjpeg-turbo (16 threads, one call)", B, t)
+
+    # decode + the augmentation chain, bytes already in memory
+    files = sets["110KB"]
+    bs = batches_of(files, B)
+    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
+                       T.Normalize(MEAN, STD)])
+    case = "decode + RRC + flip + RandAugment(2,9) + normalize"
+    t = time_cuda(lambda i: chain(decode_jpeg(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
+    res.add(case, "torchaug (bytes in memory, one process)", B, t, target=20000)
+
+    # the whole input pipeline: workers read files, the Prefetcher decodes and augments on the GPU
+    root = tempfile.mkdtemp(prefix="torchaug_decode_")
+    for i, f in enumerate(files):
+        os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
+        with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
+            fh.write(f.numpy().tobytes())
+    for workers in (1, 2):
+        ds = ImageFolderBytes(root)
+        loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
+                                             drop_last=True, persistent_workers=True, prefetch_factor=4,
+                                             collate_fn=collate_encoded)
+        pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
+                                 device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
+        for _ in pf:  # warm-up epoch (workers start, nvJPEG allocates)
+            pass
+        torch.cuda.synchronize()
+        epochs = 2 if args.quick else 4
+        t0 = time.perf_counter()
+        count = 0
+        for _ in range(epochs):
+            for x, y in pf:
+                count += x.shape[0]
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}", B,
+                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 else None)
+
+    # the CPU DataLoader peer: 16 workers decode with PIL and run torchvision v2's chain
+    class PilFolder(torch.utils.data.Dataset):
+        def __init__(self, root, transform):
+            self.ds = ImageFolderBytes(root)
+            self.transform = transform
+
+        def __len__(self):
+            return len(self.ds)
+
+        def __getitem__(self, i):
+            path, y = self.ds.samples[i]
+            with Image.open(path) as im:
+                x = torch.from_numpy(np.asarray(im.convert("RGB"))).permute(2, 0, 1)
+            return self.transform(x), y
+
+    tv_chain = V.Compose([V.RandomResizedCrop(224, antialias=True), V.RandomHorizontalFlip(), V.RandAugment(2, 9),
+                          V.ToDtype(torch.float32, scale=True), V.Normalize(MEAN, STD)])
+    loader = torch.utils.data.DataLoader(PilFolder(root, tv_chain), batch_size=B, shuffle=True, num_workers=16,
+                                         pin_memory=True, drop_last=True, persistent_workers=True)
+    for _ in loader:
+        pass
+    t0 = time.perf_counter()
+    count = 0
+    for _ in range(1 if args.quick else 2):
+        for x, y in loader:
+            x = x.cuda(non_blocking=True)
+            count += x.shape[0]
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    res.add(case, f"torchvision {torchvision.__version__} v2 CPU DataLoader (16 workers, PIL)", B, {"ms": 1e3 * dt * B / count})
+
+    # memory over 10,000 batches (16 files each)
+    small = sets["67KB"][:16]
+    for _ in range(50):
+        decode_jpeg(small, device="cuda")
+    torch.cuda.synchronize()
+    free0 = torch.cuda.mem_get_info()[0]
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    steps = 2000 if args.quick else 10000
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        decode_jpeg(small, device="cuda")
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    free1 = torch.cuda.mem_get_info()[0]
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    res.add(f"memory over {steps:,} batches of 16", "torchaug nvJPEG", 16, {"ms": 1e3 * dt / steps},
+            note=f"device memory used grew by {(free0 - free1) / 2**20:.1f} MiB, peak RSS by {(rss1 - rss0) / 1024:.1f} MiB")
+    res.save(args.json, args.markdown)
+    print(res.markdown())
+
+
+if __name__ == "__main__":
+    main()
