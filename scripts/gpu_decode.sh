@@ -13,8 +13,8 @@ t0=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 python3 -m pytest tests/test_decode.py ${TESTS_EXTRA:-} -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest_decode.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
-python3 scripts/decode_diff.py 2>&1 | tee "$OUT/decode_diff.log"
-timeout ${DECODE_TIMEOUT:-260} python3 benchmarks/bench_decode.py ${QUICK:+--quick} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" 2>&1 | tee "$OUT/bench_decode.log" | grep -v "^|"
+[ -n "${SKIP_DECODE_BENCH:-}" ] || python3 scripts/decode_diff.py 2>&1 | tee "$OUT/decode_diff.log"
+[ -n "${SKIP_DECODE_BENCH:-}" ] || timeout ${DECODE_TIMEOUT:-260} python3 benchmarks/bench_decode.py ${QUICK:+--quick} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" 2>&1 | tee "$OUT/bench_decode.log" | grep -v "^|"
 if [ "${1:-}" != "--no-train" ]; then
   timeout ${TRAIN_TIMEOUT:-200} python3 benchmarks/bench_train.py --quick --models efficientnet_b0 --configs input_gpu,torchaug_gpu \
     --json "$OUT/bench_train_decode.json" --markdown "$OUT/bench_train_decode.md" 2>&1 | tee "$OUT/bench_train.log" | grep -v "^|"

@@ -240,11 +240,10 @@ def test_opcheck():
 
 # ---- CUDA: nvJPEG --------------------------------------------------------------------------------
 
-# nvJPEG's IDCT and chroma upsampling are not libjpeg-turbo's (torchvision's CUDA decoder differs from
-# its CPU decoder the same way). Measured on the H100 (scripts/decode_diff.py) with nvJPEG's default
-# chroma replication: grayscale and 4:4:4 files identical, subsampled ones mean |diff| 0.3-0.9 and
-# 99.9th percentile up to 19 levels (single pixels up to 57 at sharp colour edges). Bound: mean < 1,
-# 99.9th percentile <= 20.
+# nvJPEG is not libjpeg-turbo, but with interpolated chroma upsampling (the flag the decoder sets)
+# they nearly agree. Measured on the H100 (scripts/decode_diff.py): baseline files max |diff| 1 (mean
+# < 0.001), progressive ones mean 0.026 and max 3, grayscale / 4:4:4 / CMYK identical. Without the
+# flag (nvJPEG's default chroma replication) subsampled files differed by up to 57 levels.
 @requires_cuda
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("mode", ["rgb", "gray"])
@@ -253,9 +252,8 @@ def test_cuda_agrees_with_cpu(kind, mode):
     cpu = decode_jpeg(data, mode=mode).int()
     gpu = decode_jpeg(data, device="cuda", mode=mode)
     assert gpu.is_cuda and gpu.shape == cpu.shape
-    diff = (gpu.cpu().int() - cpu).abs().float().flatten()
-    p999 = diff.kthvalue(max(1, int(0.999 * diff.numel()))).values
-    assert diff.mean() < 1.0 and p999 <= 20, (kind, mode, diff.mean().item(), p999.item(), diff.max().item())
+    diff = (gpu.cpu().int() - cpu).abs().float()
+    assert diff.mean() < 0.1 and diff.max() <= 4, (kind, mode, diff.mean().item(), diff.max().item())
 
 
 @requires_cuda

@@ -123,6 +123,19 @@ def test_epochs_len_and_early_break():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_persistent_workers_survive_epochs_and_early_break(device):
+    """A loader with persistent workers keeps them from one epoch to the next: the prefetcher must not
+    shut them down at the end of an epoch or on an early break."""
+    loader = DataLoader(RaggedDataset(n=24), batch_size=4, num_workers=2, collate_fn=collate_ragged, persistent_workers=True)
+    pf = torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device)
+    for epoch in range(3):
+        assert sum(1 for _ in pf) == 6
+    for _ in pf:
+        break
+    assert sum(1 for _ in pf) == 6
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_errors_reach_the_caller_at_their_batch(device):
     loader = DataLoader(RaggedDataset(n=20, fail_at=13), batch_size=4, num_workers=2, collate_fn=collate_ragged)
     pf = torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device, depth=3)

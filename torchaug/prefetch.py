@@ -5,7 +5,8 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
-import collections
+import queue
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -233,46 +234,72 @@ class _Failed:
         self.error = error
 
 
-class _PrefetchIterator:
-    def __init__(self, owner: Prefetcher):
-        self._owner = owner
-        self._it = iter(owner.loader)
-        self._queue = collections.deque()
-        self._exhausted = False
-        for _ in range(owner.depth if owner._stream is not None else 0):
-            self._fetch()
+_END = object()
 
-    def __iter__(self):
-        return self
 
-    def _fetch(self) -> None:
-        """Takes the next batch from the loader and queues it, prepared on the side stream."""
-        if self._exhausted:
-            return
-        owner = self._owner
+def _put(q: "queue.Queue", stop: threading.Event, item) -> bool:
+    while not stop.is_set():
         try:
-            batch = next(self._it)
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer) -> None:
+    """The producer thread of a _PrefetchIterator: batches from the loader, prepared on the side
+    stream, with an event marking the end of each; an exception goes to the consumer at its batch."""
+    stream = owner._stream
+    torch.cuda.set_device(owner.device)
+    while not stop.is_set():
+        try:
+            batch = next(it)
         except StopIteration:
-            self._exhausted = True
+            _put(q, stop, _END)
             return
-        except Exception as e:  # a worker's error: the consumer gets it at this batch
-            self._exhausted = True
-            self._queue.append((_Failed(e), None))
+        except Exception as e:  # a worker's error
+            _put(q, stop, (_Failed(e), None))
             return
-        stream = owner._stream
-        if any(t.is_cuda for t in _tensors(batch, [])):
-            # a batch already on the GPU may still be written by the consumer's stream; host
-            # batches need no wait (the side stream must not queue behind the model's step)
-            stream.wait_stream(torch.cuda.current_stream(owner.device))
         try:
+            if any(t.is_cuda for t in _tensors(batch, [])):
+                # a batch already on the GPU may still be written by the consumer's stream; host
+                # batches need no wait (the side stream must not queue behind the model's step)
+                stream.wait_stream(consumer)
             with torch.cuda.stream(stream):
                 batch = owner._prepare(batch)
                 done = torch.cuda.Event()
                 done.record(stream)
         except Exception as e:
-            self._queue.append((_Failed(e), None))
+            _put(q, stop, (_Failed(e), None))
             return
-        self._queue.append((batch, done))
+        if not _put(q, stop, (batch, done)):
+            return
+
+
+class _PrefetchIterator:
+    """On CUDA a producer thread takes batches from the loader and prepares them on the side stream,
+    at most `depth` ahead, so that the host work of the chain (decode calls, launches, Python) runs
+    while the consumer's thread runs the model's step; on the CPU the chain runs inline."""
+
+    def __init__(self, owner: Prefetcher):
+        self._owner = owner
+        self._it = iter(owner.loader)
+        self._stop = threading.Event()
+        self._thread = None
+        if owner._stream is not None:
+            # the stream the consumer reads on (the main thread's): batches already on the GPU are
+            # prepared after the work queued there
+            self._consumer = torch.cuda.current_stream(owner.device)
+            self._queue = queue.Queue(maxsize=owner.depth)
+            # the thread holds no reference to this iterator, so that a loop that breaks early lets
+            # it be collected and closed (__del__)
+            self._thread = threading.Thread(target=_produce, args=(owner, self._it, self._queue, self._stop, self._consumer),
+                                            name="torchaug-prefetch", daemon=True)
+            self._thread.start()
+
+    def __iter__(self):
+        return self
 
     def __next__(self):
         owner = self._owner
@@ -285,11 +312,13 @@ class _PrefetchIterator:
                 self.close()
                 raise
             return owner._prepare(batch)
-        if not self._queue:
+        if self._thread is None:
+            raise StopIteration
+        item = self._queue.get()
+        if item is _END:
             self.close()
             raise StopIteration
-        batch, done = self._queue.popleft()
-        self._fetch()
+        batch, done = item
         if isinstance(batch, _Failed):
             self.close()
             raise batch.error
@@ -306,10 +335,21 @@ class _PrefetchIterator:
         return batch
 
     def close(self) -> None:
-        """Drops the queued batches and shuts the loader's iterator (and its workers) down."""
-        self._queue.clear()
-        self._exhausted = True
+        """Stops the producer, drops the queued batches and shuts the loader's iterator (and its
+        workers) down, unless the loader keeps persistent workers for the next epoch."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            while thread.is_alive():
+                try:
+                    self._queue.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+                thread.join(timeout=0.05)
+            self._queue = queue.Queue()
         it, self._it = self._it, None
+        if getattr(self._owner.loader, "persistent_workers", False):
+            return
         shutdown = getattr(it, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()
