@@ -56,7 +56,9 @@ def nvjpeg_include():
 def extension():
     rel = lambda pattern: sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pattern)))
     sources = ["csrc/torchaug.cpp", "csrc/python_module.cpp"] + rel("csrc/host*.cpp") + rel("csrc/cpu/*.cpp")
-    extra = {"cxx": ["-O3"]}
+    # -fopenmp: at::parallel_for is inline OpenMP in torch builds whose ATen threading is OpenMP (the
+    # PyPI wheels); without the flag every CPU kernel here silently ran on one thread
+    extra = {"cxx": ["-O3", "-fopenmp"]}
     include_dirs, libraries, library_dirs = [], [], []
     jpeg_inc = libjpeg_include()
     if jpeg_inc:
@@ -79,9 +81,9 @@ def extension():
         if lib and os.path.isdir(lib):
             library_dirs.append(lib)
         return CUDAExtension("torchaug._C", sources, extra_compile_args=extra, include_dirs=include_dirs,
-                             libraries=libraries, library_dirs=library_dirs)
+                             libraries=libraries, library_dirs=library_dirs, extra_link_args=["-fopenmp"])
     return CppExtension("torchaug._C", sources, extra_compile_args=extra, include_dirs=include_dirs,
-                        libraries=libraries)
+                        libraries=libraries, extra_link_args=["-fopenmp"])
 
 
 setup(
