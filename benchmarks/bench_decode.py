@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Results, family_args, time_cuda  # noqa: E402
+from harness import Results, family_args, photo_views, time_cuda  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -35,19 +35,10 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def make_files(n, quality, grain, seed=0, size=(500, 375)):
-    rng = np.random.default_rng(seed)
-    photos = [Image.open(os.path.join(ASSETS, f)).convert("RGB") for f in sorted(os.listdir(ASSETS)) if f.endswith(".jpg")]
     out = []
-    for i in range(n):
-        im = photos[i % len(photos)]
-        w, h = im.size
-        s = rng.uniform(0.6, 1.0)
-        cw, ch = int(w * s), int(h * s)
-        x0, y0 = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
-        a = np.asarray(im.crop((x0, y0, x0 + cw, y0 + ch)).resize(size, Image.BICUBIC)).astype(np.float32)
-        a += rng.normal(0, grain, a.shape)
+    for im in photo_views(n, size, seed, scale_min=0.6, grain=grain):
         buf = io.BytesIO()
-        Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)).save(buf, "JPEG", quality=quality)
+        im.save(buf, "JPEG", quality=quality)
         out.append(torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8))
     return out
 

@@ -14,12 +14,10 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
-from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Results  # noqa: E402
+from harness import Results, photo_views  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
@@ -28,21 +26,8 @@ ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
 def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=0, grain=0.0):
     """n JPEGs of `size` (random crops of the sample photos, resized, with gaussian grain of std
     `grain` levels as camera photos have), in `classes` folders; returns the mean file size in bytes."""
-    rng = np.random.default_rng(seed)
-    photos = [Image.open(os.path.join(ASSETS, f)).convert("RGB") for f in sorted(os.listdir(ASSETS)) if f.endswith(".jpg")]
     total = 0
-    for i in range(n):
-        im = photos[i % len(photos)]
-        w, h = im.size
-        s = rng.uniform(0.5, 1.0)
-        cw, ch = int(w * s), int(h * s)
-        x0, y0 = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
-        out = im.crop((x0, y0, x0 + cw, y0 + ch)).resize(size, Image.BICUBIC)
-        if rng.random() < 0.5:
-            out = out.transpose(Image.FLIP_LEFT_RIGHT)
-        if grain > 0:
-            a = np.asarray(out).astype(np.float32) + rng.normal(0, grain, (size[1], size[0], 3))
-            out = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
+    for i, out in enumerate(photo_views(n, size, seed, scale_min=0.5, flip=True, grain=grain)):
         folder = os.path.join(root, f"class{i % classes}")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"{i:05d}.jpg")

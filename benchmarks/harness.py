@@ -58,6 +58,32 @@ def environment() -> Dict[str, str]:
     return env
 
 
+def photo_views(n: int, size=(500, 375), seed: int = 0, scale_min: float = 0.5, flip: bool = False, grain: float = 0.0):
+    """n ImageNet-like PIL images of `size` made from the repo's photos: a random crop (scale in
+    [scale_min, 1]) resized bicubic, mirrored with probability 0.5 when `flip`, plus gaussian grain of
+    std `grain` levels (camera noise, which is what makes JPEGs of real photos large)."""
+    import numpy as np
+    from PIL import Image
+
+    assets = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "torchaug", "assets", "images")
+    rng = np.random.default_rng(seed)
+    photos = [Image.open(os.path.join(assets, f)).convert("RGB") for f in sorted(os.listdir(assets)) if f.endswith(".jpg")]
+    for i in range(n):
+        im = photos[i % len(photos)]
+        w, h = im.size
+        s = rng.uniform(scale_min, 1.0)
+        cw, ch = int(w * s), int(h * s)
+        x0, y0 = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
+        out = im.crop((x0, y0, x0 + cw, y0 + ch)).resize(size, Image.BICUBIC)
+        if flip and rng.random() < 0.5:
+            out = out.transpose(Image.FLIP_LEFT_RIGHT)
+        if grain > 0:
+            a = np.asarray(out).astype(np.float32)
+            a += rng.normal(0, grain, a.shape)  # rounded to float32 in place
+            out = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
+        yield out
+
+
 def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats: int = 5) -> Dict[str, float]:
     """fn(i) runs iteration i (it should rotate its inputs on i). Returns the median over `repeats`
     of the mean time per iteration (ms) in blocks of `iters`, timed with CUDA events."""
