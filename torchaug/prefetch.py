@@ -346,7 +346,6 @@ class _PrefetchIterator:
                 except queue.Empty:
                     pass
                 thread.join(timeout=0.05)
-            self._queue = queue.Queue()
         it, self._it = self._it, None
         if getattr(self._owner.loader, "persistent_workers", False):
             return

@@ -100,7 +100,7 @@ struct Decoder {
   std::vector<std::unique_ptr<Lane>> lanes;
   std::mutex mutex;
 
-  explicit Decoder(const at::Device& device) {
+  Decoder() {
     // chroma upsampled by interpolation, as libjpeg-turbo's default "fancy" upsampling does (nvJPEG's
     // default replicates chroma samples: up to ~50 levels from the CPU decoder at sharp colour
     // edges); handles that refuse the flag are made without it
@@ -129,7 +129,6 @@ struct Decoder {
     TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachDeviceBuffer(hybrid_state, device_buffer));
     TORCHAUG_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &stream_info));
     TORCHAUG_NVJPEG_CHECK(nvjpegDecodeParamsCreate(handle, &params));
-    (void)device;
   }
 
   Lane& lane(size_t i, const at::Device& device) {
@@ -146,7 +145,7 @@ Decoder& decoder_for(const at::Device& device) {
   static std::map<int, Decoder*> decoders;
   std::lock_guard<std::mutex> lock(mutex);
   Decoder*& d = decoders[device.index()];
-  if (d == nullptr) d = new Decoder(device);
+  if (d == nullptr) d = new Decoder();  // created with `device` current (the caller's guard)
   return *d;
 }
 

@@ -14,6 +14,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from ._ragged import collate_first_field
+
 __all__ = ["EncodedImages", "collate_encoded", "ImageFolderBytes", "TarShards", "write_tar_shards"]
 
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".JPG", ".JPEG")
@@ -77,13 +79,7 @@ class EncodedImages:
 def collate_encoded(samples: Sequence):
     """DataLoader collate_fn for (file bytes, label, ...) samples or bare file bytes: the files go into
     one EncodedImages, the other fields through torch's default_collate."""
-    if len(samples) == 0:
-        raise ValueError("torchaug.io.collate_encoded: empty batch")
-    if isinstance(samples[0], (tuple, list)):
-        fields = list(zip(*samples))
-        rest = [torch.utils.data.default_collate(list(f)) for f in fields[1:]]
-        return (EncodedImages.from_bytes(fields[0]), *rest)
-    return EncodedImages.from_bytes(samples)
+    return collate_first_field(samples, EncodedImages.from_bytes, "collate_encoded")
 
 
 def _read_bytes(path: str) -> np.ndarray:

@@ -102,10 +102,16 @@ def collate_ragged(samples: Sequence):
     """DataLoader collate_fn for samples of different sizes: (image, label, ...) tuples or bare images.
     Images are packed into one RaggedImages; the other fields are collated by torch's default rule.
     Returns (RaggedImages, labels, ...) or a RaggedImages."""
+    return collate_first_field(samples, RaggedImages.from_images, "collate_ragged")
+
+
+def collate_first_field(samples: Sequence, pack, name: str):
+    """(pack(first fields), default_collate(other fields)...) for (x, label, ...) samples, or pack(samples)
+    for bare ones: the rule collate_ragged and collate_encoded share."""
     if len(samples) == 0:
-        raise ValueError("torchaug.io.collate_ragged: empty batch")
+        raise ValueError(f"torchaug.io.{name}: empty batch")
     if isinstance(samples[0], (tuple, list)):
         fields = list(zip(*samples))
         rest = [torch.utils.data.default_collate(list(f)) for f in fields[1:]]
-        return (RaggedImages.from_images(fields[0]), *rest)
-    return RaggedImages.from_images(samples)
+        return (pack(fields[0]), *rest)
+    return pack(samples)
