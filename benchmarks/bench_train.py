@@ -20,7 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Results, photo_views  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
 
 
 def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=0, grain=0.0):
