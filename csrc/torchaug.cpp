@@ -122,6 +122,26 @@ TORCH_LIBRARY(torchaug, m) {
   // None). One switch pass per slot, plus a statistics pass for the samples whose op needs one.
   m.def("augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None) -> Tensor");
 
+  // ---- detection ----
+  // torchvision.ops' greedy non-maximum suppression: boxes (N, 4) [x1, y1, x2, y2] floating, scores
+  // (N,); returns the int64 indices of the kept boxes in decreasing score order (the order of
+  // scores.sort(descending=True)). A box is dropped when its IoU with a kept higher-scoring box is
+  // > iou_threshold. batched_nms: only boxes of the same idxs (N,) integer category suppress each
+  // other (exactly, without torchvision's coordinate offset trick).
+  m.def("nms(Tensor boxes, Tensor scores, float iou_threshold) -> Tensor");
+  m.def("batched_nms(Tensor boxes, Tensor scores, Tensor idxs, float iou_threshold) -> Tensor");
+  // torchvision.ops.roi_align: input (B, C, H, W) floating, rois (K, 5) [batch_index, x1, y1, x2,
+  // y2] of the input's dtype, in input coordinates times spatial_scale; returns (K, C, ph, pw).
+  // sampling_ratio <= 0: ceil(roi size / output size) samples per bin; aligned: pixel shift -0.5.
+  // RoIs whose batch index is outside [0, B) give zeros (torchaug.ops.roi_align checks for them).
+  m.def(
+      "roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, "
+      "int sampling_ratio, bool aligned) -> Tensor");
+  m.def(
+      "_roi_align_backward(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
+      "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, SymInt width, int sampling_ratio, "
+      "bool aligned) -> Tensor");
+
   // ---- decode ----
   // Decodes a batch of JPEG files (each a 1-D uint8 CPU tensor of the file's bytes) on `device`
   // (CPU: libjpeg-turbo; CUDA: nvJPEG, the hardware decoder where the GPU has one) into one flat

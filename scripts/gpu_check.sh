@@ -78,6 +78,7 @@ fi
 if [ "$BENCH" = 1 ]; then
   python3 benchmarks/bench_geometry.py --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench.log" | tail -25
   python3 benchmarks/bench_decode.py --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" 2>&1 | tee "$OUT/bench_decode.log" | tail -25
+  python3 benchmarks/bench_detection.py --json "$OUT/bench_detection.json" --markdown "$OUT/bench_detection.md" 2>&1 | tee "$OUT/bench_detection.log" | tail -25
   python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" 2>&1 | tee "$OUT/bench_color.log" | tail -40
   python3 benchmarks/bench_filter.py --json "$OUT/bench_filter.json" --markdown "$OUT/bench_filter.md" 2>&1 | tee "$OUT/bench_filter.log" | tail -30
   python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" 2>&1 | tee "$OUT/bench_augment.log" | tail -30
@@ -92,5 +93,6 @@ for s in "${summary[@]}"; do echo "$s"; done
 [ -f "$OUT/bench_color.md" ] && cat "$OUT/bench_color.md"
 [ -f "$OUT/bench_filter.md" ] && cat "$OUT/bench_filter.md"
 [ -f "$OUT/bench_augment.md" ] && cat "$OUT/bench_augment.md"
+[ -f "$OUT/bench_detection.md" ] && cat "$OUT/bench_detection.md"
 [ -f "$OUT/bench_train.md" ] && cat "$OUT/bench_train.md"
 exit $rc

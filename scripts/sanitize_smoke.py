@@ -69,3 +69,23 @@ xg = torch.rand(2, 3, 20, 21, device=dev, dtype=torch.float64, requires_grad=Tru
 torch.ops.torchaug._random_resized_crop_boxes(torch.rand(300, 22, device=dev, dtype=torch.float64), None, 375, 500, 0.08, 1.0, 0.75, 4 / 3)
 torch.cuda.synchronize()
 print("sanitize smoke: all kernels ran")
+# detection family: nms (shared and global removal words), batched_nms, roi_align forward and backward
+import os  # noqa: E402
+
+from torchaug import ops as tops  # noqa: E402
+
+xy = torch.rand(700, 2, generator=g) * 100
+bx = torch.cat([xy, xy + torch.rand(700, 2, generator=g) * 30], 1).to(dev)
+sc = torch.rand(700, generator=g).to(dev)
+for limit in ("5120", "2"):
+    os.environ["TORCHAUG_NMS_SHARED_TILES"] = limit
+    tops.nms(bx, sc, 0.5)
+    tops.batched_nms(bx.half(), sc, torch.randint(0, 4, (700,), generator=g).to(dev), 0.5)
+os.environ.pop("TORCHAUG_NMS_SHARED_TILES")
+feat = torch.rand(2, 4, 13, 17, device=dev, requires_grad=True)
+rois = torch.tensor([[0, 1.0, 1, 9, 7], [1, -4, -3, 20, 16], [1, 3, 3, 3, 3]], device=dev)
+for aligned in (False, True):
+    tops.roi_align(feat, rois, 3, 0.5, -1, aligned).sum().backward()
+    tops.roi_align(feat.detach().bfloat16(), rois.bfloat16(), (2, 5), 1.0, 2, aligned)
+torch.cuda.synchronize()
+print("sanitize smoke: detection done")

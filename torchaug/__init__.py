@@ -1,10 +1,10 @@
 """torchaug: GPU data augmentation as PyTorch custom operators (torch.ops.torchaug.*), with CPU
 fallbacks, torchvision.transforms.v2-style transforms and per-sample randomness."""
 from . import _ops  # noqa: F401  (loads the operators)
-from . import functional, io, transforms
+from . import functional, io, ops, transforms
 from .functional import InterpolationMode
 from .prefetch import Prefetcher
 
 __version__ = "0.1.0"
 
-__all__ = ["functional", "io", "transforms", "InterpolationMode", "Prefetcher", "__version__"]
+__all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "__version__"]

@@ -3,6 +3,6 @@ autograd formulas, one module per family."""
 import torch
 
 from .. import _C  # noqa: F401  (its load runs the TORCH_LIBRARY registrations)
-from . import augment, color, convert, decode, filter, geometry  # noqa: F401
+from . import augment, color, convert, decode, detection, filter, geometry  # noqa: F401
 
 ops = torch.ops.torchaug

@@ -298,15 +298,22 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
     quarter = (angle == 90) | (angle == 270)
     snap = None if center is not None else (angle == 0) | (angle == 180) | (quarter if expand or h == w else torch.zeros_like(quarter))
     if expand:
-        a = float(angle[0])
-        if center is None and a in (90.0, 270.0):
-            oh, ow = w, h
-        elif center is not None or a not in (0.0, 180.0):
-            theta = _centred_inverse(-a, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, 1, "cpu")
-            ow, oh = _expanded_size(theta[0], h, w)
+        oh, ow = rotated_size(float(angle[0]), center, h, w)
     m = affine_matrices(-angle, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, b, x.device, oh, ow, snap)
     mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     return unbatch(warp_affine(x, m.to(mdtype), [oh, ow], interpolation, fill), single)
+
+
+def rotated_size(angle: float, center, h: int, w: int) -> List[int]:
+    """[height, width] of rotate(expand=True) by angle degrees (torchvision's output size)."""
+    a = angle % 360
+    if center is None and a in (90.0, 270.0):
+        return [w, h]
+    if center is not None or a not in (0.0, 180.0):
+        theta = _centred_inverse(-a, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, 1, "cpu")
+        ow, oh = _expanded_size(theta[0], h, w)
+        return [oh, ow]
+    return [h, w]
 
 
 def _expanded_size(theta: torch.Tensor, h: int, w: int) -> List[int]:

@@ -32,6 +32,8 @@ from ._geometry import (
     Resize,
 )
 from ._misc import Normalize, ToDtype
+from ._sanitize import SanitizeBoundingBoxes
+from ._targets import BoundingBoxes, KeyPoints, Mask
 from ._transform import Transform
 
 __all__ = [
@@ -68,4 +70,8 @@ __all__ = [
     "Resize",
     "ToDtype",
     "Transform",
+    "SanitizeBoundingBoxes",
+    "BoundingBoxes",
+    "KeyPoints",
+    "Mask",
 ]

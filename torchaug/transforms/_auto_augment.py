@@ -18,6 +18,8 @@ import torch
 from .. import functional as F
 from ..functional._utils import generator_device, interpolation_code
 from . import _script as S
+from . import _targets as TG
+from ._geometry import _mask_fill, _sizes
 from ._transform import BatchInfo, Transform
 
 MagnitudeFn = Callable[[int, int, int], Optional[torch.Tensor]]
@@ -253,6 +255,41 @@ class _AutoAugmentBase(Transform):
 
     def transform(self, images, params: Dict[str, Any]):
         return self._run(images, params)
+
+    # the geometric ops of the space, by torchaug::augment op id
+    _GEOMETRIC = (F.AUGMENT_OPS["shear_x"], F.AUGMENT_OPS["shear_y"], F.AUGMENT_OPS["translate_x"],
+                  F.AUGMENT_OPS["translate_y"], F.AUGMENT_OPS["rotate"])
+
+    def _target_steps(self, images, info, params):
+        """One step per slot, moving the samples whose op in that slot is geometric as torchvision's
+        functional op with the same magnitude moves boxes and keypoints: ShearX / ShearY
+        affine(shear=degrees(atan(m)), center=[0, 0]), TranslateX / Y affine(translate=int(m)),
+        Rotate rotate(m). Custom Python ops leave targets where they are."""
+        ops, mags = params["ops"], params["magnitudes"].to(torch.float64)
+        b, dev = info.batch, info.device
+        half = info.sizes().to(torch.float64).flip(1) * 0.5
+        zero = torch.zeros(b, dtype=torch.float64, device=dev)
+        sx_id, sy_id, tx_id, ty_id, rot_id = self._GEOMETRIC
+        steps = []
+        for k in range(ops.shape[1]):
+            op, m = ops[:, k], mags[:, k]
+            is_sx, is_sy, is_tx, is_ty, is_rot = (op == sx_id), (op == sy_id), (op == tx_id), (op == ty_id), (op == rot_id)
+            shear_deg = torch.rad2deg(torch.atan(m))
+            shear = torch.stack([torch.where(is_sx, shear_deg, zero), torch.where(is_sy, shear_deg, zero)], 1)
+            translate = torch.stack([torch.where(is_tx, m.trunc(), zero), torch.where(is_ty, m.trunc(), zero)], 1)
+            angle = torch.where(is_rot, -m, zero)
+            center = torch.where((is_sx | is_sy).unsqueeze(1), torch.zeros_like(half), half)
+            mat = TG.forward_affine(angle, translate, torch.ones_like(zero), shear, center)
+            steps.append(TG.Step(mat, _sizes(info), applies=is_sx | is_sy | is_tx | is_ty | is_rot))
+        return steps
+
+    def _transform_masks(self, masks, idx, params, info):
+        ops = params["ops"]
+        geometric = torch.zeros_like(ops, dtype=torch.bool)
+        for g in self._GEOMETRIC:
+            geometric |= ops == g
+        only_geometric = torch.where(geometric, ops, torch.zeros_like(ops))[idx]
+        return F.augment(masks, only_geometric, params["magnitudes"][idx], "nearest", _mask_fill(self.fill), validate=False)
 
     _KIND: Optional[int] = None  # the policy's kind for _script.policy_draws (None: the class draws its own)
     num_ops, magnitude = 1, 0  # RandAugment's; the others' draws do not read them
@@ -552,6 +589,14 @@ class AugMix(_AutoAugmentBase):
         prog["weights"] = self._dirichlet(aw, dev) * m[:, 1:2]
         prog["original_weight"] = m[:, 0]
         return prog
+
+    def transform_targets(self, images, targets, params):
+        info = BatchInfo(images)
+        _, items = TG.collect(targets, info.batch, isinstance(images, torch.Tensor) and images.dim() == 3, "AugMix")
+        if items:
+            raise TypeError("torchaug.transforms.AugMix: bounding boxes, masks and keypoints cannot follow AugMix (it blends "
+                            "copies of each image moved in different ways; torchvision's AugMix refuses them too)")
+        return targets
 
     def transform(self, images, params: Dict[str, Any]):
         single = images.dim() == 3

@@ -22,8 +22,9 @@ class Compose(Transform):
     RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that order, runs as one
     resized_crop launch, and ToDtype(floating, scale=True) followed by Normalize as one normalize
     pass, with the same result as running them one by one (fuse=False does that).
-    forward(images, params=None, return_params=False): params is the list of each transform's
-    parameters (None for plain callables)."""
+    forward(images, *targets, params=None, return_params=False): params is the list of each
+    transform's parameters (None for plain callables); targets (boxes, masks, keypoints) follow
+    each transform in turn, and then the output is (images, *targets)."""
 
     def __init__(self, transforms: Sequence[Callable], fuse: bool = True):
         super().__init__()
@@ -49,7 +50,7 @@ class Compose(Transform):
             j += 1
         return j
 
-    def forward(self, images, params: Optional[List[Any]] = None, return_params: bool = False):
+    def forward(self, images, *targets, params: Optional[List[Any]] = None, return_params: bool = False):
         ts = self.transforms
         if params is not None and len(params) != len(ts):
             raise ValueError(f"torchaug.transforms.Compose: params must have one entry per transform ({len(ts)}), got {len(params)}")
@@ -59,18 +60,27 @@ class Compose(Transform):
         while i < len(ts):
             end = self._fusable_run(i)
             if end - i > 1:
-                x = self._run_fused(x, i, end, params, drawn)
+                out = self._run_fused(x, i, end, params, drawn)
+                if targets:  # each transform of the fused run moves the targets in turn
+                    targets = ts[i].transform_targets(x, targets, drawn[i])
+                    for k in range(i + 1, end):
+                        targets = ts[k].transform_targets(out, targets, drawn[k])
+                x = out
                 i = end
                 continue
             t = ts[i]
             if isinstance(t, Transform):
                 p = params[i] if params is not None else t.make_params(x)
                 drawn[i] = p
-                x = t.transform(x, p)
+                out = t.transform(x, p)
+                if targets:
+                    targets = t.transform_targets(x, targets, p)
+                x = out
             else:
-                x = t(x)
+                x = t(x)  # plain callables see the images only; targets pass through
             i += 1
-        return (x, drawn) if return_params else x
+        result = (x,) + tuple(targets) if targets else x
+        return (result, drawn) if return_params else result
 
     def _scriptable(self):
         children = []

@@ -8,7 +8,8 @@ import torch
 
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
-from ._geometry import _range
+from . import _targets as TG
+from ._geometry import _box_center, _mask_fill, _range, _sizes
 from ._transform import BatchInfo, Transform, check_probability
 
 
@@ -163,3 +164,23 @@ class RandomRotation(Transform):
         if self.expand:
             angle = float(angle[0])  # the output size depends on it: one host read per call
         return F.rotate(images, angle, self.interpolation, self.expand, self.center, self.fill)
+
+    def _target_steps(self, images, info, params):
+        b = info.batch
+        angle = params["angle"].to(torch.float64).expand(b)
+        zero = torch.zeros(b, 2, dtype=torch.float64, device=info.device)
+        m = TG.forward_affine(-angle, zero, torch.ones_like(angle), zero, _box_center(self.center, info))
+        sizes = _sizes(info)
+        if self.expand:
+            # torchvision: the boxes shift by the top-left of the rotated canvas, onto the grown image
+            h, w = info.uniform_size
+            corners = torch.tensor([[0.0, 0.0], [0.0, h], [w, h], [w, 0.0]], dtype=torch.float64, device=info.device)
+            moved = corners @ m[0, :, :2].T + m[0, :, 2]
+            m = m.clone()
+            m[:, :, 2] -= moved.amin(0)
+            sizes = tuple(F._geometry.rotated_size(float(params["angle"][0]), self.center, h, w))
+        return [TG.Step(m, sizes)]
+
+    def _transform_masks(self, masks, idx, params, info):
+        angle = float(params["angle"][0]) if self.expand else params["angle"][idx]
+        return F.rotate(masks, angle, InterpolationMode.NEAREST, self.expand, self.center, _mask_fill(self.fill))

@@ -8,7 +8,19 @@ import torch
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
 from . import _script as S
+from . import _targets as TG
 from ._transform import BatchInfo, Transform, check_probability, setup_size
+
+
+def _mask_fill(fill):
+    """The fill a mask gets: the transform's fill when it is one number (torchvision fills masks
+    with it too), else 0."""
+    return fill if isinstance(fill, numbers.Real) and not isinstance(fill, bool) else 0
+
+
+def _sizes(info: BatchInfo):
+    """The canvas of every sample before a transform: one (H, W) tuple, or a list per sample."""
+    return tuple(info.uniform_size) if not info.ragged else list(info.host_sizes)
 
 
 class _CropLike(Transform):
@@ -20,6 +32,20 @@ class _CropLike(Transform):
 
     def transform(self, images, params):
         return self.transform_fused(images, params)
+
+    _CLAMPS = True  # crops clamp boxes to the crop; Resize does not clamp (torchvision)
+
+    def _target_steps(self, images, info, params):
+        boxes, size, _, _ = self.crop_boxes(images, params)
+        b = boxes.to(torch.float64)
+        top, left, h, w = b.unbind(1)
+        sx, sy = size[1] / w, size[0] / h
+        return [TG.Step(TG.scale_shift(sx, -left * sx, sy, -top * sy), (int(size[0]), int(size[1])), self._CLAMPS)]
+
+    def _transform_masks(self, masks, idx, params, info):
+        # the crop boxes of the masks' samples (computed from the images' sizes, which the masks share)
+        boxes, size, _, _ = self.crop_boxes(info, params)
+        return F.resized_crop_boxes(masks, boxes[idx], size, InterpolationMode.NEAREST, False, validate=False)
 
     def transform_fused(self, images, params, **fused):
         boxes, size, interpolation, antialias = self.crop_boxes(images, params)
@@ -76,6 +102,8 @@ class RandomResizedCrop(_CropLike):
 
 class Resize(_CropLike):
     """torchvision.transforms.v2.Resize (size [h, w], or the smaller edge with optional max_size)."""
+
+    _CLAMPS = False
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size: Optional[int] = None, antialias: bool = True):
         super().__init__()
@@ -138,6 +166,19 @@ class _RandomFlip(Transform):
         return {"flip": self._bernoulli((info.batch,), self.p, info.device)}
 
 
+    _HORIZONTAL = True
+
+    def _target_steps(self, images, info, params):
+        flip = params["flip"]
+        box, point = TG.flip_maps(flip if self._HORIZONTAL else None, None if self._HORIZONTAL else flip,
+                                  info.sizes().to(torch.float64))
+        return [TG.Step(box, _sizes(info), clamp=False, point_m=point)]
+
+    def _transform_masks(self, masks, idx, params, info):
+        f = params["flip"][idx]
+        return F.flip(masks, f, False) if self._HORIZONTAL else F.flip(masks, False, f)
+
+
 class RandomHorizontalFlip(_RandomFlip):
     """torchvision.transforms.v2.RandomHorizontalFlip, decided per sample."""
 
@@ -150,6 +191,8 @@ class RandomHorizontalFlip(_RandomFlip):
 
 class RandomVerticalFlip(_RandomFlip):
     """torchvision.transforms.v2.RandomVerticalFlip, decided per sample."""
+
+    _HORIZONTAL = False
 
     def transform(self, images, params):
         return F.flip(images, False, params["flip"])
@@ -227,6 +270,24 @@ class RandomAffine(Transform):
         return F.affine(images, params["angle"], params["translate"], params["scale"], params["shear"],
                         self.interpolation, self.fill, self.center)
 
+    def _target_steps(self, images, info, params):
+        center = _box_center(self.center, info)
+        m = TG.forward_affine(params["angle"].double(), params["translate"].double(), params["scale"].double(),
+                              params["shear"].double(), center)
+        return [TG.Step(m, _sizes(info))]
+
+    def _transform_masks(self, masks, idx, params, info):
+        return F.affine(masks, params["angle"][idx], params["translate"][idx], params["scale"][idx], params["shear"][idx],
+                        InterpolationMode.NEAREST, _mask_fill(self.fill), self.center)
+
+
+def _box_center(center, info: BatchInfo) -> torch.Tensor:
+    """(B, 2) float64 the centre torchvision's box and keypoint transforms rotate about: the given
+    one, else (W / 2, H / 2) of each sample."""
+    if center is not None:
+        return torch.tensor([float(center[0]), float(center[1])], dtype=torch.float64, device=info.device).expand(info.batch, 2)
+    return info.sizes().to(torch.float64).flip(1) * 0.5
+
 
 class Pad(Transform):
     """torchvision.transforms.v2.Pad."""
@@ -240,6 +301,25 @@ class Pad(Transform):
 
     def transform(self, images, params):
         return F.pad(images, self.padding, self.fill, self.padding_mode)
+
+    def _target_steps(self, images, info, params):
+        left, top, right, bottom = F._geometry._parse_padding(self.padding)
+        if self.padding_mode != "constant":
+            _no_boxes_with(self.padding_mode, "Pad", info)
+        one = torch.ones(info.batch, dtype=torch.float64, device=info.device)
+        sizes = _sizes(info)
+        grow = (lambda h, w: (h + top + bottom, w + left + right))
+        out = grow(*sizes) if isinstance(sizes, tuple) else [grow(h, w) for h, w in sizes]
+        return [TG.Step(TG.scale_shift(one, one * left, one, one * top), out)]
+
+    def _transform_masks(self, masks, idx, params, info):
+        return F.pad(masks, self.padding, _mask_fill(self.fill), self.padding_mode)
+
+
+def _no_boxes_with(padding_mode: str, name: str, info: BatchInfo):
+    # the caller only asks when boxes or keypoints may be present; masks pad in every mode
+    raise ValueError(f"torchaug.transforms.{name}: padding_mode {padding_mode!r} cannot move bounding boxes or keypoints "
+                     "(torchvision supports only 'constant' for them)")
 
 
 class RandomCrop(Transform):
@@ -283,6 +363,9 @@ class RandomCrop(Transform):
         return {"top": t, "left": l, "padding": [left, top, right, bottom]}
 
     def transform(self, images, params):
+        return self._crop(images, params, self.fill)
+
+    def _crop(self, images, params, fill):
         left, top, right, bottom = params["padding"]
         ch, cw = self.size
         x, single = F._utils.as_batch(images, "RandomCrop")
@@ -295,9 +378,22 @@ class RandomCrop(Transform):
             m[:, 1, 1] = 1
             m[:, 0, 2] = (params["left"] - left).to(dt)
             m[:, 1, 2] = (params["top"] - top).to(dt)
-            out = F.warp_affine(x, m, [ch, cw], InterpolationMode.NEAREST, self.fill if self.fill is not None else 0)
+            out = F.warp_affine(x, m, [ch, cw], InterpolationMode.NEAREST, fill if fill is not None else 0)
         else:
             padded = F.pad(x, [left, top, right, bottom], padding_mode=self.padding_mode)
             boxes = torch.stack([params["top"], params["left"], torch.full_like(params["top"], ch), torch.full_like(params["left"], cw)], 1)
             out = F.resized_crop_boxes(padded, boxes, [ch, cw], InterpolationMode.NEAREST, False, validate=False)
         return out[0] if single else out
+
+    def _target_steps(self, images, info, params):
+        left, top, right, bottom = params["padding"]
+        if self.padding_mode != "constant" and any(params["padding"]):
+            _no_boxes_with(self.padding_mode, "RandomCrop", info)
+        one = torch.ones(info.batch, dtype=torch.float64, device=info.device)
+        tx = left - params["left"].to(torch.float64)
+        ty = top - params["top"].to(torch.float64)
+        return [TG.Step(TG.scale_shift(one, tx, one, ty), (self.size[0], self.size[1]))]
+
+    def _transform_masks(self, masks, idx, params, info):
+        p = {"top": params["top"][idx], "left": params["left"][idx], "padding": params["padding"]}
+        return self._crop(masks, p, _mask_fill(self.fill))

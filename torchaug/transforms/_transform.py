@@ -9,6 +9,7 @@ from torch import nn
 
 from ..functional._utils import draw_on, generator_device
 from . import _script as S
+from . import _targets
 
 
 class BatchInfo:
@@ -16,6 +17,9 @@ class BatchInfo:
     or per sample for a list of images of different sizes)."""
 
     def __init__(self, images):
+        if isinstance(images, BatchInfo):  # a copy (what make_params saw, for the targets)
+            self.__dict__.update(images.__dict__)
+            return
         if isinstance(images, (list, tuple)):
             if len(images) == 0:
                 raise ValueError("torchaug: empty list of images")
@@ -47,8 +51,11 @@ class BatchInfo:
 class Transform(nn.Module):
     """make_params(images) -> dict of per-sample tensors; transform(images, params) -> output.
 
-    forward(images, params=None, return_params=False): draws parameters unless given (replay) and
-    returns the output, and the parameters when asked."""
+    forward(images, *targets, params=None, return_params=False): draws parameters unless given
+    (replay) and returns the output, and the parameters when asked. Targets (bounding boxes, masks,
+    keypoints: torchvision's tv_tensors or torchaug.transforms' wrappers, alone or in lists and
+    dicts per sample; see _targets.py) follow the geometric transforms and pass through the
+    others; with targets the output is (images, *targets)."""
 
     def __init__(self, generator: Optional[torch.Generator] = None):
         super().__init__()
@@ -60,11 +67,27 @@ class Transform(nn.Module):
     def transform(self, images, params: Dict[str, Any]):
         raise NotImplementedError
 
-    def forward(self, images, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         if params is None:
             params = self.make_params(images)
         out = self.transform(images, params)
+        if targets:
+            out = (out,) + tuple(self.transform_targets(images, targets, params))
         return (out, params) if return_params else out
+
+    # -- targets (bounding boxes, masks, keypoints) --------------------------------------------
+    def transform_targets(self, images, targets: Tuple[Any, ...], params: Dict[str, Any]) -> Tuple[Any, ...]:
+        """The targets of `images` moved as transform(images, params) moved the pixels."""
+        return _targets.follow(self, images, targets, params, BatchInfo(images), type(self).__name__)
+
+    def _target_steps(self, images, info: "BatchInfo", params: Dict[str, Any]) -> Optional[List["_targets.Step"]]:
+        """What the transform did to each sample's plane (geometric transforms); None: nothing."""
+        return None
+
+    def _transform_masks(self, masks, idx: torch.Tensor, params: Dict[str, Any], info: "BatchInfo"):
+        """masks (n, 1, H, W) (or a list of (1, H_i, W_i)) of samples idx (n,), resampled with
+        nearest interpolation as the images of those samples were."""
+        raise NotImplementedError
 
     # -- TorchScript ---------------------------------------------------------------------------
     def _scriptable(self) -> Optional[nn.Module]:

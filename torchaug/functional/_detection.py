@@ -1,0 +1,96 @@
+"""Detection ops with torchvision.ops names and signatures: nms, batched_nms, roi_align."""
+import numbers
+from typing import List, Sequence, Tuple, Union
+
+import torch
+
+from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
+
+_ops_ns = torch.ops.torchaug
+
+
+def _check_boxes(boxes, op: str, name: str = "boxes") -> torch.Tensor:
+    if not isinstance(boxes, torch.Tensor):
+        raise TypeError(f"torchaug.{op}: {name} must be a tensor, got {type(boxes).__name__}")
+    return boxes
+
+
+def nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """torchvision.ops.nms: the indices (int64) of the boxes (N, 4) [x1, y1, x2, y2] kept by greedy
+    non-maximum suppression, in decreasing score order; a box is dropped when its IoU with a kept
+    box of higher score is > iou_threshold."""
+    _check_boxes(boxes, "nms")
+    _check_boxes(scores, "nms", "scores")
+    return _ops_ns.nms(boxes, scores, float(iou_threshold))
+
+
+def batched_nms(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """torchvision.ops.batched_nms: NMS within each category idxs (N,), in one pass (boxes of
+    different categories never suppress each other); indices in decreasing score order."""
+    _check_boxes(boxes, "batched_nms")
+    _check_boxes(scores, "batched_nms", "scores")
+    _check_boxes(idxs, "batched_nms", "idxs")
+    return _ops_ns.batched_nms(boxes, scores, idxs, float(iou_threshold))
+
+
+def _roi_format(boxes: Union[torch.Tensor, Sequence[torch.Tensor]], dtype, device) -> torch.Tensor:
+    """torchvision's rois: a (K, 5) tensor as is, or a list of (K_i, 4) boxes per image, prefixed
+    with their image index."""
+    op = "roi_align"
+    if isinstance(boxes, torch.Tensor):
+        if boxes.dim() != 2 or boxes.shape[1] != 5:
+            raise ValueError(f"torchaug.{op}: boxes must be a (K, 5) tensor [batch_index, x1, y1, x2, y2] or a list of "
+                             f"(K_i, 4) tensors, got shape {tuple(boxes.shape)}")
+        return boxes.to(device=device, dtype=dtype)
+    if not isinstance(boxes, (list, tuple)) or not all(isinstance(b, torch.Tensor) for b in boxes):
+        raise TypeError(f"torchaug.{op}: boxes must be a (K, 5) tensor or a list of (K_i, 4) tensors, got {type(boxes).__name__}")
+    for i, b in enumerate(boxes):
+        if b.dim() != 2 or b.shape[1] != 4:
+            raise ValueError(f"torchaug.{op}: boxes[{i}] must have shape (K_i, 4), got {tuple(b.shape)}")
+    if len(boxes) == 0:
+        return torch.zeros(0, 5, dtype=dtype, device=device)
+    cat = torch.cat([b.to(device=device, dtype=dtype) for b in boxes])
+    counts = torch.tensor([b.shape[0] for b in boxes], device=device)
+    index = torch.repeat_interleave(torch.arange(len(boxes), device=device, dtype=dtype), counts, output_size=cat.shape[0])
+    return torch.cat([index[:, None], cat], 1)
+
+
+def roi_align(input: torch.Tensor, boxes: Union[torch.Tensor, List[torch.Tensor]], output_size,
+              spatial_scale: float = 1.0, sampling_ratio: int = -1, aligned: bool = False,
+              validate: bool = True) -> torch.Tensor:
+    """torchvision.ops.roi_align: (K, C, output_size) features of input (B, C, H, W) pooled over
+    the boxes, a (K, 5) tensor [batch_index, x1, y1, x2, y2] or a list of (K_i, 4) boxes per image,
+    in input coordinates times spatial_scale. validate=True checks on the host that every batch
+    index is in [0, B) (one synchronisation on a GPU); unchecked, such RoIs give zeros."""
+    op = "roi_align"
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"torchaug.{op}: input must be a tensor, got {type(input).__name__}")
+    if isinstance(output_size, numbers.Integral):
+        output_size = (int(output_size), int(output_size))
+    if not (isinstance(output_size, Sequence) and len(output_size) == 2 and all(isinstance(s, numbers.Integral) for s in output_size)):
+        raise ValueError(f"torchaug.{op}: output_size must be an int or a pair of ints, got {output_size!r}")
+    rois = _roi_format(boxes, input.dtype, input.device)
+    if validate and rois.shape[0] and input.dim() == 4:
+        idx = rois[:, 0]
+        bad = (idx < 0) | (idx >= input.shape[0]) | (idx != idx.trunc())
+        if bool(bad.any()):
+            first = int(bad.nonzero()[0, 0])
+            raise ValueError(f"torchaug.{op}: RoI {first} has batch index {float(idx[first])}, expected an integer in "
+                             f"[0, {input.shape[0]})")
+    return _ops_ns.roi_align(input, rois, float(spatial_scale), int(output_size[0]), int(output_size[1]),
+                             int(sampling_ratio), bool(aligned))
+
+
+def box_area(boxes: torch.Tensor) -> torch.Tensor:
+    """torchvision.ops.box_area of (N, 4) [x1, y1, x2, y2] boxes."""
+    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+
+def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> Tuple[torch.Tensor]:
+    """torchvision.ops.box_iou: the (N, M) IoU matrix of two sets of [x1, y1, x2, y2] boxes."""
+    area1, area2 = box_area(boxes1), box_area(boxes2)
+    lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+    rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+    wh = (rb - lt).clamp(min=0)
+    inter = wh[:, :, 0] * wh[:, :, 1]
+    return inter / (area1[:, None] + area2 - inter)
