@@ -14,10 +14,12 @@
 
 namespace torchaug {
 
-// boxes (N, 4) contiguous, sorted by decreasing score; classes (N,) int64 contiguous in the same
-// order, or undefined (one class); keep (N,) bool to fill with the greedy NMS decision.
-using NmsKeepFn = void (*)(const at::Tensor& boxes, const at::Tensor& classes, double iou_threshold,
-                           at::Tensor& keep);
+// boxes (N, 4) contiguous, sorted by decreasing score, or for batched_nms by category and then by
+// decreasing score (each category a contiguous run); classes (N,) int64 contiguous in the same
+// order, or undefined (one category); class_end (N,) int64: the index of the last box of each
+// box's category (undefined with classes); keep (N,) bool to fill with the greedy NMS decision.
+using NmsKeepFn = void (*)(const at::Tensor& boxes, const at::Tensor& classes, const at::Tensor& class_end,
+                           double iou_threshold, at::Tensor& keep);
 
 struct RoiAlignArgs {
   double spatial_scale;

@@ -48,11 +48,23 @@ at::Tensor nms_op(NmsKeepFn keep_fn, const at::Tensor& boxes, const at::Tensor& 
   if (n == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
   // the order torchvision's nms kernels use: scores.sort(0, descending=true)
   const at::Tensor order = std::get<1>(scores.sort(0, /*descending=*/true));
-  const at::Tensor sorted = boxes.index_select(0, order).contiguous();
-  if (idxs.has_value()) classes = idxs->to(at::kLong).index_select(0, order).contiguous();
   at::Tensor keep = at::empty({n}, boxes.options().dtype(at::kBool));
-  keep_fn(sorted, classes, iou_threshold, keep);
-  return order.masked_select(keep);
+  if (!idxs.has_value()) {
+    keep_fn(boxes.index_select(0, order).contiguous(), classes, at::Tensor(), iou_threshold, keep);
+    return order.masked_select(keep);
+  }
+  // batched: each category's boxes in a contiguous run (a stable sort by category keeps the score
+  // order inside it), so that only pairs of one category are compared; the greedy decision inside a
+  // category depends only on its own order, hence equals that of the score order with a category
+  // check. The kept boxes come back in score order through their rank.
+  const at::Tensor by_score = idxs->to(at::kLong).index_select(0, order);
+  const auto [cls, rank] = by_score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false);
+  const at::Tensor class_end = at::searchsorted(cls, cls, /*out_int32=*/false, /*right=*/true) - 1;
+  keep_fn(boxes.index_select(0, order.index_select(0, rank)).contiguous(), cls.contiguous(), class_end.contiguous(),
+          iou_threshold, keep);
+  at::Tensor keep_by_rank = at::zeros({n}, keep.options());
+  keep_by_rank.index_put_({rank}, keep);
+  return order.masked_select(keep_by_rank);
 }
 
 at::Tensor roi_align_op(RoiAlignFn run, const at::Tensor& input, const at::Tensor& rois, double spatial_scale,

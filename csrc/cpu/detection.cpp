@@ -13,9 +13,11 @@
 namespace torchaug {
 namespace {
 
-void nms_keep_cpu(const at::Tensor& boxes, const at::Tensor& classes, double iou_threshold, at::Tensor& keep) {
+void nms_keep_cpu(const at::Tensor& boxes, const at::Tensor& classes, const at::Tensor& class_end,
+                  double iou_threshold, at::Tensor& keep) {
   const int64_t n = boxes.size(0);
   const int64_t* cls = classes.defined() ? classes.data_ptr<int64_t>() : nullptr;
+  const int64_t* end = class_end.defined() ? class_end.data_ptr<int64_t>() : nullptr;
   bool* kp = keep.data_ptr<bool>();
   std::vector<uint8_t> suppressed(n, 0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, boxes.scalar_type(), "nms_cpu", [&] {
@@ -25,7 +27,8 @@ void nms_keep_cpu(const at::Tensor& boxes, const at::Tensor& classes, double iou
     for (int64_t i = 0; i < n; ++i) {
       kp[i] = !suppressed[i];
       if (suppressed[i]) continue;
-      for (int64_t j = i + 1; j < n; ++j) {
+      const int64_t last = end ? end[i] : n - 1;  // the category's run ends there
+      for (int64_t j = i + 1; j <= last; ++j) {
         if (suppressed[j] || (cls && cls[j] != cls[i])) continue;
         if (kernels::nms_overlaps<acc_t>(b + 4 * i, b + 4 * j, thr)) suppressed[j] = 1;
       }

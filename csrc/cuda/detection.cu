@@ -28,13 +28,19 @@ constexpr int kTile = 64;
 constexpr int kScanThreads = 1024;
 constexpr int kThreads = 256;
 
+// The last column tile that a row tile's boxes can overlap: the tile holding the end of the
+// category of its last box (batched_nms: categories are contiguous runs), else the last tile.
+__device__ __forceinline__ int64_t nms_last_tile(const int64_t* class_end, int64_t n, int64_t tiles, int64_t row_tile) {
+  return class_end ? class_end[min((row_tile + 1) * kTile, n) - 1] / kTile : tiles - 1;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kTile) nms_mask_kernel(const T* __restrict__ boxes, const int64_t* __restrict__ cls,
-                                                         int64_t n, int64_t tiles, double threshold,
-                                                         unsigned long long* __restrict__ mask) {
+                                                         const int64_t* __restrict__ class_end, int64_t n, int64_t tiles,
+                                                         double threshold, unsigned long long* __restrict__ mask) {
   using acc_t = typename AccOf<T>::type;
   const int64_t row_tile = blockIdx.y, col_tile = blockIdx.x;
-  if (row_tile > col_tile) return;
+  if (row_tile > col_tile || col_tile > nms_last_tile(class_end, n, tiles, row_tile)) return;  // never read
   const int64_t row_size = min(n - row_tile * kTile, static_cast<int64_t>(kTile));
   const int64_t col_size = min(n - col_tile * kTile, static_cast<int64_t>(kTile));
   __shared__ T tile[kTile * 4];
@@ -59,8 +65,8 @@ __global__ void __launch_bounds__(kTile) nms_mask_kernel(const T* __restrict__ b
 
 // remv: the removal words, in shared memory when they fit (remv_global == nullptr), else global.
 __global__ void __launch_bounds__(kScanThreads) nms_scan_kernel(const unsigned long long* __restrict__ mask, int64_t n,
-                                                               int64_t tiles, bool* __restrict__ keep,
-                                                               unsigned long long* remv_global) {
+                                                               int64_t tiles, const int64_t* __restrict__ class_end,
+                                                               bool* __restrict__ keep, unsigned long long* remv_global) {
   extern __shared__ unsigned long long remv_shared[];
   unsigned long long* remv = remv_global ? remv_global : remv_shared;
   __shared__ int kept_rows[kTile];
@@ -93,7 +99,8 @@ __global__ void __launch_bounds__(kScanThreads) nms_scan_kernel(const unsigned l
     }
     __syncthreads();
     const int count = kept_count;
-    for (int64_t c = t + 1 + threadIdx.x; c < tiles; c += blockDim.x) {
+    const int64_t last = nms_last_tile(class_end, n, tiles, t);
+    for (int64_t c = t + 1 + threadIdx.x; c <= last; c += blockDim.x) {
       const unsigned long long* col = mask + c * n + row0;
       unsigned long long acc = 0;
 #pragma unroll 8
@@ -104,7 +111,8 @@ __global__ void __launch_bounds__(kScanThreads) nms_scan_kernel(const unsigned l
   }
 }
 
-void nms_keep_cuda(const at::Tensor& boxes, const at::Tensor& classes, double iou_threshold, at::Tensor& keep) {
+void nms_keep_cuda(const at::Tensor& boxes, const at::Tensor& classes, const at::Tensor& class_end,
+                   double iou_threshold, at::Tensor& keep) {
   const c10::cuda::CUDAGuard guard(boxes.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = boxes.size(0), tiles = (n + kTile - 1) / kTile;
@@ -112,9 +120,10 @@ void nms_keep_cuda(const at::Tensor& boxes, const at::Tensor& classes, double io
   at::Tensor mask = at::empty({tiles * n}, boxes.options().dtype(at::kLong));
   auto* m = reinterpret_cast<unsigned long long*>(mask.data_ptr<int64_t>());
   const int64_t* cls = classes.defined() ? classes.data_ptr<int64_t>() : nullptr;
+  const int64_t* end = class_end.defined() ? class_end.data_ptr<int64_t>() : nullptr;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, boxes.scalar_type(), "nms_cuda", [&] {
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles));
-    nms_mask_kernel<scalar_t><<<grid, kTile, 0, stream>>>(boxes.data_ptr<scalar_t>(), cls, n, tiles, iou_threshold, m);
+    nms_mask_kernel<scalar_t><<<grid, kTile, 0, stream>>>(boxes.data_ptr<scalar_t>(), cls, end, n, tiles, iou_threshold, m);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   // the removal words live in shared memory up to 5120 tiles (327,680 boxes); beyond, in global
@@ -126,20 +135,34 @@ void nms_keep_cuda(const at::Tensor& boxes, const at::Tensor& classes, double io
   at::Tensor remv;
   if (!in_shared) remv = at::empty({tiles}, boxes.options().dtype(at::kLong));
   nms_scan_kernel<<<1, kScanThreads, in_shared ? shared_bytes : 0, stream>>>(
-      m, n, tiles, keep.data_ptr<bool>(),
+      m, n, tiles, end, keep.data_ptr<bool>(),
       in_shared ? nullptr : reinterpret_cast<unsigned long long*>(remv.data_ptr<int64_t>()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename T>
+// (k, c, ph, pw) of output element idx; index_t int32 when the output has fewer than 2^31
+// elements (64-bit division is several times slower on the GPU)
+template <typename index_t>
+__device__ __forceinline__ void roi_element(index_t idx, const RoiAlignArgs& a, int64_t& k, int64_t& c, int64_t& ph,
+                                            int64_t& pw) {
+  const index_t w = static_cast<index_t>(a.pooled_w), h = static_cast<index_t>(a.pooled_h);
+  const index_t ch = static_cast<index_t>(a.channels);
+  const index_t q = idx / w, r = q / h, s = r / ch;
+  pw = idx - q * w;
+  ph = q - r * h;
+  c = r - s * ch;
+  k = s;
+}
+
+template <typename T, typename index_t>
 __global__ void __launch_bounds__(kThreads) roi_align_kernel(const T* __restrict__ input, const T* __restrict__ rois,
                                                              RoiAlignArgs a, int64_t total, T* __restrict__ out) {
   using acc_t = typename AccOf<T>::type;
   const int64_t plane = a.height * a.width;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pw = idx % a.pooled_w, ph = (idx / a.pooled_w) % a.pooled_h;
-    const int64_t c = (idx / (a.pooled_w * a.pooled_h)) % a.channels, k = idx / (a.pooled_w * a.pooled_h * a.channels);
+    int64_t k, c, ph, pw;
+    roi_element<index_t>(static_cast<index_t>(idx), a, k, c, ph, pw);
     const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
         rois + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
     if (g.batch < 0 || g.batch >= a.batch) continue;  // left zero (the Python wrapper reports it)
@@ -147,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) roi_align_kernel(const T* __restrict
   }
 }
 
-template <typename T>
+template <typename T, typename index_t>
 __global__ void __launch_bounds__(kThreads) roi_align_backward_kernel(const T* __restrict__ grad, const T* __restrict__ rois,
                                                                       RoiAlignArgs a, int64_t total,
                                                                       typename AccOf<T>::type* __restrict__ grad_input) {
@@ -155,8 +178,8 @@ __global__ void __launch_bounds__(kThreads) roi_align_backward_kernel(const T* _
   const int64_t plane = a.height * a.width;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pw = idx % a.pooled_w, ph = (idx / a.pooled_w) % a.pooled_h;
-    const int64_t c = (idx / (a.pooled_w * a.pooled_h)) % a.channels, k = idx / (a.pooled_w * a.pooled_h * a.channels);
+    int64_t k, c, ph, pw;
+    roi_element<index_t>(static_cast<index_t>(idx), a, k, c, ph, pw);
     const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
         rois + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
     if (g.batch < 0 || g.batch >= a.batch) continue;
@@ -173,9 +196,12 @@ void roi_align_cuda(const at::Tensor& input, const at::Tensor& rois, const RoiAl
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const int64_t total = out.numel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(), "roi_align_cuda", [&] {
-    roi_align_kernel<scalar_t><<<static_cast<unsigned>(blocks_for(total)), kThreads, 0, stream>>>(
-        input.data_ptr<scalar_t>(), rois.data_ptr<scalar_t>(), a, total, out.data_ptr<scalar_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const auto launch = [&](auto index_zero) {
+      roi_align_kernel<scalar_t, decltype(index_zero)><<<static_cast<unsigned>(blocks_for(total)), kThreads, 0, stream>>>(
+          input.data_ptr<scalar_t>(), rois.data_ptr<scalar_t>(), a, total, out.data_ptr<scalar_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    };
+    if (total < (int64_t{1} << 31)) launch(int32_t{0}); else launch(int64_t{0});
   });
 }
 
@@ -186,9 +212,13 @@ void roi_align_backward_cuda(const at::Tensor& grad, const at::Tensor& rois, con
   const int64_t total = grad.numel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "roi_align_backward_cuda", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
-    roi_align_backward_kernel<scalar_t><<<static_cast<unsigned>(blocks_for(total)), kThreads, 0, stream>>>(
-        grad.data_ptr<scalar_t>(), rois.data_ptr<scalar_t>(), a, total, grad_input.data_ptr<acc_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const auto launch = [&](auto index_zero) {
+      roi_align_backward_kernel<scalar_t, decltype(index_zero)>
+          <<<static_cast<unsigned>(blocks_for(total)), kThreads, 0, stream>>>(
+              grad.data_ptr<scalar_t>(), rois.data_ptr<scalar_t>(), a, total, grad_input.data_ptr<acc_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    };
+    if (total < (int64_t{1} << 31)) launch(int32_t{0}); else launch(int64_t{0});
   });
 }
 
