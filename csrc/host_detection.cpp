@@ -84,8 +84,9 @@ at::Tensor roi_align_op(RoiAlignFn run, const at::Tensor& input, const at::Tenso
   TORCHAUG_CHECK(std::isfinite(spatial_scale) && spatial_scale > 0, "torchaug::", op,
                  ": spatial_scale must be a positive number, got ", spatial_scale);
   const int64_t K = rois.size(0), B = input.size(0), C = input.size(1), H = input.size(2), W = input.size(3);
-  at::Tensor out = at::zeros({K, C, pooled_h, pooled_w}, input.options().memory_format(at::MemoryFormat::Contiguous));
-  if (out.numel() == 0 || input.numel() == 0) return out;
+  at::Tensor out = at::empty({K, C, pooled_h, pooled_w}, input.options().memory_format(at::MemoryFormat::Contiguous));
+  if (out.numel() == 0) return out;
+  if (input.numel() == 0) return out.zero_();
   const RoiAlignArgs a{spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned, B, C, H, W};
   run(input.contiguous(), rois.contiguous(), a, out);
   return out;

@@ -49,7 +49,10 @@ void roi_align_cpu(const at::Tensor& input, const at::Tensor& rois, const RoiAli
         const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
             r + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
         scalar_t* dst = o + kc * bin;
-        if (g.batch < 0 || g.batch >= a.batch) continue;  // left zero (the Python wrapper reports it)
+        if (g.batch < 0 || g.batch >= a.batch) {  // zeros (the Python wrapper reports such RoIs)
+          for (int64_t i = 0; i < bin; ++i) dst[i] = static_cast<scalar_t>(0);
+          continue;
+        }
         const scalar_t* src = in + (g.batch * C + c) * plane;
         for (int64_t ph = 0; ph < a.pooled_h; ++ph)
           for (int64_t pw = 0; pw < a.pooled_w; ++pw)

@@ -165,7 +165,10 @@ __global__ void __launch_bounds__(kThreads) roi_align_kernel(const T* __restrict
     roi_element<index_t>(static_cast<index_t>(idx), a, k, c, ph, pw);
     const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
         rois + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
-    if (g.batch < 0 || g.batch >= a.batch) continue;  // left zero (the Python wrapper reports it)
+    if (g.batch < 0 || g.batch >= a.batch) {  // zeros (the Python wrapper reports such RoIs)
+      out[idx] = static_cast<T>(0);
+      continue;
+    }
     out[idx] = static_cast<T>(kernels::roi_align_px(input + (g.batch * a.channels + c) * plane, a.height, a.width, g, ph, pw));
   }
 }
