@@ -27,6 +27,9 @@ def family_args(name: str) -> Optional[argparse.Namespace]:
 
 
 def commit() -> str:
+    # the device machine's copy of the tree may carry a stale .git: the caller's TORCHAUG_COMMIT wins
+    if os.environ.get("TORCHAUG_COMMIT"):
+        return os.environ["TORCHAUG_COMMIT"]
     try:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
