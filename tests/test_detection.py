@@ -5,10 +5,9 @@ import math
 import pytest
 import torch
 
-import torchaug
 from torchaug import ops as tops
 
-from conftest import CUDA, DEVICES, requires_cuda, torchvision
+from conftest import CUDA, requires_cuda, torchvision
 
 ops = torch.ops.torchaug
 

@@ -8,7 +8,7 @@ import torch
 
 import torchaug.functional as F
 import torchaug.transforms as T
-from conftest import CUDA, DEVICES, requires_cuda, torchvision
+from conftest import requires_cuda, torchvision
 
 if torchvision is not None:
     from torchvision import tv_tensors

@@ -140,18 +140,20 @@ void nms_keep_cuda(const at::Tensor& boxes, const at::Tensor& classes, const at:
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// (k, c, ph, pw) of output element idx; index_t int32 when the output has fewer than 2^31
-// elements (64-bit division is several times slower on the GPU)
-template <typename index_t>
-__device__ __forceinline__ void roi_element(index_t idx, const RoiAlignArgs& a, int64_t& k, int64_t& c, int64_t& ph,
-                                            int64_t& pw) {
+// Output element idx: its channel and bin (c, ph, pw) and the sampling grid of its RoI. index_t
+// int32 when the output has fewer than 2^31 elements (64-bit division is several times slower on
+// the GPU).
+template <typename acc_t, typename index_t, typename T>
+__device__ __forceinline__ kernels::RoiGrid<acc_t> roi_element(index_t idx, const T* rois, const RoiAlignArgs& a,
+                                                               int64_t& c, int64_t& ph, int64_t& pw) {
   const index_t w = static_cast<index_t>(a.pooled_w), h = static_cast<index_t>(a.pooled_h);
   const index_t ch = static_cast<index_t>(a.channels);
-  const index_t q = idx / w, r = q / h, s = r / ch;
+  const index_t q = idx / w, r = q / h, k = r / ch;
   pw = idx - q * w;
   ph = q - r * h;
-  c = r - s * ch;
-  k = s;
+  c = r - k * ch;
+  return kernels::roi_align_grid<acc_t>(rois + 5 * static_cast<int64_t>(k), static_cast<acc_t>(a.spatial_scale),
+                                        a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
 }
 
 template <typename T, typename index_t>
@@ -161,10 +163,8 @@ __global__ void __launch_bounds__(kThreads) roi_align_kernel(const T* __restrict
   const int64_t plane = a.height * a.width;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t k, c, ph, pw;
-    roi_element<index_t>(static_cast<index_t>(idx), a, k, c, ph, pw);
-    const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
-        rois + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
+    int64_t c, ph, pw;
+    const kernels::RoiGrid<acc_t> g = roi_element<acc_t>(static_cast<index_t>(idx), rois, a, c, ph, pw);
     if (g.batch < 0 || g.batch >= a.batch) {  // zeros (the Python wrapper reports such RoIs)
       out[idx] = static_cast<T>(0);
       continue;
@@ -181,10 +181,8 @@ __global__ void __launch_bounds__(kThreads) roi_align_backward_kernel(const T* _
   const int64_t plane = a.height * a.width;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t k, c, ph, pw;
-    roi_element<index_t>(static_cast<index_t>(idx), a, k, c, ph, pw);
-    const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
-        rois + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
+    int64_t c, ph, pw;
+    const kernels::RoiGrid<acc_t> g = roi_element<acc_t>(static_cast<index_t>(idx), rois, a, c, ph, pw);
     if (g.batch < 0 || g.batch >= a.batch) continue;
     acc_t* dst = grad_input + (g.batch * a.channels + c) * plane;
     kernels::roi_align_backward_px<acc_t>(static_cast<acc_t>(grad[idx]), a.height, a.width, g, ph, pw,
