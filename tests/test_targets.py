@@ -310,3 +310,26 @@ def test_target_errors(device):
         T.AugMix()(x, targets)
     with pytest.raises(ValueError, match="BoundingBoxes: data must be a"):
         T.BoundingBoxes(torch.zeros(3), "XYXY", (5, 5))
+
+
+@requires_tv
+def test_warp_affine_boxes_follow_warp_affine(device):
+    """Boxes moved with the same matrices warp_affine samples with equal torchvision's affine of them."""
+    from torchaug.ops import warp_affine_boxes
+
+    gen = torch.Generator().manual_seed(11)
+    angle = torch.tensor([0.0, 25.0, -40.0])
+    translate = torch.tensor([[0.0, 0.0], [5.0, -3.0], [-7.0, 2.0]])
+    scale, shear = torch.tensor([1.0, 0.9, 1.2]), torch.tensor([[0.0, 0.0], [10.0, 0.0], [-5.0, 8.0]])
+    m = F.affine_matrices(angle, translate, scale, shear, None, H, W, 3, "cpu").to(device)
+    boxes = [_boxes(n, gen).to(device) for n in (4, 0, 6)]
+    moved = warp_affine_boxes([b.as_subclass(torch.Tensor) for b in boxes], m, (H, W))
+    for i, b in enumerate(boxes):
+        want = TF.affine(b, float(angle[i]), translate[i].tolist(), float(scale[i]), shear[i].tolist())
+        torch.testing.assert_close(moved[i], want.as_subclass(torch.Tensor), rtol=0, atol=2e-3)
+    # a single image's boxes, another format, no clamping
+    one = warp_affine_boxes(torch.tensor([[-5.0, 1.0, 4.0, 3.0]], device=device), torch.tensor([[1.0, 0, -2], [0, 1, 0]]), (10, 10),
+                            format="XYWH", clamp=False)
+    assert one.tolist() == [[-3.0, 1.0, 4.0, 3.0]]
+    with pytest.raises(ValueError, match=r"matrices must have shape \(B, 2, 3\) with B=3"):
+        warp_affine_boxes([b.as_subclass(torch.Tensor) for b in boxes], torch.zeros(2, 2, 3), (H, W))

@@ -1,5 +1,6 @@
 """torchaug.ops: torchvision.ops' detection operators (nms, batched_nms, roi_align, RoIAlign,
-box_iou, box_area) on torchaug's kernels, so that `from torchaug import ops` replaces
+box_iou, box_area) on torchaug's kernels, and warp_affine_boxes (boxes that follow
+torchaug.functional.warp_affine), so that `from torchaug import ops` replaces
 `from torchvision import ops` for them."""
 from typing import List, Union
 
@@ -7,6 +8,7 @@ import torch
 from torch import nn
 
 from .functional._detection import batched_nms, box_area, box_iou, nms, roi_align
+from .transforms._targets import warp_affine_boxes
 
 
 class RoIAlign(nn.Module):
@@ -27,4 +29,4 @@ class RoIAlign(nn.Module):
                 f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned})")
 
 
-__all__ = ["RoIAlign", "batched_nms", "box_area", "box_iou", "nms", "roi_align"]
+__all__ = ["RoIAlign", "batched_nms", "box_area", "box_iou", "nms", "roi_align", "warp_affine_boxes"]

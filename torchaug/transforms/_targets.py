@@ -467,3 +467,30 @@ def follow(transform, images, targets: Tuple[Any, ...], params, info, name: str)
     for it in items:
         it.result = wrap(it, last.size(it.samples[0]))
     return rebuild(structure)
+
+
+def warp_affine_boxes(boxes, matrices: torch.Tensor, out_size, format: str = "XYXY", clamp: bool = True):
+    """Boxes that follow torchaug.functional.warp_affine(images, matrices, out_size): boxes a list of
+    B tensors (N_i, 4) (one per sample) or the (N, 4) boxes of a single image, in `format`; matrices (B, 2, 3) the same inverse maps (output pixel -> input pixel, pixel
+    centres at integer coordinates) given to warp_affine. Each box is moved by its corners and, with
+    clamp, clamped to out_size [height, width]. Returns the boxes in the same form."""
+    single = isinstance(boxes, torch.Tensor)
+    blist = [boxes] if single else list(boxes)
+    m = torch.as_tensor(matrices, dtype=torch.float64)
+    m = m.unsqueeze(0) if m.dim() == 2 else m
+    if m.shape[1:] != (2, 3) or m.shape[0] not in (1, len(blist)):
+        raise ValueError(f"torchaug.warp_affine_boxes: matrices must have shape (B, 2, 3) with B={len(blist)}, got {tuple(m.shape)}")
+    m = m.expand(len(blist), 2, 3)
+    # the forward map in pixel-index coordinates, then in box coordinates (pixel edges: + 0.5)
+    a = m[:, :, :2]
+    inv = torch.linalg.inv(a)
+    t = -(inv @ m[:, :, 2:]).squeeze(-1)
+    half = torch.full((len(blist), 2), 0.5, dtype=torch.float64, device=m.device)
+    t = t + half - (inv @ half.unsqueeze(-1)).squeeze(-1)
+    fwd = torch.cat([inv, t.unsqueeze(-1)], 2)
+    size = (int(out_size[0]), int(out_size[1]))
+    items = [_Item("boxes", BoundingBoxes(b, format, size), b, [i], b.shape[0], False) for i, b in enumerate(blist)]
+    device = blist[0].device if blist else m.device
+    apply_steps(items, [Step(fwd, size, clamp)], device, "warp_affine_boxes")
+    out = [it.result_data for it in items]
+    return out[0] if single else out
