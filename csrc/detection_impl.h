@@ -28,6 +28,13 @@ struct RoiAlignArgs {
   int64_t batch, channels, height, width;
 };
 
+// The sampling grid of RoI k (rois (K, 5) row-major) for these arguments.
+template <typename acc_t, typename T>
+C10_HOST_DEVICE inline kernels::RoiGrid<acc_t> roi_grid(const T* rois, int64_t k, const RoiAlignArgs& a) {
+  return kernels::roi_align_grid<acc_t>(rois + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w,
+                                        a.sampling_ratio, a.aligned);
+}
+
 // input (B, C, H, W) contiguous, rois (K, 5) contiguous of the input's dtype; out (K, C, ph, pw).
 using RoiAlignFn = void (*)(const at::Tensor& input, const at::Tensor& rois, const RoiAlignArgs& a, at::Tensor& out);
 // grad (K, C, ph, pw) contiguous; grad_input (B, C, H, W) zeros in the accumulation dtype (float32

@@ -46,8 +46,7 @@ void roi_align_cpu(const at::Tensor& input, const at::Tensor& rois, const RoiAli
     at::parallel_for(0, K * C, 1, [&](int64_t begin, int64_t end) {
       for (int64_t kc = begin; kc < end; ++kc) {
         const int64_t k = kc / C, c = kc % C;
-        const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
-            r + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
+        const kernels::RoiGrid<acc_t> g = roi_grid<acc_t>(r, k, a);
         scalar_t* dst = o + kc * bin;
         if (g.batch < 0 || g.batch >= a.batch) {  // zeros (the Python wrapper reports such RoIs)
           for (int64_t i = 0; i < bin; ++i) dst[i] = static_cast<scalar_t>(0);
@@ -72,8 +71,7 @@ void roi_align_backward_cpu(const at::Tensor& grad, const at::Tensor& rois, cons
     acc_t* gi = grad_input.data_ptr<acc_t>();
     at::parallel_for(0, C, 1, [&](int64_t begin, int64_t end) {
       for (int64_t k = 0; k < K; ++k) {
-        const kernels::RoiGrid<acc_t> g = kernels::roi_align_grid<acc_t>(
-            r + 5 * k, static_cast<acc_t>(a.spatial_scale), a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
+        const kernels::RoiGrid<acc_t> g = roi_grid<acc_t>(r, k, a);
         if (g.batch < 0 || g.batch >= a.batch) continue;
         for (int64_t c = begin; c < end; ++c) {
           acc_t* dst = gi + (g.batch * C + c) * plane;

@@ -152,8 +152,7 @@ __device__ __forceinline__ kernels::RoiGrid<acc_t> roi_element(index_t idx, cons
   pw = idx - q * w;
   ph = q - r * h;
   c = r - k * ch;
-  return kernels::roi_align_grid<acc_t>(rois + 5 * static_cast<int64_t>(k), static_cast<acc_t>(a.spatial_scale),
-                                        a.pooled_h, a.pooled_w, a.sampling_ratio, a.aligned);
+  return roi_grid<acc_t>(rois, static_cast<int64_t>(k), a);
 }
 
 template <typename T, typename index_t>

@@ -1,6 +1,6 @@
 """Detection ops with torchvision.ops names and signatures: nms, batched_nms, roi_align."""
 import numbers
-from typing import List, Sequence, Tuple, Union
+from typing import List, Sequence, Union
 
 import torch
 
@@ -86,7 +86,7 @@ def box_area(boxes: torch.Tensor) -> torch.Tensor:
     return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
 
 
-def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> Tuple[torch.Tensor]:
+def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> torch.Tensor:
     """torchvision.ops.box_iou: the (N, M) IoU matrix of two sets of [x1, y1, x2, y2] boxes."""
     area1, area2 = box_area(boxes1), box_area(boxes2)
     lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])

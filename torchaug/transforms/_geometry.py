@@ -305,7 +305,7 @@ class Pad(Transform):
     def _target_steps(self, images, info, params):
         left, top, right, bottom = F._geometry._parse_padding(self.padding)
         if self.padding_mode != "constant":
-            _no_boxes_with(self.padding_mode, "Pad", info)
+            _no_boxes_with(self.padding_mode, "Pad")
         one = torch.ones(info.batch, dtype=torch.float64, device=info.device)
         sizes = _sizes(info)
         grow = (lambda h, w: (h + top + bottom, w + left + right))
@@ -316,8 +316,8 @@ class Pad(Transform):
         return F.pad(masks, self.padding, _mask_fill(self.fill), self.padding_mode)
 
 
-def _no_boxes_with(padding_mode: str, name: str, info: BatchInfo):
-    # the caller only asks when boxes or keypoints may be present; masks pad in every mode
+def _no_boxes_with(padding_mode: str, name: str):
+    # raised for any targets, masks alone included (they could pad in every mode: not done yet)
     raise ValueError(f"torchaug.transforms.{name}: padding_mode {padding_mode!r} cannot move bounding boxes or keypoints "
                      "(torchvision supports only 'constant' for them)")
 
@@ -388,7 +388,7 @@ class RandomCrop(Transform):
     def _target_steps(self, images, info, params):
         left, top, right, bottom = params["padding"]
         if self.padding_mode != "constant" and any(params["padding"]):
-            _no_boxes_with(self.padding_mode, "RandomCrop", info)
+            _no_boxes_with(self.padding_mode, "RandomCrop")
         one = torch.ones(info.batch, dtype=torch.float64, device=info.device)
         tx = left - params["left"].to(torch.float64)
         ty = top - params["top"].to(torch.float64)

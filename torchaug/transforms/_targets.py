@@ -218,8 +218,12 @@ def collect(targets: Tuple[Any, ...], batch: int, single: bool, name: str):
     keypoint tensor, items)."""
     items: List[_Item] = []
 
-    def item(obj, sample: Optional[int]):
-        kind = _kind(obj)
+    def rows(kind: str, t: torch.Tensor) -> int:
+        """Rows of one sample's target: boxes / keypoints (n, 4 or 2), masks (n, H, W)."""
+        row = t.shape[-1] if kind != "mask" else max(1, t.shape[-2] * t.shape[-1])
+        return int(t.numel() // row)
+
+    def item(obj, kind: str, sample: Optional[int]):
         if kind == "unsupported":
             raise TypeError(f"torchaug.transforms.{name}: targets of type {type(obj).__name__} are not supported "
                             "(bounding boxes, masks and keypoints are)")
@@ -229,18 +233,16 @@ def collect(targets: Tuple[Any, ...], batch: int, single: bool, name: str):
                 raise ValueError(
                     f"torchaug.transforms.{name}: a {kind} target for a batch of {batch} images must be a list of "
                     f"{batch} per-image targets or a tensor whose first dimension is the batch, got shape {tuple(data.shape)}")
-            samples = list(range(batch))
-            per_row = int(data[0].numel() // (data.shape[-1] if kind != "mask" else data.shape[-2] * data.shape[-1])) if batch else 0
-            it = _Item(kind, obj, data, samples, per_row, True)
+            it = _Item(kind, obj, data, list(range(batch)), rows(kind, data[0]) if batch else 0, True)
         else:
-            rows = data.numel() // (data.shape[-1] if kind != "mask" else max(1, data.shape[-2] * data.shape[-1]))
-            it = _Item(kind, obj, data, [sample], int(rows) if data.numel() else 0, False)
+            it = _Item(kind, obj, data, [sample], rows(kind, data), False)
         items.append(it)
         return it
 
     def walk(obj, sample: Optional[int], top: bool):
-        if _kind(obj) is not None:
-            return item(obj, sample)
+        kind = _kind(obj)
+        if kind is not None:
+            return item(obj, kind, sample)
         if isinstance(obj, dict):
             return type(obj)((k, walk(v, sample, top)) for k, v in obj.items())
         if isinstance(obj, (list, tuple)) and not isinstance(obj, str):
@@ -310,7 +312,7 @@ def move_points(xy: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 
 
 def apply_steps(items: List[_Item], steps: List[Step], device, name: str):
-    """Moves every box and keypoint item through the steps; sets item.result and the new canvas."""
+    """Moves every box and keypoint item through the steps; sets item.result_data."""
     for kind in ("boxes", "keypoints"):
         group = [it for it in items if it.kind == kind]
         if not group:
@@ -397,17 +399,14 @@ def mask_rows(items: List[_Item], device):
     return group, batch, idx
 
 
-def finish_masks(group: List[_Item], out):
-    """Splits the transformed mask batch back into the items, in their dtypes and shapes."""
-    if isinstance(out, list):
-        out = torch.stack([o[0] for o in out]) if len({tuple(o.shape) for o in out}) == 1 else out
+def finish_masks(group: List[_Item], out: torch.Tensor):
+    """Splits the transformed mask batch (n, 1, h, w) (every mask op returns a dense batch, also
+    from a list of masks of different sizes) back into the items, in their dtypes and shapes."""
     pos = 0
     for it in group:
         n = it.per_row * len(it.samples)
-        part = out[pos:pos + n] if isinstance(out, torch.Tensor) else out[pos:pos + n]
+        part = out[pos:pos + n].reshape(n, out.shape[-2], out.shape[-1])
         pos += n
-        if isinstance(part, torch.Tensor):
-            part = part.reshape(n, part.shape[-2], part.shape[-1])
         dt = it.data.dtype
         if dt == torch.bool:
             part = part != 0
