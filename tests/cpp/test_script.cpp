@@ -16,11 +16,17 @@ TEST(TorchScript, PipelineSavedByPythonRunsFromCpp) {
   const at::Tensor expected = data.attr("expected").toTensor();
   auto pipeline = torch::jit::load(std::string(dir) + "/pipeline.pt");
 
+  auto mixer = torch::jit::load(std::string(dir) + "/mixer.pt");
+
   torch::manual_seed(1234);
   const at::Tensor out = pipeline.forward({x}).toTensor();
   EXPECT_EQ(out.sizes(), expected.sizes());
   EXPECT_EQ(out.scalar_type(), at::kFloat);
   EXPECT_TRUE(torch::equal(out, expected)) << "max difference " << (out - expected).abs().max().item<float>();
+  // CutMix: (images, labels) -> (images, soft labels), drawn after the pipeline as in Python
+  auto mixed = mixer.forward({out, data.attr("labels").toTensor()}).toTuple();
+  EXPECT_TRUE(torch::equal(mixed->elements()[0].toTensor(), data.attr("mixed").toTensor()));
+  EXPECT_TRUE(torch::equal(mixed->elements()[1].toTensor(), data.attr("mixed_labels").toTensor()));
 
   // another seed draws other parameters
   torch::manual_seed(99);

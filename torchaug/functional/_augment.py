@@ -110,16 +110,19 @@ def augment(
 
 # ---- batch mixing ---------------------------------------------------------------------------------
 
-def _soft_labels(labels: torch.Tensor, num_classes: Optional[int], op: str, dtype=torch.float32) -> torch.Tensor:
+def _soft_labels(labels: torch.Tensor, num_classes: Optional[int], op: str) -> torch.Tensor:
+    """(B, num_classes) floating labels from class indices (one-hot, float32) or soft labels.
+    TorchScript-compatible (the scripted MixUp and CutMix call it)."""
     if labels.dim() == 1:
-        if labels.dtype.is_floating_point:
-            raise TypeError(f"torchaug.{op}: labels must be class indices (int64) or (B, num_classes) soft labels, got {labels.dtype} of shape {tuple(labels.shape)}")
+        if labels.is_floating_point():
+            raise TypeError("torchaug." + op + ": labels must be class indices (int64) or (B, num_classes) soft labels, got "
+                            + str(labels.dtype) + " of shape " + str(labels.shape))
         if num_classes is None:
-            raise ValueError(f"torchaug.{op}: num_classes is needed to one-hot encode class indices")
-        return torch.nn.functional.one_hot(labels, num_classes).to(dtype)
+            raise ValueError("torchaug." + op + ": num_classes is needed to one-hot encode class indices")
+        return torch.nn.functional.one_hot(labels, num_classes).to(torch.float32)
     if labels.dim() != 2:
-        raise ValueError(f"torchaug.{op}: labels must be (B,) class indices or (B, num_classes), got shape {tuple(labels.shape)}")
-    return labels if labels.dtype.is_floating_point else labels.to(dtype)
+        raise ValueError("torchaug." + op + ": labels must be (B,) class indices or (B, num_classes), got shape " + str(labels.shape))
+    return labels if labels.is_floating_point() else labels.to(torch.float32)
 
 
 def _lam_column(lam, b: int, device, op: str) -> torch.Tensor:
@@ -135,8 +138,8 @@ def _lam_column(lam, b: int, device, op: str) -> torch.Tensor:
 def _mix_with_previous(t: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
     """lam_i * t_i + (1 - lam_i) * t_{i-1} per row i, as torchvision computes it with lam a Python
     float: t.roll(1, 0).mul_(1.0 - lam).add_(t.mul(lam)) (lam (B,) float64; 1 - lam in double,
-    then rounded to t's dtype)."""
-    view = (t.shape[0],) + (1,) * (t.dim() - 1)
+    then rounded to t's dtype). TorchScript-compatible."""
+    view = [t.shape[0]] + [1] * (t.dim() - 1)
     return t.roll(1, 0).mul_((1.0 - lam).to(t.dtype).view(view)).add_(t.mul(lam.to(t.dtype).view(view)))
 
 
@@ -172,10 +175,15 @@ def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_
     lam_i * y_i + (1 - lam_i) * y_{i-1} with lam_i = 1 - box area / image area."""
     op = "cutmix"
     x, _ = as_batch(images, op)
-    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
+    b = x.shape[0]
     if not isinstance(boxes, torch.Tensor) or boxes.shape != (b, 4):
         raise ValueError(f"torchaug.{op}: boxes must be a (B, 4) tensor with B={b}, got {getattr(boxes, 'shape', boxes)!r}")
-    boxes = boxes.to(device=x.device, dtype=torch.int64)
+    return _paste_previous(x, boxes.to(device=x.device, dtype=torch.int64), labels, num_classes)
+
+
+def _paste_previous(x: torch.Tensor, boxes: torch.Tensor, labels: torch.Tensor, num_classes: Optional[int]):
+    """cutmix's arithmetic (x (B, C, H, W), boxes (B, 4) int64 on its device). TorchScript-compatible."""
+    b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
     ys = torch.arange(h, device=x.device).view(1, h, 1)
     xs = torch.arange(w, device=x.device).view(1, 1, w)
     bx = boxes.view(b, 4, 1, 1)
@@ -183,4 +191,4 @@ def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_
     out = torch.where(inside.unsqueeze(1), x.roll(1, 0), x)
     area = ((boxes[:, 2] - boxes[:, 0]).clamp(min=0) * (boxes[:, 3] - boxes[:, 1]).clamp(min=0)).to(torch.float64)
     lam = 1.0 - area / (w * h)
-    return out, _mix_with_previous(_soft_labels(labels.to(x.device), num_classes, op), lam)
+    return out, _mix_with_previous(_soft_labels(labels.to(x.device), num_classes, "cutmix"), lam)

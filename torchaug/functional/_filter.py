@@ -9,17 +9,21 @@ import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ._color import _max_value, _param
-from ._utils import as_batch, draw_on, per_sample, per_sample_rows, unbatch
+from ._utils import as_batch, draw_device, generator_device, per_sample, per_sample_rows, unbatch
 
 _ops_ns = torch.ops.torchaug
-
-_SEED_HIGH = 2 ** 62
 
 
 def draw_seeds(batch: int, device, generator: Optional[torch.Generator] = None) -> torch.Tensor:
     """(B,) int64 seeds on `device` from `generator` (or torch's default generator there)."""
-    return draw_on(device, generator,
-                   lambda d, g: torch.randint(0, _SEED_HIGH, (batch,), dtype=torch.int64, device=d, generator=g))
+    return seeds_on(batch, torch.device(device), generator, generator_device(generator))
+
+
+def seeds_on(batch: int, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> torch.Tensor:
+    """draw_seeds with the generator's device given (TorchScript-compatible: the scripted transforms
+    draw their seeds with it); seeds in [0, 2 ** 62)."""
+    g = draw_device(device, gen_device)
+    return torch.randint(0, 4611686018427387904, [batch], dtype=torch.int64, device=g, generator=generator).to(device, non_blocking=True)
 
 
 def _seed(seed, x: torch.Tensor, op: str, generator=None) -> torch.Tensor:

@@ -231,14 +231,20 @@ def affine_matrices(angle, translate, scale, shear, center, height: int, width: 
     bool: samples whose rotation is a multiple of 90 degrees get exact 0 / +-1 entries (torchvision
     rotates those with torch.rot90)."""
     m = _centred_inverse(angle, translate, scale, shear, center, height, width, batch, device, snap)
-    m0, m1, m2, m3, m4, m5 = m.view(batch, 6).unbind(1)
-    # torchvision samples at theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2)
     oh = height if out_height is None else out_height
     ow = width if out_width is None else out_width
-    ox, oy = (ow - 1) * 0.5, (oh - 1) * 0.5
+    return _pixel_inverse(m, height, width, oh, ow)
+
+
+def _pixel_inverse(theta: torch.Tensor, height: int, width: int, out_height: int, out_width: int) -> torch.Tensor:
+    """(B, 2, 3) pixel-index inverse matrices from torchvision's centred theta: torchvision samples at
+    theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2). TorchScript-compatible."""
+    m0, m1, m2 = theta[:, 0, 0], theta[:, 0, 1], theta[:, 0, 2]
+    m3, m4, m5 = theta[:, 1, 0], theta[:, 1, 1], theta[:, 1, 2]
+    ox, oy = (out_width - 1) * 0.5, (out_height - 1) * 0.5
     m2 = m2 - m0 * ox - m1 * oy + (width - 1) * 0.5
     m5 = m5 - m3 * ox - m4 * oy + (height - 1) * 0.5
-    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(batch, 2, 3)
+    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(-1, 2, 3)
 
 
 def _centred_inverse(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
@@ -257,6 +263,13 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
         c = torch.zeros(batch, 2, dtype=f64, device=device)
     else:
         c = per_sample_rows(center, batch, 2, device, f64, "center", op) - torch.tensor([width * 0.5, height * 0.5], dtype=f64, device=device)
+    return _inverse_theta(angle, translate, scale, shear, c, snap)
+
+
+def _inverse_theta(angle: torch.Tensor, translate: torch.Tensor, scale: torch.Tensor, shear: torch.Tensor,
+                   c: torch.Tensor, snap: Optional[torch.Tensor]) -> torch.Tensor:
+    """The arithmetic of _centred_inverse on float64 tensors: angle, scale (B,); translate, shear
+    (B, 2); c (B, 2) the centre's offset from the image centre. TorchScript-compatible."""
     rot = torch.deg2rad(angle)
     sx, sy = torch.deg2rad(shear[:, 0]), torch.deg2rad(shear[:, 1])
     cx, cy = c[:, 0], c[:, 1]
@@ -266,11 +279,42 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
     cc = torch.sin(rot - sy) / torch.cos(sy)
     d = -torch.sin(rot - sy) * torch.tan(sx) / torch.cos(sy) + torch.cos(rot)
     if snap is not None:
-        a, b, cc, d = (torch.where(snap, t.round(), t) for t in (a, b, cc, d))
+        a = torch.where(snap, a.round(), a)
+        b = torch.where(snap, b.round(), b)
+        cc = torch.where(snap, cc.round(), cc)
+        d = torch.where(snap, d.round(), d)
     m0, m1, m3, m4 = d / scale, -b / scale, -cc / scale, a / scale
     m2 = m0 * (-cx - tx) + m1 * (-cy - ty) + cx
     m5 = m3 * (-cx - tx) + m4 * (-cy - ty) + cy
-    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(batch, 2, 3)
+    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(-1, 2, 3)
+
+
+def _center_rows(center: Optional[List[float]], batch: int, height: int, width: int, device: torch.device) -> torch.Tensor:
+    """(B, 2) float64 offsets of a centre [x, y] (None: the image centre) from the image centre, as
+    _centred_inverse computes them. TorchScript-compatible (the scripted transforms use it)."""
+    if center is None:
+        return torch.zeros(batch, 2, dtype=torch.float64, device=device)
+    # (torch.full, not torch.tensor: TorchScript's torch.tensor(List[float]) rounds through float32)
+    cx = torch.full([batch], float(center[0]) - width * 0.5, dtype=torch.float64, device=device)
+    cy = torch.full([batch], float(center[1]) - height * 0.5, dtype=torch.float64, device=device)
+    return torch.stack([cx, cy], 1)
+
+
+def _rotation_matrices(angle: torch.Tensor, c: torch.Tensor, has_center: bool, expand: bool, height: int, width: int,
+                       out_height: int, out_width: int) -> torch.Tensor:
+    """(B, 2, 3) pixel-space inverse matrices of torchvision's rotate by angle (B,) float64 degrees
+    in [0, 360) about centre offsets c (B, 2). Rotations by 180 (and by 90 / 270 when the image is
+    square or expanded) about the image centre get exact entries: torchvision uses torch.rot90 for
+    them. TorchScript-compatible."""
+    quarter = (angle == 90) | (angle == 270)
+    snap: Optional[torch.Tensor] = None
+    if not has_center:
+        snap = (angle == 0) | (angle == 180)
+        if expand or height == width:
+            snap = snap | quarter
+    zeros = torch.zeros(angle.shape[0], 2, dtype=torch.float64, device=angle.device)
+    theta = _inverse_theta(-angle, zeros, torch.ones_like(angle), zeros, c, snap)
+    return _pixel_inverse(theta, height, width, out_height, out_width)
 
 
 def affine(images, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None) -> torch.Tensor:
@@ -293,24 +337,25 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
     if expand and not isinstance(angle, numbers.Real):
         raise ValueError(f"torchaug.{op}: expand=True needs one angle for the batch (a number), got {type(angle).__name__}")
     angle = per_sample(angle, b, x.device, torch.float64, "angle", op) % 360
-    # torchvision rotates by 180 (and by 90 / 270 when the image is square or expanded) about the
-    # centre with torch.rot90: exact matrices for those samples
-    quarter = (angle == 90) | (angle == 270)
-    snap = None if center is not None else (angle == 0) | (angle == 180) | (quarter if expand or h == w else torch.zeros_like(quarter))
     if expand:
-        oh, ow = rotated_size(float(angle[0]), center, h, w)
-    m = affine_matrices(-angle, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, b, x.device, oh, ow, snap)
+        oh, ow = rotated_size(float(angle[0]), None if center is None else [float(v) for v in center], h, w)
+    c = _center_rows(None, b, h, w, x.device) if center is None else \
+        per_sample_rows(center, b, 2, x.device, torch.float64, "center", op) - torch.tensor([w * 0.5, h * 0.5], dtype=torch.float64, device=x.device)
+    m = _rotation_matrices(angle, c, center is not None, expand, h, w, oh, ow)
     mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     return unbatch(warp_affine(x, m.to(mdtype), [oh, ow], interpolation, fill), single)
 
 
-def rotated_size(angle: float, center, h: int, w: int) -> List[int]:
-    """[height, width] of rotate(expand=True) by angle degrees (torchvision's output size)."""
+def rotated_size(angle: float, center: Optional[List[float]], h: int, w: int) -> List[int]:
+    """[height, width] of rotate(expand=True) by angle degrees (torchvision's output size).
+    TorchScript-compatible."""
     a = angle % 360
-    if center is None and a in (90.0, 270.0):
+    if center is None and (a == 90.0 or a == 270.0):
         return [w, h]
-    if center is not None or a not in (0.0, 180.0):
-        theta = _centred_inverse(-a, [0.0, 0.0], 1.0, [0.0, 0.0], center, h, w, 1, "cpu")
+    if center is not None or not (a == 0.0 or a == 180.0):
+        one = torch.full([1], -a, dtype=torch.float64)
+        zeros = torch.zeros(1, 2, dtype=torch.float64)
+        theta = _inverse_theta(one, zeros, torch.ones(1, dtype=torch.float64), zeros, _center_rows(center, 1, h, w, torch.device("cpu")), None)
         ow, oh = _expanded_size(theta[0], h, w)
         return [oh, ow]
     return [h, w]
@@ -320,9 +365,9 @@ def _expanded_size(theta: torch.Tensor, h: int, w: int) -> List[int]:
     # torchvision's _compute_affine_output_size of the centred inverse matrix theta (2, 3)
     half_w, half_h = 0.5 * w, 0.5 * h
     pts = torch.tensor([[-half_w, -half_h, 1.0], [-half_w, half_h, 1.0], [half_w, half_h, 1.0], [half_w, -half_h, 1.0]])
-    new_pts = torch.matmul(pts, theta.to(torch.float32).T)
+    new_pts = torch.matmul(pts, theta.to(torch.float32).t())
     min_vals, max_vals = new_pts.aminmax(dim=0)
-    halfs = torch.tensor((half_w, half_h))
+    halfs = torch.tensor([half_w, half_h])
     min_vals.add_(halfs)
     max_vals.add_(halfs)
     tol = 1e-4
@@ -380,7 +425,7 @@ def _parse_padding(padding) -> List[int]:
     raise ValueError(f"torchaug.pad: padding must be an int or a sequence of 1, 2 or 4 ints, got {padding!r}")
 
 
-def _pad_index(size: int, before: int, after: int, mode: str, device) -> torch.Tensor:
+def _pad_index(size: int, before: int, after: int, mode: str, device: torch.device) -> torch.Tensor:
     i = torch.arange(-before, size + after, device=device)
     if mode == "edge":
         return i.clamp(0, size - 1)
@@ -396,18 +441,50 @@ def pad(images, padding, fill=0, padding_mode: str = "constant") -> torch.Tensor
     """torchvision.transforms.v2.functional.pad: padding [left, top, right, bottom] (or 1 / 2 values),
     modes constant (fill: number, per-channel sequence or (B, C)), edge, reflect, symmetric."""
     x, single = as_batch(images, "pad")
-    left, top, right, bottom = _parse_padding(padding)
-    h, w = x.shape[-2:]
-    if padding_mode == "constant":
-        m = torch.tensor([[1.0, 0.0, -left], [0.0, 1.0, -top]], dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
-        out = warp_affine(x, m, [h + top + bottom, w + left + right], InterpolationMode.NEAREST, fill if fill is not None else 0)
-        return unbatch(out, single)
-    if padding_mode not in ("edge", "reflect", "symmetric"):
+    p = _parse_padding(padding)
+    if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
         raise ValueError(f"torchaug.pad: padding_mode must be constant, edge, reflect or symmetric, got {padding_mode!r}")
-    if min(left, top, right, bottom) < 0:
-        raise ValueError(f"torchaug.pad: negative padding needs padding_mode='constant', got {padding}")
-    if padding_mode == "reflect" and (max(top, bottom) >= h or max(left, right) >= w):
-        raise ValueError(f"torchaug.pad: reflect padding must be smaller than the image ({h}x{w}), got {padding}")
-    rows = _pad_index(h, top, bottom, padding_mode, x.device)
-    cols = _pad_index(w, left, right, padding_mode, x.device)
-    return unbatch(x.index_select(-2, rows).index_select(-1, cols), single)
+    fill_rows = fill_tensor(fill if fill is not None else 0, x.shape[0], x.shape[1], x.device, "pad") if padding_mode == "constant" else None
+    return unbatch(_pad(x, p, fill_rows, padding_mode), single)
+
+
+def _pad(x: torch.Tensor, padding: List[int], fill: Optional[torch.Tensor], mode: str) -> torch.Tensor:
+    """pad of a (B, C, H, W) batch, padding [left, top, right, bottom]; fill (B, C) for mode
+    "constant" (None: zeros). TorchScript-compatible (the scripted Pad and RandomCrop call it)."""
+    left, top, right, bottom = padding[0], padding[1], padding[2], padding[3]
+    h, w = x.shape[-2], x.shape[-1]
+    if mode == "constant":
+        # an integer shift, the fill outside
+        m = torch.zeros(x.shape[0], 2, 3, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32, device=x.device)
+        m[:, 0, 0] = 1.0
+        m[:, 1, 1] = 1.0
+        m[:, 0, 2] = float(-left)
+        m[:, 1, 2] = float(-top)
+        return _ops_ns.warp_affine(x, m, [h + top + bottom, w + left + right], 0, fill)
+    if min(min(left, top), min(right, bottom)) < 0:
+        raise ValueError("torchaug.pad: negative padding needs padding_mode='constant', got " + str(padding))
+    if mode == "reflect" and (max(top, bottom) >= h or max(left, right) >= w):
+        raise ValueError("torchaug.pad: reflect padding must be smaller than the image (" + str(h) + "x" + str(w) + "), got " + str(padding))
+    rows = _pad_index(h, top, bottom, mode, x.device)
+    cols = _pad_index(w, left, right, mode, x.device)
+    return x.index_select(-2, rows).index_select(-1, cols)
+
+
+def _crop_padded(x: torch.Tensor, top: torch.Tensor, left: torch.Tensor, padding: List[int], size: List[int],
+                 fill: Optional[torch.Tensor], mode: str) -> torch.Tensor:
+    """RandomCrop's crop of a (B, C, H, W) batch: the size [h, w] window at (top (B,), left (B,)) of
+    each image padded by padding [left, top, right, bottom] in `mode` (fill (B, C) for "constant").
+    TorchScript-compatible (the scripted RandomCrop calls it)."""
+    ch, cw = size[0], size[1]
+    if mode == "constant":
+        # a crop of the padded image is an integer shift of the original, the fill outside
+        dt = torch.float64 if x.dtype == torch.float64 else torch.float32
+        m = torch.zeros(x.shape[0], 2, 3, dtype=dt, device=x.device)
+        m[:, 0, 0] = 1.0
+        m[:, 1, 1] = 1.0
+        m[:, 0, 2] = (left - padding[0]).to(dt)
+        m[:, 1, 2] = (top - padding[1]).to(dt)
+        return _ops_ns.warp_affine(x, m, [ch, cw], 0, fill)
+    padded = _pad(x, padding, None, mode)
+    boxes = torch.stack([top, left, torch.full_like(top, ch), torch.full_like(left, cw)], 1)
+    return _ops_ns.resized_crop(padded, boxes, [ch, cw], 0, False, None, None, None, None, None)

@@ -20,7 +20,7 @@ from ..functional._utils import generator_device, interpolation_code
 from . import _script as S
 from . import _targets as TG
 from ._geometry import _mask_fill, _sizes
-from ._transform import BatchInfo, Transform
+from ._transform import BatchInfo, Transform, script_fill
 
 MagnitudeFn = Callable[[int, int, int], Optional[torch.Tensor]]
 
@@ -90,14 +90,20 @@ def _space(entries: Dict[str, Tuple[Optional[MagnitudeFn], bool]]) -> Dict[str, 
 
 # torchvision.transforms.v2's augmentation spaces, entry for entry
 class _SizedLinspace:
-    """linspace(0, scale * size, num_bins), size the image height (axis 0) or width (axis 1):
-    torchvision's translate ranges (a class, not a lambda, so that the TorchScript form knows it)."""
+    """linspace(0, scale * size, num_bins) (or size / divisor when a divisor is given), size the
+    image height (axis 0) or width (axis 1): torchvision's translate ranges, with its arithmetic (a
+    class, not a lambda, so that the TorchScript form knows it)."""
 
-    def __init__(self, axis: int, scale: float):
-        self.axis, self.scale = axis, scale
+    def __init__(self, axis: int, scale: float, divisor: float = 0.0):
+        self.axis, self.scale, self.divisor = axis, scale, divisor
 
     def __call__(self, num_bins: int, height: int, width: int) -> torch.Tensor:
-        return torch.linspace(0.0, self.scale * (height if self.axis == 0 else width), num_bins)
+        size = height if self.axis == 0 else width
+        return torch.linspace(0.0, size / self.divisor if self.divisor else self.scale * size, num_bins)
+
+    def row(self, k: int) -> List[float]:
+        """[k, axis, scale, divisor]: the scripted policies' description of space entry k."""
+        return [float(k), float(self.axis), self.scale, self.divisor]
 
 
 _WIDTH_331 = _SizedLinspace(1, 150.0 / 331.0)
@@ -138,8 +144,8 @@ TRIVIAL_AUGMENT_WIDE_SPACE = {
 AUGMIX_PARTIAL_SPACE = {
     "ShearX": (_lin(0.0, 0.3), True),
     "ShearY": (_lin(0.0, 0.3), True),
-    "TranslateX": (lambda num_bins, height, width: torch.linspace(0.0, width / 3.0, num_bins), True),
-    "TranslateY": (lambda num_bins, height, width: torch.linspace(0.0, height / 3.0, num_bins), True),
+    "TranslateX": (_SizedLinspace(1, 0.0, 3.0), True),
+    "TranslateY": (_SizedLinspace(0, 0.0, 3.0), True),
     "Rotate": (_lin(0.0, 30.0), True),
     "Posterize": (_posterize(4, top=4), False),
     "Solarize": (_lin(1.0, 0.0), False),
@@ -314,32 +320,31 @@ class _AutoAugmentBase(Transform):
         name = type(self).__name__
         if self._KIND is None:
             return None
+        ids, signed, static, sized = self._script_space(self._num_bins())
+        empty = torch.zeros(0, 2, dtype=torch.int64)
+        return S.ScriptPolicy(
+            self._KIND, ids, signed, static, sized,
+            self.num_ops, self.magnitude, interpolation_code(self.interpolation, name, ("nearest", "bilinear")),
+            script_fill(self.fill, name), getattr(self, "_sub_idx", empty), getattr(self, "_sub_prob", empty.float()),
+            getattr(self, "_sub_bins", empty), self.generator)
+
+    def _script_space(self, bins: int):
+        """The space as the scripted forms hold it: op ids, signed flags, the (K, bins) magnitudes that
+        do not depend on the image size, and [k, axis, scale] rows for those that do."""
+        name = type(self).__name__
         if self._custom:
             raise RuntimeError(f"torchaug.transforms.{name}: a space with Python augmentations has no TorchScript form")
-        bins = self._num_bins()
         static, sized = [], []
         for k, a in enumerate(self.space):
             if isinstance(a.magnitudes, _SizedLinspace):
-                sized.append([float(k), float(a.magnitudes.axis), a.magnitudes.scale])
+                sized.append(a.magnitudes.row(k))
                 static.append(torch.zeros(bins))
                 continue
             t = a.table(bins, 224, 224)
             if not torch.equal(t, a.table(bins, 97, 331)):
                 raise RuntimeError(f"torchaug.transforms.{name}: the magnitudes of {a.name} depend on the image size; no TorchScript form")
             static.append(t)
-        fill = self.fill
-        if isinstance(fill, torch.Tensor):
-            if fill.dim() > 1:
-                raise RuntimeError(f"torchaug.transforms.{name}: a per-sample fill has no TorchScript form")
-            fill = fill.reshape(-1).tolist()
-        elif fill is not None:
-            fill = [float(v) for v in fill] if isinstance(fill, Sequence) else [float(fill)]
-        empty = torch.zeros(0, 2, dtype=torch.int64)
-        return S.ScriptPolicy(
-            self._KIND, [a.op_id for a in self.space], [a.randomly_negate for a in self.space], torch.stack(static), sized,
-            self.num_ops, self.magnitude, interpolation_code(self.interpolation, name, ("nearest", "bilinear")),
-            fill, getattr(self, "_sub_idx", empty), getattr(self, "_sub_prob", empty.float()), getattr(self, "_sub_bins", empty),
-            self.generator)
+        return [a.op_id for a in self.space], [a.randomly_negate for a in self.space], torch.stack(static), sized
 
 
 def _check_bins(num_magnitude_bins, name: str) -> int:
@@ -546,8 +551,6 @@ class AugMix(_AutoAugmentBase):
     chains of the whole batch run as one torchaug::augment call over mixture_width copies of it;
     the mix is computed as torchvision does (float32, then cast back to the images' dtype)."""
 
-    _scriptable = Transform._scriptable  # no TorchScript form yet (its chains and mixing)
-
     def __init__(self, severity: int = 3, mixture_width: int = 3, chain_depth: int = -1, alpha: float = 1.0,
                  all_ops: bool = True, interpolation="bilinear", fill=None, *, augmentations=None,
                  exclude: Sequence[str] = (), generator: Optional[torch.Generator] = None):
@@ -569,26 +572,17 @@ class AugMix(_AutoAugmentBase):
     def make_params(self, images) -> Dict[str, Any]:
         info = self._info(images)
         h, w = info.uniform_size
-        dev, b, mw = info.device, info.batch, self.mixture_width
+        dev = torch.device(info.device)
         t = self._tables_for(10, h, w, dev)  # torchvision's _PARAMETER_MAX bins
-        depth_max = self.chain_depth if self.chain_depth > 0 else 3
-        shape = (mw, b, depth_max)
-        choice = self._randint(len(self.space), shape, dev)
-        bins = self._randint(self.severity, shape, dev)
-        coin = self._rand(shape, dev) <= 0.5
-        if self.chain_depth > 0:
-            apply = None
-        else:
-            depth = self._randint(3, (mw, b, 1), dev) + 1
-            apply = torch.arange(depth_max, device=dev).view(1, 1, -1) < depth
-        prog = self._program(t, choice, bins, coin, apply)
-        prog = {k: v.reshape(mw * b, depth_max) for k, v in prog.items()}
-        a2 = torch.full((b, 2), self.alpha, dtype=torch.float32)
-        m = self._dirichlet(a2, dev)
-        aw = torch.full((b, mw), self.alpha, dtype=torch.float32)
-        prog["weights"] = self._dirichlet(aw, dev) * m[:, 1:2]
-        prog["original_weight"] = m[:, 0]
-        return prog
+        return S.augmix_program(t.ids, t.mags, t.signed, info.batch, self.severity, self.mixture_width, self.chain_depth,
+                                self.alpha, dev, *self._gen())
+
+    def _scriptable(self):
+        name = "AugMix"
+        ids, signed, static, sized = self._script_space(10)
+        return S.ScriptAugMix(ids, signed, static, sized, interpolation_code(self.interpolation, name, ("nearest", "bilinear")),
+                              script_fill(self.fill, name), self.severity, self.mixture_width, self.chain_depth, self.alpha,
+                              self.generator)
 
     def transform_targets(self, images, targets, params):
         info = BatchInfo(images)
@@ -601,14 +595,9 @@ class AugMix(_AutoAugmentBase):
     def transform(self, images, params: Dict[str, Any]):
         single = images.dim() == 3
         x = images.unsqueeze(0) if single else images
-        b, mw = x.shape[0], self.mixture_width
-        chains = self._run(x.repeat(mw, 1, 1, 1), params).view(mw, b, *x.shape[1:])
-        view = (b, 1, 1, 1)
-        # torchvision: mix = m[:, 0] * batch; mix.add_(w[:, i] * aug_i) for every chain; .to(dtype)
-        mix = params["original_weight"].view(view) * x
-        for i in range(mw):
-            mix.add_(params["weights"][:, i].view(view) * chains[i])
-        out = mix.to(x.dtype)
+        mw = self.mixture_width
+        chains = self._run(x.repeat(mw, 1, 1, 1), params)
+        out = S.augmix_mix(x, chains, params["weights"], params["original_weight"], mw)
         return out[0] if single else out
 
 
@@ -624,12 +613,10 @@ class _Mixer(Transform):
             raise ValueError(f"torchaug.transforms.{name}: num_classes must be a positive integer or None, got {num_classes!r}")
         self.alpha, self.num_classes, self.per_sample = float(alpha), num_classes, bool(per_sample)
 
-    def _lam(self, batch: int, device) -> torch.Tensor:
-        """(B,) float64 lam ~ Beta(alpha, alpha) (one for the batch unless per_sample)."""
-        n = batch if self.per_sample else 1
-        a = torch.full((n, 2), self.alpha, dtype=torch.float64)
-        lam = self._dirichlet(a, device)[:, 0]
-        return lam.expand(batch)
+    _MODE = 0  # the scripted form's mode: 0 MixUp, 1 CutMix
+
+    def _scriptable(self):
+        return S.ScriptMixer(self._MODE, self.alpha, self.num_classes, self.per_sample, self.generator)
 
     def forward(self, images, labels, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         if not isinstance(images, torch.Tensor) or images.dim() != 4:
@@ -654,7 +641,7 @@ class MixUp(_Mixer):
         super().__init__(alpha, num_classes, per_sample, generator)
 
     def make_params(self, images) -> Dict[str, Any]:
-        return {"lam": self._lam(images.shape[0], images.device)}
+        return {"lam": S.mix_lam(images.shape[0], self.alpha, self.per_sample, images.device, *self._gen())}
 
     def transform(self, inputs, params):
         images, labels = inputs
@@ -670,13 +657,11 @@ class CutMix(_Mixer):
                  generator: Optional[torch.Generator] = None):
         super().__init__(alpha, num_classes, per_sample, generator)
 
+    _MODE = 1
+
     def make_params(self, images) -> Dict[str, Any]:
-        b, h, w = images.shape[0], images.shape[-2], images.shape[-1]
-        lam = self._lam(b, images.device)
-        u = self._rand((b, 2), images.device, torch.float64)
-        # torch.randint(W) / torch.randint(H) per sample
-        centers = torch.stack([(u[:, 0] * w).floor().clamp(max=w - 1), (u[:, 1] * h).floor().clamp(max=h - 1)], 1).to(torch.int64)
-        return {"lam": lam, "boxes": F.cutmix_boxes(lam, centers, h, w)}
+        return S.cutmix_params(images.shape[0], images.shape[-2], images.shape[-1], self.alpha, self.per_sample, images.device,
+                               *self._gen())
 
     def transform(self, inputs, params):
         images, labels = inputs

@@ -87,6 +87,9 @@ class Compose(Transform):
         for t in self.transforms:
             if not isinstance(t, nn.Module):
                 raise RuntimeError(f"torchaug.transforms.Compose: {t!r} is not an nn.Module; a scripted Compose holds modules only")
+            if type(t).__name__ in ("MixUp", "CutMix"):
+                raise RuntimeError(f"torchaug.transforms.Compose: a scripted Compose maps images to images; script {type(t).__name__} "
+                                   "on its own (its forward takes and returns images and labels)")
             children.append(t)  # torch.jit.script prepares each child (its own TorchScript form)
         return S.ScriptCompose(children)
 

@@ -9,8 +9,9 @@ import torch
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
 from . import _targets as TG
-from ._geometry import _box_center, _mask_fill, _range, _sizes
-from ._transform import BatchInfo, Transform, check_probability
+from . import _script as S
+from ._geometry import _box_center, _mask_fill, _range, _script_center, _sizes
+from ._transform import BatchInfo, Transform, check_probability, script_fill
 
 
 class RandomAdjustSharpness(Transform):
@@ -32,6 +33,9 @@ class RandomAdjustSharpness(Transform):
 
     def transform(self, images, params):
         return F.adjust_sharpness(images, params["factor"], validate=False)
+
+    def _scriptable(self):
+        return S.ScriptAdjustSharpness(self.sharpness_factor, self.p, self.generator)
 
 
 class GaussianBlur(Transform):
@@ -59,6 +63,9 @@ class GaussianBlur(Transform):
     def transform(self, images, params):
         return F.gaussian_blur(images, self.kernel_size, params["sigma"], validate=False)
 
+    def _scriptable(self):
+        return S.ScriptGaussianBlur(list(self.kernel_size), list(self.sigma), self.generator)
+
 
 class GaussianNoise(Transform):
     """torchvision.transforms.v2.GaussianNoise(mean, sigma, clip): independent noise per sample,
@@ -76,6 +83,9 @@ class GaussianNoise(Transform):
 
     def transform(self, images, params):
         return F.gaussian_noise(images, self.mean, self.sigma, self.clip, seed=params["seed"], validate=False)
+
+    def _scriptable(self):
+        return S.ScriptGaussianNoise(self.mean, self.sigma, self.clip, self.generator)
 
 
 class RandomErasing(Transform):
@@ -108,28 +118,19 @@ class RandomErasing(Transform):
         info = BatchInfo(images)
         if info.ragged:
             raise ValueError("torchaug.transforms.RandomErasing: takes a (B, C, H, W) or (C, H, W) tensor, not a list of images")
-        b, dev = info.batch, info.device
-        h_img, w_img = int(info.uniform_size[0]), int(info.uniform_size[1])
+        h, w = int(info.uniform_size[0]), int(info.uniform_size[1])
         if not isinstance(self.value, str) and len(self.value) not in (1, info.channels):
             raise ValueError(f"torchaug.transforms.RandomErasing: value must have 1 or {info.channels} values (the channels), got {len(self.value)}")
-        u = self._rand((b, 10, 4), dev, torch.float64)
-        area = h_img * w_img * (self.scale[0] + (self.scale[1] - self.scale[0]) * u[..., 0])
-        lr = (math.log(self.ratio[0]), math.log(self.ratio[1]))
-        aspect = torch.exp(lr[0] + (lr[1] - lr[0]) * u[..., 1])
-        h = torch.round(torch.sqrt(area * aspect))
-        w = torch.round(torch.sqrt(area / aspect))
-        fits = (h < h_img) & (w < w_img)
-        first = fits.to(torch.int8).argmax(dim=1, keepdim=True)  # the first try that fits
-        found = fits.any(dim=1) & self._bernoulli((b,), self.p, dev)
-        h = h.gather(1, first)[:, 0]
-        w = w.gather(1, first)[:, 0]
-        i = torch.floor(u[..., 2].gather(1, first)[:, 0] * (h_img - h + 1))
-        j = torch.floor(u[..., 3].gather(1, first)[:, 0] * (w_img - w + 1))
-        boxes = torch.stack([i, j, h * found, w * found], dim=1).to(torch.int64)
-        params = {"boxes": boxes}
-        if self.value == "random":
-            params["seed"] = F.draw_seeds(b, dev, self.generator)
-        return params
+        return S.erasing_params(info.batch, h, w, self.p, list(self.scale), self._log_ratio(), self.value == "random",
+                                torch.device(info.device), *self._gen())
+
+    def _log_ratio(self) -> List[float]:
+        return [math.log(self.ratio[0]), math.log(self.ratio[1])]
+
+    def _scriptable(self):
+        random_value = self.value == "random"
+        return S.ScriptErasing(self.p, list(self.scale), self._log_ratio(), [] if random_value else list(self.value), random_value,
+                               bool(self.inplace), self.generator)
 
     def transform(self, images, params):
         boxes = params["boxes"]
@@ -158,6 +159,10 @@ class RandomRotation(Transform):
         info = BatchInfo(images)
         n = 1 if self.expand else info.batch
         return {"angle": self._uniform((n,), self.degrees[0], self.degrees[1], info.device)}
+
+    def _scriptable(self):
+        return S.ScriptRotation(list(self.degrees), interpolation_code(self.interpolation, "RandomRotation", ("nearest", "bilinear")),
+                                self.expand, _script_center(self.center), script_fill(self.fill, "RandomRotation"), self.generator)
 
     def transform(self, images, params):
         angle = params["angle"]

@@ -9,7 +9,7 @@ from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
 from . import _script as S
 from . import _targets as TG
-from ._transform import BatchInfo, Transform, check_probability, setup_size
+from ._transform import BatchInfo, Transform, check_probability, script_fill, setup_size
 
 
 def _mask_fill(fill):
@@ -250,21 +250,17 @@ class RandomAffine(Transform):
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
-        b, dev = info.batch, info.device
-        angle = self._uniform((b,), self.degrees[0], self.degrees[1], dev)
-        if self.translate is not None:
-            sizes = info.sizes().to(torch.float64)
-            max_d = torch.stack([sizes[:, 1] * float(self.translate[0]), sizes[:, 0] * float(self.translate[1])], 1)
-            translate = torch.round(self._uniform((b, 2), -1.0, 1.0, dev) * max_d)
-        else:
-            translate = torch.zeros(b, 2, dtype=torch.float64, device=dev)
-        scale = self._uniform((b,), self.scale[0], self.scale[1], dev) if self.scale is not None else torch.ones(b, dtype=torch.float64, device=dev)
-        shear = torch.zeros(b, 2, dtype=torch.float64, device=dev)
-        if self.shear is not None:
-            shear[:, 0] = self._uniform((b,), self.shear[0], self.shear[1], dev)
-            if len(self.shear) == 4:
-                shear[:, 1] = self._uniform((b,), self.shear[2], self.shear[3], dev)
-        return {"angle": angle, "translate": translate, "scale": scale, "shear": shear}
+        return S.affine_params(info.batch, info.sizes().to(torch.float64), list(self.degrees),
+                               None if self.translate is None else [float(t) for t in self.translate],
+                               None if self.scale is None else [float(v) for v in self.scale],
+                               None if self.shear is None else list(self.shear), torch.device(info.device), *self._gen())
+
+    def _scriptable(self):
+        return S.ScriptAffine(list(self.degrees), None if self.translate is None else [float(t) for t in self.translate],
+                              None if self.scale is None else [float(v) for v in self.scale],
+                              None if self.shear is None else list(self.shear),
+                              interpolation_code(self.interpolation, "RandomAffine", ("nearest", "bilinear")),
+                              script_fill(self.fill, "RandomAffine"), _script_center(self.center), self.generator)
 
     def transform(self, images, params):
         return F.affine(images, params["angle"], params["translate"], params["scale"], params["shear"],
@@ -279,6 +275,10 @@ class RandomAffine(Transform):
     def _transform_masks(self, masks, idx, params, info):
         return F.affine(masks, params["angle"][idx], params["translate"][idx], params["scale"][idx], params["shear"][idx],
                         InterpolationMode.NEAREST, _mask_fill(self.fill), self.center)
+
+
+def _script_center(center) -> Optional[List[float]]:
+    return None if center is None else [float(center[0]), float(center[1])]
 
 
 def _box_center(center, info: BatchInfo) -> torch.Tensor:
@@ -315,6 +315,10 @@ class Pad(Transform):
     def _transform_masks(self, masks, idx, params, info):
         return F.pad(masks, self.padding, _mask_fill(self.fill), self.padding_mode)
 
+    def _scriptable(self):
+        return S.ScriptPad(F._geometry._parse_padding(self.padding), script_fill(0 if self.fill is None else self.fill, "Pad"),
+                           self.padding_mode)
+
 
 def _no_boxes_with(padding_mode: str, name: str):
     # raised for any targets, masks alone included (they could pad in every mode: not done yet)
@@ -334,55 +338,29 @@ class RandomCrop(Transform):
             raise ValueError(f"torchaug.transforms.RandomCrop: padding_mode must be constant, edge, reflect or symmetric, got {padding_mode!r}")
         self.pad_if_needed, self.fill, self.padding_mode = pad_if_needed, fill, padding_mode
 
-    def _padding(self, h: int, w: int) -> List[int]:
-        left, top, right, bottom = self.padding
-        ch, cw = self.size
-        if self.pad_if_needed:
-            ph, pw = h + top + bottom, w + left + right
-            if ph < ch:
-                diff = ch - ph
-                top, bottom = top + diff, bottom + diff
-            if pw < cw:
-                diff = cw - pw
-                left, right = left + diff, right + diff
-        return [left, top, right, bottom]
-
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
         if info.ragged:
             raise ValueError("torchaug.transforms.RandomCrop: takes a (B, C, H, W) batch, not a list of images")
         h, w = info.uniform_size
-        left, top, right, bottom = self._padding(h, w)
-        ph, pw = h + top + bottom, w + left + right
-        ch, cw = self.size
-        if ph < ch or pw < cw:
-            raise ValueError(f"torchaug.transforms.RandomCrop: crop size {self.size} is larger than the padded image ({ph}, {pw})")
-        b, dev = info.batch, info.device
-        t = torch.floor(self._rand((b,), dev, torch.float64) * (ph - ch + 1)).to(torch.int64)
-        l = torch.floor(self._rand((b,), dev, torch.float64) * (pw - cw + 1)).to(torch.int64)
-        return {"top": t, "left": l, "padding": [left, top, right, bottom]}
+        padding = S.random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
+        params: Dict[str, Any] = S.random_crop_offsets(info.batch, h, w, padding, self.size, torch.device(info.device), *self._gen())
+        params["padding"] = padding
+        return params
+
+    def _scriptable(self):
+        return S.ScriptRandomCrop(list(self.size), list(self.padding), bool(self.pad_if_needed),
+                                  script_fill(0 if self.fill is None else self.fill, "RandomCrop"), self.padding_mode, self.generator)
 
     def transform(self, images, params):
         return self._crop(images, params, self.fill)
 
     def _crop(self, images, params, fill):
-        left, top, right, bottom = params["padding"]
-        ch, cw = self.size
         x, single = F._utils.as_batch(images, "RandomCrop")
-        if self.padding_mode == "constant":
-            # crop of the padded image = integer shift of the original, the fill outside
-            b = x.shape[0]
-            dt = torch.float64 if x.dtype == torch.float64 else torch.float32
-            m = torch.zeros(b, 2, 3, dtype=dt, device=x.device)
-            m[:, 0, 0] = 1
-            m[:, 1, 1] = 1
-            m[:, 0, 2] = (params["left"] - left).to(dt)
-            m[:, 1, 2] = (params["top"] - top).to(dt)
-            out = F.warp_affine(x, m, [ch, cw], InterpolationMode.NEAREST, fill if fill is not None else 0)
-        else:
-            padded = F.pad(x, [left, top, right, bottom], padding_mode=self.padding_mode)
-            boxes = torch.stack([params["top"], params["left"], torch.full_like(params["top"], ch), torch.full_like(params["left"], cw)], 1)
-            out = F.resized_crop_boxes(padded, boxes, [ch, cw], InterpolationMode.NEAREST, False, validate=False)
+        fill_rows = F._utils.fill_tensor(fill if fill is not None else 0, x.shape[0], x.shape[1], x.device, "RandomCrop") \
+            if self.padding_mode == "constant" else None
+        out = F._geometry._crop_padded(x, params["top"], params["left"], list(params["padding"]), list(self.size), fill_rows,
+                                       self.padding_mode)
         return out[0] if single else out
 
     def _target_steps(self, images, info, params):

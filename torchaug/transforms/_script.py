@@ -16,7 +16,10 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from ..functional._geometry import _center_offset, _short_edge_size
+from ..functional._augment import _mix_with_previous, _paste_previous, _soft_labels, cutmix_boxes
+from ..functional._filter import seeds_on
+from ..functional._geometry import (_center_offset, _center_rows, _crop_padded, _inverse_theta, _pad, _pixel_inverse,
+                                    _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import draw_device, generator_device
 
 
@@ -42,6 +45,99 @@ def randint_on(high: int, shape: List[int], device: torch.device, generator: Opt
     """int64 uniform in [0, high) on `device` (generator rules as rand_on)."""
     g = draw_device(device, gen_device)
     return torch.randint(high, shape, device=g, generator=generator).to(device, non_blocking=True)
+
+
+def uniform_on(shape: List[int], low: float, high: float, device: torch.device, generator: Optional[torch.Generator],
+               gen_device: str, dtype: torch.dtype = torch.float64) -> Tensor:
+    """Uniform [low, high) numbers on `device` (generator rules as rand_on)."""
+    return low + (high - low) * rand_on(shape, device, generator, gen_device, dtype)
+
+
+def dirichlet_on(alpha: Tensor, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
+    """Dirichlet(alpha) draws, one per row of alpha (..., k), on `device` (generator rules as rand_on)."""
+    g = draw_device(device, gen_device)
+    return torch._sample_dirichlet(alpha.to(g), generator=generator).to(device, non_blocking=True)
+
+
+def fill_rows(fill: Optional[List[float]], batch: int, channels: int, device: torch.device) -> Optional[Tensor]:
+    """The (B, C) float32 fill of one value or one per channel (None: None), as fill_tensor makes it."""
+    if fill is None:
+        return None
+    f = torch.tensor(fill, dtype=torch.float32, device=device)
+    if len(fill) == 1:
+        f = f.expand(channels)
+    elif len(fill) != channels:
+        raise ValueError("torchaug: fill must have 1 or " + str(channels) + " values (the channels), got " + str(len(fill)))
+    return f.unsqueeze(0).expand(batch, channels)
+
+
+def matrix_dtype(images: Tensor) -> torch.dtype:
+    """The dtype of the sampling matrices of warp_affine for these images."""
+    return torch.float64 if images.dtype == torch.float64 else torch.float32
+
+
+def affine_params(batch: int, sizes: Tensor, degrees: List[float], translate: Optional[List[float]],
+                  scale: Optional[List[float]], shear: Optional[List[float]], device: torch.device,
+                  generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomAffine's draws (torchvision's get_params per sample): sizes (B, 2) float64 [H, W];
+    shear None, [min, max] (x only) or [x min, x max, y min, y max]."""
+    angle = uniform_on([batch], degrees[0], degrees[1], device, generator, gen_device)
+    if translate is not None:
+        max_d = torch.stack([sizes[:, 1] * translate[0], sizes[:, 0] * translate[1]], 1)
+        shift = torch.round(uniform_on([batch, 2], -1.0, 1.0, device, generator, gen_device) * max_d)
+    else:
+        shift = torch.zeros(batch, 2, dtype=torch.float64, device=device)
+    if scale is not None:
+        factor = uniform_on([batch], scale[0], scale[1], device, generator, gen_device)
+    else:
+        factor = torch.ones(batch, dtype=torch.float64, device=device)
+    sh = torch.zeros(batch, 2, dtype=torch.float64, device=device)
+    if shear is not None:
+        sh[:, 0] = uniform_on([batch], shear[0], shear[1], device, generator, gen_device)
+        if len(shear) == 4:
+            sh[:, 1] = uniform_on([batch], shear[2], shear[3], device, generator, gen_device)
+    return {"angle": angle, "translate": shift, "scale": factor, "shear": sh}
+
+
+def erasing_params(batch: int, height: int, width: int, p: float, scale: List[float], log_ratio: List[float],
+                   random_value: bool, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomErasing's draws per sample: torchvision's up to 10 tries of area and log-uniform aspect
+    ratio, the first that fits; boxes (B, 4) int64 [top, left, h, w] (h = w = 0: left alone), and
+    the seeds of random values."""
+    u = rand_on([batch, 10, 4], device, generator, gen_device, torch.float64)
+    area = height * width * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
+    aspect = torch.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[..., 1])
+    h = torch.round(torch.sqrt(area * aspect))
+    w = torch.round(torch.sqrt(area / aspect))
+    fits = (h < height) & (w < width)
+    first = fits.to(torch.int8).argmax(dim=1, keepdim=True)  # the first try that fits
+    found = fits.any(dim=1) & bernoulli_on([batch], p, device, generator, gen_device)
+    h = h.gather(1, first)[:, 0]
+    w = w.gather(1, first)[:, 0]
+    i = torch.floor(u[..., 2].gather(1, first)[:, 0] * (height - h + 1))
+    j = torch.floor(u[..., 3].gather(1, first)[:, 0] * (width - w + 1))
+    params = {"boxes": torch.stack([i, j, h * found, w * found], dim=1).to(torch.int64)}
+    if random_value:
+        params["seed"] = seeds_on(batch, device, generator, gen_device)
+    return params
+
+
+def mix_lam(batch: int, alpha: float, per_sample: bool, device: torch.device, generator: Optional[torch.Generator],
+            gen_device: str) -> Tensor:
+    """(B,) float64 lam ~ Beta(alpha, alpha) (one for the batch unless per_sample)."""
+    n = batch if per_sample else 1
+    a = torch.full([n, 2], alpha, dtype=torch.float64)
+    return dirichlet_on(a, device, generator, gen_device)[:, 0].expand(batch)
+
+
+def cutmix_params(batch: int, height: int, width: int, alpha: float, per_sample: bool, device: torch.device,
+                  generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """CutMix's lam and box per sample: the box centre as torch.randint(W) / torch.randint(H)."""
+    lam = mix_lam(batch, alpha, per_sample, device, generator, gen_device)
+    u = rand_on([batch, 2], device, generator, gen_device, torch.float64)
+    centers = torch.stack([(u[:, 0] * width).floor().clamp(max=width - 1),
+                           (u[:, 1] * height).floor().clamp(max=height - 1)], 1).to(torch.int64)
+    return {"lam": lam, "boxes": cutmix_boxes(lam, centers, height, width)}
 
 
 def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bins: Tensor, coin: Tensor,
@@ -312,9 +408,10 @@ class ScriptGrayscale(ScriptTransform):
 class ScriptPolicy(ScriptTransform):
     """RandAugment (kind 0), TrivialAugmentWide (1), AutoAugment (2) over built-in ops.
 
-    The space's tables: op ids (K,), signed (K,), static magnitudes (K, bins); rows in `sized`
-    are torchvision's image-size dependent translate ranges, linspace(0, scale * size, bins) with
-    size the height (axis 0) or width (axis 1), computed per call as the Python transform does.
+    The space's tables: op ids (K,), signed (K,), static magnitudes (K, bins); rows [k, axis,
+    scale, divisor] in `sized` are torchvision's image-size dependent translate ranges,
+    linspace(0, scale * size, bins) (size / divisor with a divisor) with size the height (axis 0)
+    or width (axis 1), computed per call as the Python transform does.
     AutoAugment: sub-policies as (S, 2) index, probability and bin tables."""
 
     ids: List[int]
@@ -343,8 +440,9 @@ class ScriptPolicy(ScriptTransform):
     def _tables(self, h: int, w: int, device: torch.device) -> List[Tensor]:
         mags = self.mags.clone()
         for row in self.sized:
-            k, axis, scale = int(row[0]), int(row[1]), row[2]
-            mags[k] = torch.linspace(0.0, scale * (h if axis == 0 else w), self.num_bins)
+            k, axis, scale, divisor = int(row[0]), int(row[1]), row[2], row[3]
+            size = h if axis == 0 else w
+            mags[k] = torch.linspace(0.0, size / divisor if divisor != 0.0 else scale * size, self.num_bins)
         return [torch.tensor(self.ids, dtype=torch.int64).to(device), mags.to(device),
                 torch.tensor(self.signed, dtype=torch.bool).to(device)]
 
@@ -366,6 +464,372 @@ class ScriptPolicy(ScriptTransform):
             f = torch.tensor(fill_values, dtype=torch.float32, device=images.device)
             fill = (f.expand(c) if len(fill_values) == 1 else f).unsqueeze(0).expand(b, c)
         return torch.ops.torchaug.augment(images, params["ops"], params["magnitudes"], self.interpolation, fill)
+
+
+class ScriptAffine(ScriptTransform):
+    """RandomAffine: an angle, translation, scale and shear per sample."""
+
+    degrees: List[float]
+    translate: Optional[List[float]]
+    scale: Optional[List[float]]
+    shear: Optional[List[float]]
+    fill: Optional[List[float]]
+    center: Optional[List[float]]
+
+    def __init__(self, degrees: List[float], translate: Optional[List[float]], scale: Optional[List[float]],
+                 shear: Optional[List[float]], interpolation: int, fill: Optional[List[float]], center: Optional[List[float]],
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.degrees = degrees
+        self.translate = translate
+        self.scale = scale
+        self.shear = shear
+        self.interpolation = interpolation
+        self.fill = fill
+        self.center = center
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        b, dev = images.shape[0], images.device
+        sizes = torch.tensor([images.shape[-2], images.shape[-1]], dtype=torch.int64, device=dev).expand(b, 2).to(torch.float64)
+        return affine_params(b, sizes, self.degrees, self.translate, self.scale, self.shear, dev, self.generator, self.gen_device)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        b, c, h, w = images.shape[0], images.shape[1], images.shape[-2], images.shape[-1]
+        dev, f64 = images.device, torch.float64
+        theta = _inverse_theta(params["angle"].to(dev, f64).expand(b), params["translate"].to(dev, f64).expand(b, 2),
+                               params["scale"].to(dev, f64).expand(b), params["shear"].to(dev, f64).expand(b, 2),
+                               _center_rows(self.center, b, h, w, dev), None)
+        m = _pixel_inverse(theta, h, w, h, w).to(matrix_dtype(images))
+        return torch.ops.torchaug.warp_affine(images, m, [h, w], self.interpolation, fill_rows(self.fill, b, c, dev))
+
+
+class ScriptRotation(ScriptTransform):
+    """RandomRotation: an angle per sample (one per batch with expand=True)."""
+
+    degrees: List[float]
+    fill: Optional[List[float]]
+    center: Optional[List[float]]
+
+    def __init__(self, degrees: List[float], interpolation: int, expand: bool, center: Optional[List[float]],
+                 fill: Optional[List[float]], generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.degrees = degrees
+        self.interpolation = interpolation
+        self.expand = expand
+        self.center = center
+        self.fill = fill
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        n = 1 if self.expand else images.shape[0]
+        return {"angle": uniform_on([n], self.degrees[0], self.degrees[1], images.device, self.generator, self.gen_device)}
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        b, c, h, w = images.shape[0], images.shape[1], images.shape[-2], images.shape[-1]
+        dev = images.device
+        angle = params["angle"].to(dev, torch.float64)
+        if self.expand:
+            angle = torch.full([b], float(angle[0]), dtype=torch.float64, device=dev)  # one host read, as eager
+        angle = angle.expand(b) % 360
+        oh, ow = h, w
+        if self.expand:
+            size = rotated_size(float(angle[0]), self.center, h, w)
+            oh, ow = size[0], size[1]
+        m = _rotation_matrices(angle, _center_rows(self.center, b, h, w, dev), self.center is not None, self.expand,
+                               h, w, oh, ow).to(matrix_dtype(images))
+        return torch.ops.torchaug.warp_affine(images, m, [oh, ow], self.interpolation, fill_rows(self.fill, b, c, dev))
+
+
+class ScriptPad(ScriptTransform):
+    """Pad: padding [left, top, right, bottom], fill (constant mode) or edge / reflect / symmetric."""
+
+    padding: List[int]
+    fill: List[float]
+
+    def __init__(self, padding: List[int], fill: List[float], padding_mode: str):
+        super().__init__()
+        self.padding = padding
+        self.fill = fill
+        self.padding_mode = padding_mode
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        fill = fill_rows(self.fill, images.shape[0], images.shape[1], images.device) if self.padding_mode == "constant" else None
+        return _pad(images, self.padding, fill, self.padding_mode)
+
+
+def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool, h: int, w: int) -> List[int]:
+    """RandomCrop's padding [left, top, right, bottom] of an h x w image: the given padding, grown on
+    both sides where pad_if_needed and the padded image is still smaller than the crop."""
+    left, top, right, bottom = padding[0], padding[1], padding[2], padding[3]
+    if pad_if_needed:
+        if h + top + bottom < size[0]:
+            diff = size[0] - (h + top + bottom)
+            top, bottom = top + diff, bottom + diff
+        if w + left + right < size[1]:
+            diff = size[1] - (w + left + right)
+            left, right = left + diff, right + diff
+    return [left, top, right, bottom]
+
+
+def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: List[int], device: torch.device,
+                        generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomCrop's window per sample, uniform over the padded image: {"top", "left"} (B,) int64."""
+    ph, pw = h + padding[1] + padding[3], w + padding[0] + padding[2]
+    if ph < size[0] or pw < size[1]:
+        raise ValueError("torchaug.transforms.RandomCrop: crop size " + str(size) + " is larger than the padded image ("
+                         + str(ph) + ", " + str(pw) + ")")
+    t = torch.floor(rand_on([batch], device, generator, gen_device, torch.float64) * (ph - size[0] + 1)).to(torch.int64)
+    left = torch.floor(rand_on([batch], device, generator, gen_device, torch.float64) * (pw - size[1] + 1)).to(torch.int64)
+    return {"top": t, "left": left}
+
+
+class ScriptRandomCrop(ScriptTransform):
+    """RandomCrop: a window per sample of the padded image (the padding follows from the image size,
+    so replayed parameters hold only top and left)."""
+
+    size: List[int]
+    padding: List[int]
+    fill: List[float]
+
+    def __init__(self, size: List[int], padding: List[int], pad_if_needed: bool, fill: List[float], padding_mode: str,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.size = size
+        self.padding = padding
+        self.pad_if_needed = pad_if_needed
+        self.fill = fill
+        self.padding_mode = padding_mode
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        h, w = images.shape[-2], images.shape[-1]
+        pad = random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
+        return random_crop_offsets(images.shape[0], h, w, pad, self.size, images.device, self.generator, self.gen_device)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        pad = random_crop_padding(self.padding, self.size, self.pad_if_needed, images.shape[-2], images.shape[-1])
+        fill = fill_rows(self.fill, images.shape[0], images.shape[1], images.device) if self.padding_mode == "constant" else None
+        b = images.shape[0]
+        return _crop_padded(images, params["top"].to(images.device).expand(b), params["left"].to(images.device).expand(b),
+                            pad, self.size, fill, self.padding_mode)
+
+
+class ScriptGaussianBlur(ScriptTransform):
+    """GaussianBlur: sigma uniform in [sigma_min, sigma_max] per sample (both axes)."""
+
+    kernel_size: List[int]
+    sigma: List[float]
+
+    def __init__(self, kernel_size: List[int], sigma: List[float], generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.kernel_size = kernel_size
+        self.sigma = sigma
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        return {"sigma": uniform_on([images.shape[0]], self.sigma[0], self.sigma[1], images.device, self.generator,
+                                    self.gen_device, torch.float32)}
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        s = params["sigma"].to(images.device, torch.float32).expand(images.shape[0]).unsqueeze(1).expand(-1, 2)
+        return torch.ops.torchaug.gaussian_blur(images, self.kernel_size, s)
+
+
+class ScriptGaussianNoise(ScriptTransform):
+    """GaussianNoise: independent noise per sample from a seed per sample."""
+
+    def __init__(self, mean: float, sigma: float, clip: bool, generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.mean = mean
+        self.sigma = sigma
+        self.clip = clip
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        return {"seed": seeds_on(images.shape[0], images.device, self.generator, self.gen_device)}
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        b, dev = images.shape[0], images.device
+        return torch.ops.torchaug.gaussian_noise(images, torch.full([b], self.mean, dtype=torch.float32, device=dev),
+                                                 torch.full([b], self.sigma, dtype=torch.float32, device=dev),
+                                                 params["seed"].to(dev).expand(b), self.clip)
+
+
+class ScriptAdjustSharpness(ScriptTransform):
+    """RandomAdjustSharpness: the factor with probability p per sample, else 1 (unchanged)."""
+
+    def __init__(self, sharpness_factor: float, p: float, generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.sharpness_factor = sharpness_factor
+        self.p = p
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        b, dev = images.shape[0], images.device
+        apply = bernoulli_on([b], self.p, dev, self.generator, self.gen_device)
+        return {"factor": torch.where(apply, torch.full([b], self.sharpness_factor, dtype=torch.float32, device=dev),
+                                      torch.ones(b, dtype=torch.float32, device=dev))}
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        return torch.ops.torchaug.adjust_sharpness(images, params["factor"].to(images.device, torch.float32).expand(images.shape[0]))
+
+
+class ScriptErasing(ScriptTransform):
+    """RandomErasing: a rectangle per sample; value one number or one per channel, or random."""
+
+    scale: List[float]
+    log_ratio: List[float]
+    value: List[float]
+
+    def __init__(self, p: float, scale: List[float], log_ratio: List[float], value: List[float], random_value: bool,
+                 inplace: bool, generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.p = p
+        self.scale = scale
+        self.log_ratio = log_ratio
+        self.value = value
+        self.random_value = random_value
+        self.inplace = inplace
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        c = images.shape[1]
+        if not self.random_value and len(self.value) != 1 and len(self.value) != c:
+            raise ValueError("torchaug.transforms.RandomErasing: value must have 1 or " + str(c) + " values (the channels), got "
+                             + str(len(self.value)))
+        return erasing_params(images.shape[0], images.shape[-2], images.shape[-1], self.p, self.scale, self.log_ratio,
+                              self.random_value, images.device, self.generator, self.gen_device)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        b, c, dev = images.shape[0], images.shape[1], images.device
+        boxes = params["boxes"].to(dev, torch.int64).expand(b, 4)
+        if self.random_value:
+            out = torch.ops.torchaug.erase(images, boxes, None, params["seed"].to(dev).expand(b))
+        else:
+            out = torch.ops.torchaug.erase(images, boxes, fill_rows(self.value, b, c, dev), None)
+        if self.inplace:
+            images.copy_(out)
+            return images
+        return out
+
+
+class ScriptAugMix(ScriptPolicy):
+    """AugMix: mixture_width chains per sample (depth 1 to 3, or chain_depth), mixed with Dirichlet
+    weights and a Beta weight of the original, as torchvision mixes them."""
+
+    def __init__(self, ids: List[int], signed: List[bool], mags: Tensor, sized: List[List[float]], interpolation: int,
+                 fill: Optional[List[float]], severity: int, mixture_width: int, chain_depth: int, alpha: float,
+                 generator: Optional[torch.Generator] = None):
+        empty = torch.zeros(0, 2, dtype=torch.int64)
+        super().__init__(-1, ids, signed, mags, sized, 1, 0, interpolation, fill, empty, empty.float(), empty, generator)
+        self.severity = severity
+        self.mixture_width = mixture_width
+        self.chain_depth = chain_depth
+        self.alpha = alpha
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        b, dev = images.shape[0], images.device
+        ids, mags, signed = self._tables(images.shape[-2], images.shape[-1], dev)
+        return augmix_program(ids, mags, signed, b, self.severity, self.mixture_width, self.chain_depth, self.alpha, dev,
+                              self.generator, self.gen_device)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        b, c, mw = images.shape[0], images.shape[1], self.mixture_width
+        chains = torch.ops.torchaug.augment(images.repeat(mw, 1, 1, 1), params["ops"].to(images.device),
+                                            params["magnitudes"].to(images.device, torch.float32), self.interpolation,
+                                            fill_rows(self.fill, mw * b, c, images.device))
+        return augmix_mix(images, chains, params["weights"], params["original_weight"], mw)
+
+
+def augmix_program(ids: Tensor, mags: Tensor, signed: Tensor, batch: int, severity: int, mixture_width: int,
+                   chain_depth: int, alpha: float, device: torch.device, generator: Optional[torch.Generator],
+                   gen_device: str) -> Dict[str, Tensor]:
+    """AugMix's draws: the mixture_width chains of every sample as one (mixture_width * B, depth)
+    program, their Dirichlet weights (B, mixture_width) and the original's Beta weight (B,)."""
+    depth_max = chain_depth if chain_depth > 0 else 3
+    shape = [mixture_width, batch, depth_max]
+    choice = randint_on(ids.shape[0], shape, device, generator, gen_device)
+    bins = randint_on(severity, shape, device, generator, gen_device)
+    coin = rand_on(shape, device, generator, gen_device) <= 0.5
+    apply: Optional[Tensor] = None
+    if chain_depth <= 0:
+        depth = randint_on(3, [mixture_width, batch, 1], device, generator, gen_device) + 1
+        apply = torch.arange(depth_max, device=device).view(1, 1, -1) < depth
+    prog = policy_program(ids, mags, signed, choice, bins, coin, apply)
+    out: Dict[str, Tensor] = {}
+    for k, v in prog.items():
+        out[k] = v.reshape(mixture_width * batch, depth_max)
+    m = dirichlet_on(torch.full([batch, 2], alpha, dtype=torch.float32), device, generator, gen_device)
+    w = dirichlet_on(torch.full([batch, mixture_width], alpha, dtype=torch.float32), device, generator, gen_device)
+    out["weights"] = w * m[:, 1:2]
+    out["original_weight"] = m[:, 0]
+    return out
+
+
+def augmix_mix(images: Tensor, chains: Tensor, weights: Tensor, original_weight: Tensor, mixture_width: int) -> Tensor:
+    """torchvision's mix: original_weight * images + sum of weights[:, i] * chain i, in float32, then
+    cast back to the images' dtype (chains (mixture_width * B, C, H, W))."""
+    b = images.shape[0]
+    chains = chains.view([mixture_width, b] + list(images.shape[1:]))
+    view = [b, 1, 1, 1]
+    mix = original_weight.view(view) * images
+    for i in range(mixture_width):
+        mix.add_(weights[:, i].view(view) * chains[i])
+    return mix.to(images.dtype)
+
+
+class ScriptMixer(nn.Module):
+    """MixUp (mode 0) and CutMix (1): forward(images, labels) -> (images, soft labels)."""
+
+    generator: Optional[torch.Generator]
+    num_classes: Optional[int]
+
+    def __init__(self, mode: int, alpha: float, num_classes: Optional[int], per_sample: bool,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__()
+        self.mode = mode
+        self.alpha = alpha
+        self.num_classes = num_classes
+        self.per_sample = per_sample
+        self.generator = generator
+        self.gen_device = generator_device(generator)
+
+    def forward(self, images: Tensor, labels: Tensor) -> Tuple[Tensor, Tensor]:
+        name = "MixUp" if self.mode == 0 else "CutMix"
+        if images.dim() != 4:
+            raise ValueError("torchaug.transforms." + name + ": images must be a (B, C, H, W) batch, got shape " + str(images.shape))
+        if labels.dim() == 0 or labels.shape[0] != images.shape[0]:
+            raise ValueError("torchaug.transforms." + name + ": labels must be a tensor with one row per image ("
+                             + str(images.shape[0]) + "), got shape " + str(labels.shape))
+        return self.transform(images, labels, self.make_params(images))
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        b, dev = images.shape[0], images.device
+        if self.mode == 0:
+            return {"lam": mix_lam(b, self.alpha, self.per_sample, dev, self.generator, self.gen_device)}
+        return cutmix_params(b, images.shape[-2], images.shape[-1], self.alpha, self.per_sample, dev, self.generator,
+                             self.gen_device)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, labels: Tensor, params: Dict[str, Tensor]) -> Tuple[Tensor, Tensor]:
+        if self.mode == 1:
+            return _paste_previous(images, params["boxes"].to(images.device, torch.int64), labels, self.num_classes)
+        if not images.is_floating_point():
+            raise TypeError("torchaug.mixup: images must be floating point (mixing uint8 would truncate), got " + str(images.dtype))
+        lam = params["lam"].reshape(-1).to(images.device, torch.float64).expand(images.shape[0])
+        return _mix_with_previous(images, lam), _mix_with_previous(_soft_labels(labels.to(images.device), self.num_classes, "mixup"), lam)
 
 
 class ScriptCompose(nn.Module):

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from ..functional._utils import draw_on, generator_device
+from ..functional._utils import generator_device
 from . import _script as S
 from . import _targets
 
@@ -118,12 +118,12 @@ class Transform(nn.Module):
         """int64 uniform in [0, high) on `device` (generator rules as _rand)."""
         return S.randint_on(high, list(shape), torch.device(device), self.generator, generator_device(self.generator))
 
-    def _dirichlet(self, alpha: torch.Tensor, device) -> torch.Tensor:
-        """Dirichlet(alpha) draws, one per row of alpha (..., k), on `device` (generator rules as _rand)."""
-        return draw_on(device, self.generator, lambda d, g: torch._sample_dirichlet(alpha.to(d), generator=g))
+    def _gen(self) -> Tuple[Optional[torch.Generator], str]:
+        """(generator, its device) as the _script draw functions take them."""
+        return self.generator, generator_device(self.generator)
 
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
-        return low + (high - low) * self._rand(shape, device, dtype)
+        return S.uniform_on(list(shape), low, high, torch.device(device), *self._gen(), dtype)
 
 
 def scriptable_transforms() -> List[str]:
@@ -133,6 +133,17 @@ def scriptable_transforms() -> List[str]:
     pkg = sys.modules[__name__.rsplit(".", 1)[0]]
     classes = [(n, getattr(pkg, n)) for n in pkg.__all__]
     return [n for n, c in classes if isinstance(c, type) and issubclass(c, Transform) and c._scriptable is not Transform._scriptable]
+
+
+def script_fill(fill, name: str) -> Optional[List[float]]:
+    """A transform's fill as its TorchScript form holds it: None, or one value or one per channel."""
+    if isinstance(fill, torch.Tensor):
+        if fill.dim() > 1:
+            raise RuntimeError(f"torchaug.transforms.{name}: a per-sample fill has no TorchScript form")
+        return [float(v) for v in fill.reshape(-1).tolist()]
+    if fill is None:
+        return None
+    return [float(v) for v in fill] if isinstance(fill, Sequence) else [float(fill)]
 
 
 def check_probability(p: float, name: str) -> float:
