@@ -286,6 +286,31 @@ def test_targets_cpu_cuda_agree(name):
 
 
 @requires_tv
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric"])
+def test_masks_alone_follow_non_constant_padding(device, mode):
+    # torchvision pads masks in every mode (boxes and keypoints only with constant padding)
+    gen = torch.Generator().manual_seed(11)
+    x, targets = _sample(gen, "XYXY", device)
+    masks = [d["masks"] for d in targets]
+    out, got = T.Pad([3, 1, 2, 4], padding_mode=mode)(x, masks)
+    for i, m in enumerate(masks):
+        if m.shape[0] == 0:  # (torchvision's pad refuses an empty stack in these modes)
+            assert got[i].shape == (0, H + 5, W + 5)
+            continue
+        assert torch.equal(got[i], TF.pad(m, [3, 1, 2, 4], padding_mode=mode))
+    t = T.RandomCrop([50, 70], padding=4, padding_mode=mode)
+    (out, got), p = t(x, masks, return_params=True)
+    for i, m in enumerate(masks):
+        if m.shape[0] == 0:
+            assert got[i].shape == (0, 50, 70)
+            continue
+        ref = TF.crop(TF.pad(m, [4, 4, 4, 4], padding_mode=mode), int(p["top"][i]), int(p["left"][i]), 50, 70)
+        assert torch.equal(got[i], ref)
+    with pytest.raises(ValueError, match=f"padding_mode '{mode}' cannot move bounding boxes"):
+        t(x, targets)
+
+
+@requires_tv
 def test_target_errors(device):
     gen = torch.Generator().manual_seed(10)
     x, targets = _sample(gen, "XYXY", device)

@@ -304,13 +304,12 @@ class Pad(Transform):
 
     def _target_steps(self, images, info, params):
         left, top, right, bottom = F._geometry._parse_padding(self.padding)
-        if self.padding_mode != "constant":
-            _no_boxes_with(self.padding_mode, "Pad")
         one = torch.ones(info.batch, dtype=torch.float64, device=info.device)
         sizes = _sizes(info)
         grow = (lambda h, w: (h + top + bottom, w + left + right))
         out = grow(*sizes) if isinstance(sizes, tuple) else [grow(h, w) for h, w in sizes]
-        return [TG.Step(TG.scale_shift(one, one * left, one, one * top), out)]
+        refuse = _no_boxes_with(self.padding_mode, "Pad") if self.padding_mode != "constant" else None
+        return [TG.Step(TG.scale_shift(one, one * left, one, one * top), out, refuse=refuse)]
 
     def _transform_masks(self, masks, idx, params, info):
         return F.pad(masks, self.padding, _mask_fill(self.fill), self.padding_mode)
@@ -320,10 +319,10 @@ class Pad(Transform):
                            self.padding_mode)
 
 
-def _no_boxes_with(padding_mode: str, name: str):
-    # raised for any targets, masks alone included (they could pad in every mode: not done yet)
-    raise ValueError(f"torchaug.transforms.{name}: padding_mode {padding_mode!r} cannot move bounding boxes or keypoints "
-                     "(torchvision supports only 'constant' for them)")
+def _no_boxes_with(padding_mode: str, name: str) -> str:
+    """The error boxes and keypoints get from a non-constant padding (masks are padded in every mode)."""
+    return (f"torchaug.transforms.{name}: padding_mode {padding_mode!r} cannot move bounding boxes or keypoints "
+            "(torchvision supports only 'constant' for them)")
 
 
 class RandomCrop(Transform):
@@ -365,12 +364,11 @@ class RandomCrop(Transform):
 
     def _target_steps(self, images, info, params):
         left, top, right, bottom = params["padding"]
-        if self.padding_mode != "constant" and any(params["padding"]):
-            _no_boxes_with(self.padding_mode, "RandomCrop")
+        refuse = _no_boxes_with(self.padding_mode, "RandomCrop") if self.padding_mode != "constant" and any(params["padding"]) else None
         one = torch.ones(info.batch, dtype=torch.float64, device=info.device)
         tx = left - params["left"].to(torch.float64)
         ty = top - params["top"].to(torch.float64)
-        return [TG.Step(TG.scale_shift(one, tx, one, ty), (self.size[0], self.size[1]))]
+        return [TG.Step(TG.scale_shift(one, tx, one, ty), (self.size[0], self.size[1]), refuse=refuse)]
 
     def _transform_masks(self, masks, idx, params, info):
         p = {"top": params["top"][idx], "left": params["left"][idx], "padding": params["padding"]}

@@ -101,12 +101,12 @@ class Step:
     (torchvision's keypoint conventions; box_m when None); sizes the (height, width) canvas each
     sample has after the step (B pairs, or one pair for all); clamp whether boxes are clamped to
     it (torchvision: every op but resize and flips); applies (B,) bool the samples it moves (None:
-    all)."""
+    all); refuse: an error message raised when boxes or keypoints meet the step (masks follow it)."""
 
     def __init__(self, box_m: torch.Tensor, sizes, clamp: bool = True, point_m: Optional[torch.Tensor] = None,
-                 applies: Optional[torch.Tensor] = None):
+                 applies: Optional[torch.Tensor] = None, refuse: Optional[str] = None):
         self.box_m, self.point_m, self.clamp, self.applies = box_m, point_m, clamp, applies
-        self.sizes = sizes
+        self.sizes, self.refuse = sizes, refuse
 
     def size(self, b: int) -> Tuple[int, int]:
         s = self.sizes
@@ -317,6 +317,9 @@ def apply_steps(items: List[_Item], steps: List[Step], device, name: str):
         group = [it for it in items if it.kind == kind]
         if not group:
             continue
+        for st in steps:
+            if st.refuse is not None:
+                raise ValueError(st.refuse)
         width = 4 if kind == "boxes" else 2
         by_format = {}
         for it in group:
