@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "../decode_impl.h"
@@ -103,8 +104,12 @@ struct Decoder {
   Decoder() {
     // chroma upsampled by interpolation, as libjpeg-turbo's default "fancy" upsampling does (nvJPEG's
     // default replicates chroma samples: up to ~50 levels from the CPU decoder at sharp colour
-    // edges); handles that refuse the flag are made without it
-    const unsigned int flags[2] = {NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, NVJPEG_FLAGS_DEFAULT};
+    // edges); handles that refuse the flag are made without it. TORCHAUG_NVJPEG_UPSAMPLING=replicate
+    // asks for nvJPEG's default (a diagnostic: what the interpolation costs in speed)
+    const char* up = std::getenv("TORCHAUG_NVJPEG_UPSAMPLING");
+    const bool replicate = up != nullptr && std::string(up) == "replicate";
+    const unsigned int flags[2] = {replicate ? NVJPEG_FLAGS_DEFAULT : NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+                                   NVJPEG_FLAGS_DEFAULT};
     for (unsigned int f : flags) {
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
         hardware = true;

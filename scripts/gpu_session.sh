@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One device call of this session's work: build in place (sm_90), the whole pytest suite on CUDA,
+# the decoder A/B (scripts/decode_ab.py), bench_geometry (issue 2's case on this GPU) and Nsight
+# Compute over the hue / ColorJitter / RandAugment kernels. Logs under $OUT.
+#   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [geometry] [ncu] [color] [augment]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} TORCHAUG_CUDA=1
+steps=" $* "
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+if [[ $steps == *" build "* ]]; then
+  t0=$(date +%s)
+  python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+if [[ $steps == *" tests "* ]]; then
+  t0=$(date +%s)
+  python3 -m pytest tests -q -ra -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
+  echo "pytest: $(( $(date +%s) - t0 )) s"
+fi
+[[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
+[[ $steps == *" geometry "* ]] && python3 benchmarks/bench_geometry.py --quick --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20
+[[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"
+[[ $steps == *" augment "* ]] && python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" > "$OUT/bench_augment.log" 2>&1 && grep -E "torchaug|floor" "$OUT/bench_augment.md" | head -12
+if [[ $steps == *" ncu "* ]]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
+  for w in hue:color_apply jitter:color_apply augment:augment_slot; do
+    "$NCU" --kernel-name regex:"${w#*:}" --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section LaunchStats --section InstructionStats --section ComputeWorkloadAnalysis \
+      python3 scripts/profile_color.py "${w%%:*}" > "$OUT/ncu_${w%%:*}.txt" 2>&1
+    echo "== ncu ${w%%:*}"; grep -E "  [a-z_]+_kernel|Duration|Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|Executed Ipc A|Warp Cycles Per Issued|Stall|Executed Instructions  |Local" "$OUT/ncu_${w%%:*}.txt" | head -24
+  done
+fi
