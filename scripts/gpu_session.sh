@@ -22,6 +22,7 @@ if [[ $steps == *" tests "* ]]; then
   echo "pytest: $(( $(date +%s) - t0 )) s"
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
+[[ $steps == *" color_ab "* ]] && timeout 300 python3 scripts/color_ab.py 2>&1 | tee "$OUT/color_ab.log"
 [[ $steps == *" geometry "* ]] && python3 benchmarks/bench_geometry.py --quick --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20
 [[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"
 [[ $steps == *" augment "* ]] && python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" > "$OUT/bench_augment.log" 2>&1 && grep -E "torchaug|floor" "$OUT/bench_augment.md" | head -12

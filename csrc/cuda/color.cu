@@ -9,6 +9,8 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+
 #include "../augment_impl.h"
 #include "../color_impl.h"
 #include "../color_ops.h"
@@ -274,6 +276,22 @@ void launch_color_stats(const T* in, const ColorParams& P, int k, cudaStream_t s
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Pixels per thread of the uint8 planar apply kernel. The kernel unrolls the op switch once per
+// pixel; with hue's long per-pixel code in it, 16 copies cost more than the wide loads save. H200,
+// 256x3x224x224 (scripts/color_ab.py): adjust_hue 2.18M img/s with 16 pixels, 2.35M with 4;
+// ColorJitter's program 631k vs 706k; brightness 8.8M vs 6.4M and saturation 4.6M vs 4.0M the
+// other way. So 4 for programs that may hold hue (a per-sample program, or hue itself), else 16;
+// TORCHAUG_COLOR_APPLY_WIDTH=4 or 16 forces one (for that comparison).
+int apply_width(const ColorParams& P) {
+  static const int forced = [] {
+    const char* v = std::getenv("TORCHAUG_COLOR_APPLY_WIDTH");
+    const int w = v != nullptr ? std::atoi(v) : 0;
+    return (w == 4 || w == 16) ? w : 0;
+  }();
+  if (forced != 0) return forced;
+  return (P.ops != nullptr || P.const_op == kernels::kColorHue) ? 4 : 16;
+}
+
 void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
   c10::cuda::CUDAGuard guard(images.device());
   ColorParams& P = plan.p;
@@ -296,7 +314,7 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
         return n % w == 0 && P.is.b % w == 0 && P.is.c % w == 0 && P.os.b % w == 0 && P.os.c % w == 0 &&
                reinterpret_cast<uintptr_t>(in) % w == 0 && reinterpret_cast<uintptr_t>(out) % w == 0;
       };
-      if (aligned(16) && n / 16 / kThreads < 65535) {
+      if (apply_width(P) == 16 && aligned(16) && n / 16 / kThreads < 65535) {
         const dim3 grid(chunks_for(n / 16, kThreads), static_cast<unsigned>(P.batch));
         color_apply_u8_planar_kernel<C, 16><<<grid, kThreads, 0, stream>>>(u8in, u8out, P);
         C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -148,15 +148,17 @@ TORCHAUG_HOST_DEVICE inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
   const acc_t cr = rn_sub(maxc, minc);
   const acc_t s = rn_div(cr, eqc ? acc_t(1) : maxc);
   const acc_t crd = eqc ? acc_t(1) : cr;
-  const acc_t rc = rn_div(rn_sub(maxc, r), crd);
-  const acc_t gc = rn_div(rn_sub(maxc, g), crd);
-  const acc_t bc = rn_div(rn_sub(maxc, b), crd);
-  const bool maxc_neq_r = maxc != r;
-  const bool maxc_eq_g = maxc == g;
-  const acc_t hg = (maxc_eq_g && maxc_neq_r) ? rn_sub(rn_add(rc, acc_t(2)), bc) : acc_t(0);
-  const acc_t hr = !maxc_neq_r ? rn_sub(bc, gc) : acc_t(0);
-  const acc_t hb = (maxc_neq_r && !maxc_eq_g) ? rn_sub(rn_add(gc, acc_t(4)), rc) : acc_t(0);
-  acc_t h = rn_add(rn_add(hr, hg), hb);
+  // torchvision computes rc, gc, bc = (maxc - channel) / crd and sums three masked terms, of which
+  // one is not zero: hr = bc - gc (r is the max), hg = (rc + 2) - bc (g is, r not), hb =
+  // (gc + 4) - rc (b). Adding the two zeros changes nothing (x - x is +0), so the two quotients of
+  // the pixel's term are all it needs: the same bits with two divisions instead of three.
+  const bool is_r = maxc == r;
+  const bool is_g = !is_r && maxc == g;
+  const acc_t first = is_r ? b : (is_g ? r : g);    // the quotient added: bc, rc or gc
+  const acc_t second = is_r ? g : (is_g ? b : r);   // the quotient subtracted: gc, bc or rc
+  const acc_t q1 = rn_div(rn_sub(maxc, first), crd);
+  const acc_t q2 = rn_div(rn_sub(maxc, second), crd);
+  acc_t h = rn_sub(is_r ? q1 : rn_add(q1, is_g ? acc_t(2) : acc_t(4)), q2);
   h = fmod_one(rn_add(rn_mul(h, static_cast<acc_t>(static_cast<float>(1.0 / 6.0))), acc_t(1)));
   h = remainder_one(rn_add(h, shift));
   // _hsv_to_rgb
@@ -164,22 +166,17 @@ TORCHAUG_HOST_DEVICE inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
   const acc_t h6 = rn_mul(h, acc_t(6));
   const acc_t fi = floor(h6);
   const acc_t f = rn_sub(h6, fi);
-  int i = static_cast<int>(fi) % 6;
-  if (i < 0) i += 6;
+  const int i = fi >= acc_t(6) ? 0 : static_cast<int>(fi);  // torchvision's i % 6 (h is in [0, 1])
   const acc_t sxf = rn_mul(s, f);
   const acc_t one_minus_s = rn_sub(acc_t(1), s);
   const acc_t q = clamp_of(rn_mul(rn_sub(acc_t(1), sxf), v), acc_t(0), acc_t(1));
   const acc_t t = clamp_of(rn_mul(rn_add(sxf, one_minus_s), v), acc_t(0), acc_t(1));
   const acc_t p = clamp_of(rn_mul(one_minus_s, v), acc_t(0), acc_t(1));
-  // vpqt -> rgb by sector (torchvision's select table [[0,2,1,1,3,0],[3,0,0,2,1,1],[1,1,3,0,0,2]])
-  switch (i) {
-    case 0: rgb[0] = v; rgb[1] = t; rgb[2] = p; break;
-    case 1: rgb[0] = q; rgb[1] = v; rgb[2] = p; break;
-    case 2: rgb[0] = p; rgb[1] = v; rgb[2] = t; break;
-    case 3: rgb[0] = p; rgb[1] = q; rgb[2] = v; break;
-    case 4: rgb[0] = t; rgb[1] = p; rgb[2] = v; break;
-    default: rgb[0] = v; rgb[1] = p; rgb[2] = q; break;
-  }
+  // vpqt -> rgb by sector (torchvision's select table [[0,2,1,1,3,0],[3,0,0,2,1,1],[1,1,3,0,0,2]]),
+  // as selects: no divergent branches
+  rgb[0] = (i == 0 || i == 5) ? v : (i == 1 ? q : (i == 4 ? t : p));
+  rgb[1] = (i == 1 || i == 2) ? v : (i == 0 ? t : (i == 3 ? q : p));
+  rgb[2] = (i == 3 || i == 4) ? v : (i == 2 ? t : (i == 5 ? q : p));
 }
 
 // x ** gamma as torch.pow with a scalar exponent computes it (its special cases included).
