@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# DDP scaling of examples/train.py on a multi-GPU device machine (issue 5): per model, synthetic data
+# and torchaug (2 byte-reading workers per rank, nvJPEG decode + RRC + flip + RandAugment(2, 9) +
+# normalize on the GPU) on 1 GPU and under torchrun on every GPU; batch 256 per GPU, bf16,
+# channels_last, 20 warm-up + 40 timed steps, 1,024 generated 500x375 JPEGs repeated.
+#   bash scripts/gpu_ddp.sh [models...]        (default: efficientnet_b0 resnet50)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-32} TORCHAUG_CUDA=1
+NGPU=$(nvidia-smi -L | wc -l)
+nvidia-smi --query-gpu=name --format=csv,noheader | head -1; echo "GPUs: $NGPU"
+t0=$(date +%s)
+python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+DATA=$(mktemp -d)
+python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; print('data: mean %.0f KB' % (make_jpeg_folder('$DATA', n=1024) / 1e3))"
+common="--data $DATA --batch-size 256 --warmup 20 --steps 60 --length $((NGPU * 256 * 62))"
+models=${*:-efficientnet_b0 resnet50}
+for m in $models; do
+  for cfg in "synthetic" "torchaug --decode gpu --workers 2"; do
+    for n in 1 "$NGPU"; do
+      if [ "$n" = 1 ]; then launch="python3"; else launch="torchrun --standalone --nproc_per_node $n"; fi
+      r=$(timeout 150 $launch examples/train.py --model "$m" --loader $cfg $common 2> "$OUT/ddp_${m}_${cfg%% *}_$n.err" | grep '^{' | tail -1)
+      echo "$m | ${cfg} | GPUs $n | ${r:-FAILED (see ddp_${m}_${cfg%% *}_$n.err)}"
+      [ -z "$r" ] && tail -5 "$OUT/ddp_${m}_${cfg%% *}_$n.err"
+    done
+  done
+done
