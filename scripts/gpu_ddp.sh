@@ -15,6 +15,8 @@ nvidia-smi --query-gpu=name --format=csv,noheader | head -1; echo "GPUs: $NGPU"
 t0=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
+# the decoder and the Prefetcher on every GPU (tests that need 2 GPUs run here)
+python3 -m pytest tests/test_decode.py tests/test_prefetch.py -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_ddp.log" | grep -E "^(FAILED|ERROR)|passed|failed" | head -20
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; print('data: mean %.0f KB' % (make_jpeg_folder('$DATA', n=1024) / 1e3))"
 common="--data $DATA --batch-size 256 --warmup 20 --steps 60 --length $((NGPU * 256 * 62))"

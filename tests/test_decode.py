@@ -266,6 +266,21 @@ def test_cuda_batch_mixes_every_path():
         assert torch.equal(got, decode_jpeg(f, device="cuda", apply_exif_orientation=True))
 
 
+@pytest.mark.skipif(not CUDA or torch.cuda.device_count() < 2, reason="needs 2 CUDA devices (the multi-GPU device machine)")
+def test_cuda_decode_on_the_second_gpu():
+    """A decode on cuda:1 while cuda:0 is current, in 2 lanes (64 files: the second lane runs in its
+    own host thread): the lanes must decode in cuda:1's context (they did not: an illegal memory
+    access under DDP) and give what cuda:0 gives."""
+    files = [_bytes(KINDS["baseline420"]()) for _ in range(64)]
+    torch.cuda.set_device(0)
+    on0 = decode_jpeg(files, device="cuda:0")
+    on1 = decode_jpeg(files, device="cuda:1")
+    torch.cuda.synchronize(1)
+    assert all(t.device == torch.device("cuda", 1) for t in on1)
+    for a, b in zip(on0, on1):
+        assert torch.equal(a.cpu(), b.cpu())
+
+
 @requires_cuda
 def test_cuda_input_may_be_reused_right_after_the_call():
     """The bytes are pinned (as a DataLoader with pin_memory=True hands them over) and overwritten as

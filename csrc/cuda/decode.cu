@@ -246,6 +246,9 @@ struct Chunk {
 };
 
 void run_chunk(Decoder* d, Lane* lane, Chunk* chunk, const Event* ready) {
+  // a lane's thread starts on device 0: without this guard, nvJPEG decoded the chunks of a decode on
+  // cuda:1 in device 0's context (an illegal memory access under DDP, rank 1)
+  const c10::cuda::CUDAGuard guard(lane->stream.device_index());
   ready->block(lane->stream.stream());
   chunk->ok = decode_batched(*d, *lane, chunk->jobs, chunk->format);
 }
