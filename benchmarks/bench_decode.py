@@ -68,7 +68,7 @@ def main():
             t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
             res.add(case, f"torchaug nvJPEG hardware ({lanes} lane{'s' if lanes > 1 else ''})", B, t,
                     target=25000 if name == "110KB" else None)
-        os.environ["TORCHAUG_DECODE_LANES"] = "2"
+        os.environ["TORCHAUG_DECODE_LANES"] = "1"  # the default
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)
