@@ -213,3 +213,12 @@ def test_torch_compile_fullgraph_of_a_functional_pipeline(device):
     inputs = pipeline_inputs(device)
     compiled = torch.compile(FunctionalPipeline(), fullgraph=True, backend="aot_eager")
     assert torch.equal(compiled(*inputs), FunctionalPipeline()(*inputs))
+
+
+def test_erasing_value_count_is_checked_in_eager_and_scripted_forms():
+    t = T.RandomErasing(1.0, value=[1, 2])
+    x = images("cpu")
+    with pytest.raises(ValueError, match=r"RandomErasing: value must have 1 or 3 values \(the channels\), got 2"):
+        t(x)
+    with pytest.raises(Exception, match=r"RandomErasing: value must have 1 or 3 values \(the channels\), got 2"):
+        torch.jit.script(t)(x)

@@ -236,6 +236,12 @@ def affine_matrices(angle, translate, scale, shear, center, height: int, width: 
     return _pixel_inverse(m, height, width, oh, ow)
 
 
+def _matrix_dtype(images: torch.Tensor) -> torch.dtype:
+    """The dtype of warp_affine's sampling matrices for these images (float64 images sample in
+    float64). TorchScript-compatible."""
+    return torch.float64 if images.dtype == torch.float64 else torch.float32
+
+
 def _pixel_inverse(theta: torch.Tensor, height: int, width: int, out_height: int, out_width: int) -> torch.Tensor:
     """(B, 2, 3) pixel-index inverse matrices from torchvision's centred theta: torchvision samples at
     theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2). TorchScript-compatible."""
@@ -259,11 +265,16 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
     if isinstance(shear, numbers.Number):
         shear = [float(shear), 0.0]
     shear = per_sample_rows(shear, batch, 2, device, f64, "shear", op)
+    return _inverse_theta(angle, translate, scale, shear, _center_offsets(center, batch, height, width, device, op), snap)
+
+
+def _center_offsets(center, batch: int, height: int, width: int, device, op: str) -> torch.Tensor:
+    """(B, 2) float64 offsets of a user's centre [x, y] (a pair, or per sample (B, 2); None: the
+    image centre) from the image centre."""
     if center is None:
-        c = torch.zeros(batch, 2, dtype=f64, device=device)
-    else:
-        c = per_sample_rows(center, batch, 2, device, f64, "center", op) - torch.tensor([width * 0.5, height * 0.5], dtype=f64, device=device)
-    return _inverse_theta(angle, translate, scale, shear, c, snap)
+        return torch.zeros(batch, 2, dtype=torch.float64, device=device)
+    c = per_sample_rows(center, batch, 2, device, torch.float64, "center", op)
+    return c - torch.tensor([width * 0.5, height * 0.5], dtype=torch.float64, device=device)
 
 
 def _inverse_theta(angle: torch.Tensor, translate: torch.Tensor, scale: torch.Tensor, shear: torch.Tensor,
@@ -323,7 +334,7 @@ def affine(images, angle, translate, scale, shear, interpolation=InterpolationMo
     x, single = as_batch(images, "affine")
     b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
     m = affine_matrices(angle, translate, scale, shear, center, h, w, b, x.device)
-    return unbatch(warp_affine(x, m.to(torch.float64 if x.dtype == torch.float64 else torch.float32), None, interpolation, fill), single)
+    return unbatch(warp_affine(x, m.to(_matrix_dtype(x)), None, interpolation, fill), single)
 
 
 def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None, fill=None) -> torch.Tensor:
@@ -339,11 +350,8 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
     angle = per_sample(angle, b, x.device, torch.float64, "angle", op) % 360
     if expand:
         oh, ow = rotated_size(float(angle[0]), None if center is None else [float(v) for v in center], h, w)
-    c = _center_rows(None, b, h, w, x.device) if center is None else \
-        per_sample_rows(center, b, 2, x.device, torch.float64, "center", op) - torch.tensor([w * 0.5, h * 0.5], dtype=torch.float64, device=x.device)
-    m = _rotation_matrices(angle, c, center is not None, expand, h, w, oh, ow)
-    mdtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    return unbatch(warp_affine(x, m.to(mdtype), [oh, ow], interpolation, fill), single)
+    m = _rotation_matrices(angle, _center_offsets(center, b, h, w, x.device, op), center is not None, expand, h, w, oh, ow)
+    return unbatch(warp_affine(x, m.to(_matrix_dtype(x)), [oh, ow], interpolation, fill), single)
 
 
 def rotated_size(angle: float, center: Optional[List[float]], h: int, w: int) -> List[int]:
@@ -455,7 +463,7 @@ def _pad(x: torch.Tensor, padding: List[int], fill: Optional[torch.Tensor], mode
     h, w = x.shape[-2], x.shape[-1]
     if mode == "constant":
         # an integer shift, the fill outside
-        m = torch.zeros(x.shape[0], 2, 3, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32, device=x.device)
+        m = torch.zeros(x.shape[0], 2, 3, dtype=_matrix_dtype(x), device=x.device)
         m[:, 0, 0] = 1.0
         m[:, 1, 1] = 1.0
         m[:, 0, 2] = float(-left)
@@ -478,7 +486,7 @@ def _crop_padded(x: torch.Tensor, top: torch.Tensor, left: torch.Tensor, padding
     ch, cw = size[0], size[1]
     if mode == "constant":
         # a crop of the padded image is an integer shift of the original, the fill outside
-        dt = torch.float64 if x.dtype == torch.float64 else torch.float32
+        dt = _matrix_dtype(x)
         m = torch.zeros(x.shape[0], 2, 3, dtype=dt, device=x.device)
         m[:, 0, 0] = 1.0
         m[:, 1, 1] = 1.0

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from .. import functional as F
-from ..functional._utils import generator_device, interpolation_code
+from ..functional._utils import interpolation_code
 from . import _script as S
 from . import _targets as TG
 from ._geometry import _mask_fill, _sizes
@@ -313,7 +313,7 @@ class _AutoAugmentBase(Transform):
         dev = torch.device(info.device)
         t = self._tables_for(self._num_bins(), h, w, dev)
         draws = S.policy_draws(self._KIND, info.batch, len(self.space), self.num_ops, self.magnitude, self._num_bins(),
-                               *self._sub_policies(dev), dev, self.generator, generator_device(self.generator))
+                               *self._sub_policies(dev), dev, *self._gen())
         return S.policy_program(t.ids, t.mags, t.signed, *draws)
 
     def _scriptable(self):

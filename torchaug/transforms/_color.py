@@ -8,7 +8,7 @@ import torch
 
 from .. import functional as F
 from ..functional._color import COLOR_OPS
-from ..functional._utils import _constant_row, generator_device
+from ..functional._utils import _constant_row
 from . import _script as S
 from ._transform import BatchInfo, Transform, check_probability
 
@@ -57,7 +57,7 @@ class _RandomColorOp(_ColorProgram):
         info = BatchInfo(images)
         p0, p1 = self._params()
         return S.random_color_op_params(info.batch, COLOR_OPS[self.op], self.p, p0, p1, torch.device(info.device),
-                                        self.generator, generator_device(self.generator))
+                                        *self._gen())
 
     def _scriptable(self):
         return S.ScriptColorOp(COLOR_OPS[self.op], self.p, *self._params(), self.generator)

@@ -119,9 +119,8 @@ class RandomErasing(Transform):
         if info.ragged:
             raise ValueError("torchaug.transforms.RandomErasing: takes a (B, C, H, W) or (C, H, W) tensor, not a list of images")
         h, w = int(info.uniform_size[0]), int(info.uniform_size[1])
-        if not isinstance(self.value, str) and len(self.value) not in (1, info.channels):
-            raise ValueError(f"torchaug.transforms.RandomErasing: value must have 1 or {info.channels} values (the channels), got {len(self.value)}")
-        return S.erasing_params(info.batch, h, w, self.p, list(self.scale), self._log_ratio(), self.value == "random",
+        num_values = 0 if isinstance(self.value, str) else len(self.value)
+        return S.erasing_params(info.batch, info.channels, h, w, self.p, list(self.scale), self._log_ratio(), num_values,
                                 torch.device(info.device), *self._gen())
 
     def _log_ratio(self) -> List[float]:

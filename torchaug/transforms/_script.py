@@ -18,8 +18,8 @@ from torch import Tensor, nn
 
 from ..functional._augment import _mix_with_previous, _paste_previous, _soft_labels, cutmix_boxes
 from ..functional._filter import seeds_on
-from ..functional._geometry import (_center_offset, _center_rows, _crop_padded, _inverse_theta, _pad, _pixel_inverse,
-                                    _rotation_matrices, _short_edge_size, rotated_size)
+from ..functional._geometry import (_center_offset, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
+                                    _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import draw_device, generator_device
 
 
@@ -71,11 +71,6 @@ def fill_rows(fill: Optional[List[float]], batch: int, channels: int, device: to
     return f.unsqueeze(0).expand(batch, channels)
 
 
-def matrix_dtype(images: Tensor) -> torch.dtype:
-    """The dtype of the sampling matrices of warp_affine for these images."""
-    return torch.float64 if images.dtype == torch.float64 else torch.float32
-
-
 def affine_params(batch: int, sizes: Tensor, degrees: List[float], translate: Optional[List[float]],
                   scale: Optional[List[float]], shear: Optional[List[float]], device: torch.device,
                   generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
@@ -99,11 +94,16 @@ def affine_params(batch: int, sizes: Tensor, degrees: List[float], translate: Op
     return {"angle": angle, "translate": shift, "scale": factor, "shear": sh}
 
 
-def erasing_params(batch: int, height: int, width: int, p: float, scale: List[float], log_ratio: List[float],
-                   random_value: bool, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+def erasing_params(batch: int, channels: int, height: int, width: int, p: float, scale: List[float], log_ratio: List[float],
+                   num_values: int, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
     """RandomErasing's draws per sample: torchvision's up to 10 tries of area and log-uniform aspect
     ratio, the first that fits; boxes (B, 4) int64 [top, left, h, w] (h = w = 0: left alone), and
-    the seeds of random values."""
+    the seeds of random values (num_values 0: value="random"; else the count of fill values, 1 or
+    the channels)."""
+    random_value = num_values == 0
+    if not random_value and num_values != 1 and num_values != channels:
+        raise ValueError("torchaug.transforms.RandomErasing: value must have 1 or " + str(channels) + " values (the channels), got "
+                         + str(num_values))
     u = rand_on([batch, 10, 4], device, generator, gen_device, torch.float64)
     area = height * width * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
     aspect = torch.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[..., 1])
@@ -457,12 +457,7 @@ class ScriptPolicy(ScriptTransform):
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
-        fill: Optional[Tensor] = None
-        fill_values = self.fill
-        if fill_values is not None:
-            b, c = images.shape[0], images.shape[1]
-            f = torch.tensor(fill_values, dtype=torch.float32, device=images.device)
-            fill = (f.expand(c) if len(fill_values) == 1 else f).unsqueeze(0).expand(b, c)
+        fill = fill_rows(self.fill, images.shape[0], images.shape[1], images.device)
         return torch.ops.torchaug.augment(images, params["ops"], params["magnitudes"], self.interpolation, fill)
 
 
@@ -501,7 +496,7 @@ class ScriptAffine(ScriptTransform):
         theta = _inverse_theta(params["angle"].to(dev, f64).expand(b), params["translate"].to(dev, f64).expand(b, 2),
                                params["scale"].to(dev, f64).expand(b), params["shear"].to(dev, f64).expand(b, 2),
                                _center_rows(self.center, b, h, w, dev), None)
-        m = _pixel_inverse(theta, h, w, h, w).to(matrix_dtype(images))
+        m = _pixel_inverse(theta, h, w, h, w).to(_matrix_dtype(images))
         return torch.ops.torchaug.warp_affine(images, m, [h, w], self.interpolation, fill_rows(self.fill, b, c, dev))
 
 
@@ -539,7 +534,7 @@ class ScriptRotation(ScriptTransform):
             size = rotated_size(float(angle[0]), self.center, h, w)
             oh, ow = size[0], size[1]
         m = _rotation_matrices(angle, _center_rows(self.center, b, h, w, dev), self.center is not None, self.expand,
-                               h, w, oh, ow).to(matrix_dtype(images))
+                               h, w, oh, ow).to(_matrix_dtype(images))
         return torch.ops.torchaug.warp_affine(images, m, [oh, ow], self.interpolation, fill_rows(self.fill, b, c, dev))
 
 
@@ -701,12 +696,9 @@ class ScriptErasing(ScriptTransform):
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
-        c = images.shape[1]
-        if not self.random_value and len(self.value) != 1 and len(self.value) != c:
-            raise ValueError("torchaug.transforms.RandomErasing: value must have 1 or " + str(c) + " values (the channels), got "
-                             + str(len(self.value)))
-        return erasing_params(images.shape[0], images.shape[-2], images.shape[-1], self.p, self.scale, self.log_ratio,
-                              self.random_value, images.device, self.generator, self.gen_device)
+        return erasing_params(images.shape[0], images.shape[1], images.shape[-2], images.shape[-1], self.p, self.scale,
+                              self.log_ratio, 0 if self.random_value else len(self.value), images.device, self.generator,
+                              self.gen_device)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:

@@ -108,15 +108,15 @@ class Transform(nn.Module):
     def _rand(self, shape, device, dtype=torch.float32) -> torch.Tensor:
         """Uniform [0, 1) numbers on `device` (from the generator's device when it is another): the
         same draw as the TorchScript forms make (_script.rand_on)."""
-        return S.rand_on(list(shape), torch.device(device), self.generator, generator_device(self.generator), dtype)
+        return S.rand_on(list(shape), torch.device(device), *self._gen(), dtype)
 
     def _bernoulli(self, shape, p: float, device) -> torch.Tensor:
         """Bool coins with P(True) = p on `device`, one kernel (generator rules as _rand)."""
-        return S.bernoulli_on(list(shape), p, torch.device(device), self.generator, generator_device(self.generator))
+        return S.bernoulli_on(list(shape), p, torch.device(device), *self._gen())
 
     def _randint(self, high: int, shape, device) -> torch.Tensor:
         """int64 uniform in [0, high) on `device` (generator rules as _rand)."""
-        return S.randint_on(high, list(shape), torch.device(device), self.generator, generator_device(self.generator))
+        return S.randint_on(high, list(shape), torch.device(device), *self._gen())
 
     def _gen(self) -> Tuple[Optional[torch.Generator], str]:
         """(generator, its device) as the _script draw functions take them."""
