@@ -155,10 +155,11 @@ Decoder& decoder_for(const at::Device& device) {
 }
 
 // Concurrent batched decodes per call (TORCHAUG_DECODE_LANES, 1 or 2; default 1). A run with 4
-// lanes (four host threads in nvjpegDecodeBatched on one handle) stopped making progress, and with 2
-// lanes training runs stalled too (2 H200s, examples/train.py, once in four runs); in one process per
-// setting on the H100 (scripts/decode_ab.py) 2 lanes were not faster than 1 (16.5k vs 18.7k img/s on
-// 110 KB files, 23.3k vs 26.3k on 67 KB ones). So one lane unless asked; not understood yet.
+// lanes (four host threads in nvjpegDecodeBatched on one handle) stopped making progress; a 1-GPU
+// training run with 2 lanes stalled once (2 H200s, examples/train.py), though a 2-GPU run stalled
+// with 1 lane as well, so lanes may not be the cause; in one process per setting on the H100
+// (scripts/decode_ab.py) 2 lanes were not faster than 1 (16.5k vs 18.7k img/s on 110 KB files,
+// 23.3k vs 26.3k on 67 KB ones). So one lane unless asked; not understood yet.
 int max_lanes() {
   const char* v = std::getenv("TORCHAUG_DECODE_LANES");
   const int n = v ? std::atoi(v) : 1;
