@@ -12,9 +12,11 @@ torchvision.transforms.v2's same chain on the CPU. The last line printed is a JS
 measured images per second (of all ranks).
 """
 import argparse
+import faulthandler
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -214,6 +216,8 @@ def main(argv=None):
     p.add_argument("--device", default=None)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints every thread's Python stack (a stalled run)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
