@@ -2,9 +2,11 @@
 # Short DDP check (issue 5): build, the 2-GPU decode test, then examples/train.py with torchaug
 # (nvJPEG decode, 2 byte-reading workers per rank) on 2 GPUs and on 1, efficientnet_b0; JSON lines
 # are printed as they come. A 2-GPU run still going after DUMP_AFTER seconds gets SIGUSR1 (every
-# rank prints all its threads' Python stacks to $OUT/ddp2_<label>.err) and is then stopped.
+# rank prints all its threads' Python stacks to its stderr) and is stopped 45 s later; with
+# STOP_ON_STALL set, no variant runs after a stalled one.
 # VARIANTS: space-separated labels run in order: lazy (CUDA's default lazy module loading), eager
-# (CUDA_MODULE_LOADING=EAGER), and 1gpu.
+# (CUDA_MODULE_LOADING=EAGER), lazy2 / lazy3 (lazy again), and 1gpu. Each rank's
+# stdout / stderr go to $OUT/logs_<label>; a stalled run also leaves native stacks (gdb, else /proc).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -21,27 +23,46 @@ ranks() {  # the train.py processes torchrun started (not torchrun itself)
   for p in $(pgrep -f examples/train.py); do grep -q torchrun "/proc/$p/cmdline" 2>/dev/null || echo "$p"; done
 }
 
+native() {  # pid: every thread's native stack (gdb when the machine has it, else what /proc says)
+  if command -v gdb > /dev/null; then
+    timeout 60 gdb -p "$1" -batch -ex "thread apply all bt 25" 2>/dev/null | grep -E '^(Thread|#)' | grep -vE ' in (pthread_cond|__futex|futex_wait|___pthread)' | head -300
+  else
+    for t in /proc/"$1"/task/*; do echo "$(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null) $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"; done | sort | uniq -c
+  fi
+}
+
 ddp2() {  # label, env assignments...
   local label=$1; shift
-  local t0=$SECONDS
-  env "$@" timeout -k 5 $((DUMP_AFTER + 15)) torchrun --standalone --nproc_per_node 2 examples/train.py $common \
-      > "$OUT/ddp2_$label.out" 2> "$OUT/ddp2_$label.err" &
+  local t0=$SECONDS logs="$OUT/logs_$label"
+  rm -rf "$logs"; mkdir -p "$logs"
+  env "$@" timeout -k 5 $((DUMP_AFTER + 45)) torchrun --standalone --nproc_per_node 2 --log-dir "$logs" -r 3 \
+      examples/train.py $common > "$OUT/ddp2_$label.out" 2>&1 &
   local job=$!
-  ( sleep "$DUMP_AFTER"; for p in $(ranks); do kill -USR1 "$p"; done ) &
+  ( sleep "$DUMP_AFTER"
+    nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv > "$OUT/smi_$label.txt" 2>&1
+    for p in $(ranks); do native "$p" > "$OUT/native_${label}_$p.txt" 2>&1; kill -USR1 "$p"; done ) &
   local dog=$!
   wait "$job"; local rc=$?
   kill "$dog" 2>/dev/null
-  if grep '^{' "$OUT/ddp2_$label.out"; then echo "2 GPUs ($label): rc $rc, $((SECONDS - t0)) s"; return; fi
+  local json
+  json=$(cat $(find "$logs" -path '*/0/stdout.log') 2>/dev/null | grep '^{')
+  if [ -n "$json" ]; then echo "$json"; echo "2 GPUs ($label): rc $rc, $((SECONDS - t0)) s"; return; fi
   echo "2 GPUs ($label): FAILED rc $rc after $((SECONDS - t0)) s; progress:"
-  tr '\r' '\n' < "$OUT/ddp2_$label.err" | grep -E 'it/s|s/it|img/s' | tail -2
-  echo "stacks (threads with torchaug / decode / queue frames):"
-  grep -E '^(Thread|Current thread)|File ".*(torchaug|train\.py|queue|threading\.py|distributed)' "$OUT/ddp2_$label.err" | head -80
+  tr '\r' '\n' < "$(find "$logs" -path '*/0/stderr.log')" | grep -E 'step/s|s/step|img/s' | tail -1
+  cat "$OUT/smi_$label.txt" 2>/dev/null
+  for f in $(find "$logs" -name stderr.log | sort); do
+    echo "== $f: Python stacks of the threads in torchaug, train.py or torch.distributed / autograd"
+    awk '/^(Thread|Current thread)/{t=$0} /torchaug|train\.py|autograd|distributed|_ops\.py/{print t " | " $0}' "$f" | head -40
+  done
+  for f in "$OUT"/native_"$label"_*.txt; do echo "== $f"; head -150 "$f"; done
+  [ -z "${STOP_ON_STALL:-}" ] || exit 1
 }
 
 for v in $VARIANTS; do
   case $v in
     lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY ;;
     eager) ddp2 eager CUDA_MODULE_LOADING=EAGER ;;
+    lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY ;;
     1gpu) timeout 80 python3 examples/train.py $common 2> "$OUT/ddp1.err" | grep '^{' || echo "1 GPU: FAILED" ;;
   esac
 done
