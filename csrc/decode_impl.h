@@ -31,7 +31,8 @@ struct DecodeSample {
 struct DecodePlan {
   std::vector<DecodeSample> samples;
   int64_t mode = kModeRGB;
-  at::Tensor out;  // flat uint8 on the target device
+  int64_t total = 0;  // elements of the flat output
+  at::Tensor out;     // flat uint8 on the target device (the CUDA backend allocates it itself)
 };
 
 // Output channels of a sample of `components` components in `mode`.

@@ -130,15 +130,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> decode_jpeg(const at:
     s.offset = total;
     total += s.channels * s.height * s.width;
   }
-  plan.out = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
-  if (total > 0) {
-    if (device.is_cuda()) {
-      TORCHAUG_CHECK(cuda_decode_backend() != nullptr, "torchaug::", op,
-                     ": device is cuda but this torchaug build has no CUDA decoder (built without CUDA or nvJPEG)");
-      cuda_decode_backend()(plan, device);
-    } else {
-      decode_cpu(plan);
-    }
+  plan.total = total;
+  if (total > 0 && device.is_cuda()) {
+    TORCHAUG_CHECK(cuda_decode_backend() != nullptr, "torchaug::", op,
+                   ": device is cuda but this torchaug build has no CUDA decoder (built without CUDA or nvJPEG)");
+    cuda_decode_backend()(plan, device);  // allocates plan.out (see csrc/cuda/decode.cu)
+  } else {
+    plan.out = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
+    if (total > 0) decode_cpu(plan);
   }
   at::Tensor offsets = at::zeros({B}, at::kLong);
   at::Tensor sizes = at::zeros({B, 3}, at::kLong);

@@ -5,7 +5,8 @@
 # rank prints all its threads' Python stacks to its stderr) and is stopped 45 s later; with
 # STOP_ON_STALL set, no variant runs after a stalled one.
 # VARIANTS: space-separated labels run in order: lazy (CUDA's default lazy module loading), eager
-# (CUDA_MODULE_LOADING=EAGER), lazy2 / lazy3 (lazy again), and 1gpu. Each rank's
+# (CUDA_MODULE_LOADING=EAGER), lazy2 / lazy3 (lazy again), hybrid (nvJPEG's
+# hardware decoder left out: TORCHAUG_NVJPEG_HARDWARE=0) and 1gpu. Each rank's
 # stdout / stderr go to $OUT/logs_<label>; a stalled run also leaves native stacks (gdb, else /proc).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ VARIANTS=${VARIANTS:-"lazy 1gpu"}
 DUMP_AFTER=${DUMP_AFTER:-75}
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=32 TORCHAUG_CUDA=1
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-[ -n "${SKIP_TEST:-}" ] || python3 -m pytest tests/test_decode.py -q -p no:cacheprovider -k "second_gpu or batch_mixes" 2>&1 | tail -1
+[ -n "${SKIP_TEST:-}" ] || python3 -m pytest tests/test_decode.py -q -p no:cacheprovider -k "${PYTEST_K:-second_gpu or batch_mixes}" 2>&1 | tail -3
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('$DATA', n=1024)"
 common="--data $DATA --batch-size 256 --warmup 20 --steps 60 --length $((2 * 256 * 62)) --model efficientnet_b0 --loader torchaug --decode gpu --workers 2"
@@ -63,6 +64,7 @@ for v in $VARIANTS; do
     lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY ;;
     eager) ddp2 eager CUDA_MODULE_LOADING=EAGER ;;
     lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY ;;
+    hybrid) ddp2 hybrid TORCHAUG_NVJPEG_HARDWARE=0 ;;
     1gpu) timeout 80 python3 examples/train.py $common 2> "$OUT/ddp1.err" | grep '^{' || echo "1 GPU: FAILED" ;;
   esac
 done

@@ -297,6 +297,26 @@ def test_cuda_input_may_be_reused_right_after_the_call():
 
 
 @requires_cuda
+def test_cuda_decode_does_not_overwrite_memory_queued_work_still_reads():
+    # nvJPEG's hardware decoder starts writing without waiting for the work queued on the stream it
+    # is given (meta-pytorch/torchcodec#1634): a block freed while a kernel queued on the caller's
+    # stream still reads it must not become the decoder's output
+    files = [_bytes(KINDS["baseline420"]())] * 16
+    expected = [t.clone() for t in decode_jpeg(files, device="cuda")]
+    total = sum(t.numel() for t in expected)
+    torch.cuda.synchronize()
+    for _ in range(10):
+        x = torch.full((total,), 7, dtype=torch.uint8, device="cuda")
+        torch.cuda._sleep(20_000_000)  # ~10 ms of queued work before the sum reads x
+        s = x.sum(dtype=torch.int64)
+        del x  # x's block goes back to the stream's pool while the sum is still queued
+        got = decode_jpeg(files, device="cuda")
+        assert s.item() == 7 * total
+        for a, b in zip(got, expected):
+            assert torch.equal(a, b)
+
+
+@requires_cuda
 def test_cuda_memory_flat_over_many_batches():
     files = [_bytes(KINDS["baseline420"]()), _bytes(KINDS["progressive"]())] * 8
     for _ in range(20):

@@ -3,8 +3,8 @@
 // Each sample goes one of three ways, decided from its parsed header (csrc/jpeg_header.h):
 //  - baseline JPEGs (1 component, or YCbCr 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0) go to nvJPEG's batched
 //    decoder on the hardware JPEG engines (A100 / H100), split into up to TORCHAUG_DECODE_LANES
-//    chunks (1 or 2, default 2) decoded concurrently, each with its own nvJPEG state, host thread and CUDA
-//    stream; the chunks' planar output is written straight into the samples' slots;
+//    chunks (1 or 2, default 1) decoded concurrently, each with its own nvJPEG state, host thread and
+//    CUDA stream; the chunks' planar output is written straight into the samples' slots;
 //  - the others nvJPEG takes (progressive, 4:1:1, and everything when the GPU has no JPEG engine)
 //    go through nvJPEG's hybrid decoder one by one on the current stream;
 //  - CMYK / YCCK and Adobe RGB-coded files are decoded by libjpeg-turbo on the host and copied up.
@@ -12,7 +12,16 @@
 // sample. Samples shown with an EXIF orientation other than 1 are decoded into a scratch buffer and
 // rotated into their slot by one kernel launch for the whole batch (csrc/kernels/decode.h).
 // Nothing here synchronises the host with the GPU except the rare hybrid and libjpeg paths.
+//
+// The hardware decoder does not wait for earlier work on the stream it is given before it writes
+// (seen on H100s: meta-pytorch/torchcodec#1634, pytorch/vision#9606): output memory taken from the
+// caller's stream pool may be a block that kernels still queued there will read (a tensor freed
+// while its last reader is pending), and the decoder would overwrite it under them. So the output
+// and the scratch buffer come from the pool of the first lane's stream, a stream of the decoder's
+// own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
+// the memory only after the caller's work on it is done).
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -78,6 +87,14 @@ struct Event {
   void block(cudaStream_t s) const { C10_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0)); }
 };
 
+// A stream of the decoder's own (not one of PyTorch's pool streams, which other code shares), never
+// destroyed, like the decoder.
+c10::cuda::CUDAStream own_stream(const at::Device& device) {
+  cudaStream_t s = nullptr;
+  C10_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return c10::cuda::getStreamFromExternal(s, device.index());
+}
+
 struct Lane {
   nvjpegJpegState_t state = nullptr;
   c10::cuda::CUDAStream stream;
@@ -110,7 +127,11 @@ struct Decoder {
     const bool replicate = up != nullptr && std::string(up) == "replicate";
     const unsigned int flags[2] = {replicate ? NVJPEG_FLAGS_DEFAULT : NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
                                    NVJPEG_FLAGS_DEFAULT};
+    // TORCHAUG_NVJPEG_HARDWARE=0 leaves the hardware decoder out (every sample takes the hybrid path)
+    const char* hw = std::getenv("TORCHAUG_NVJPEG_HARDWARE");
+    const bool try_hardware = hw == nullptr || std::string(hw) != "0";
     for (unsigned int f : flags) {
+      if (!try_hardware) break;
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
         hardware = true;
         interpolated = f != NVJPEG_FLAGS_DEFAULT;
@@ -138,7 +159,7 @@ struct Decoder {
 
   Lane& lane(size_t i, const at::Device& device) {
     while (lanes.size() <= i) {
-      lanes.push_back(std::make_unique<Lane>(c10::cuda::getStreamFromPool(false, device.index())));
+      lanes.push_back(std::make_unique<Lane>(own_stream(device)));
       TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &lanes.back()->state));
     }
     return *lanes[i];
@@ -248,11 +269,10 @@ struct Chunk {
   bool ok = true;
 };
 
-void run_chunk(Decoder* d, Lane* lane, Chunk* chunk, const Event* ready) {
+void run_chunk(Decoder* d, Lane* lane, Chunk* chunk) {
   // a lane's thread starts on device 0: without this guard, nvJPEG decoded the chunks of a decode on
   // cuda:1 in device 0's context (an illegal memory access under DDP, rank 1)
   const c10::cuda::CUDAGuard guard(lane->stream.device_index());
-  ready->block(lane->stream.stream());
   chunk->ok = decode_batched(*d, *lane, chunk->jobs, chunk->format);
 }
 
@@ -280,15 +300,23 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
   Decoder& d = decoder_for(device);
   std::lock_guard<std::mutex> lock(d.mutex);
-  uint8_t* out = plan.out.data_ptr<uint8_t>();
 
-  // samples shown rotated or mirrored are decoded into a scratch buffer first
+  // the output, and a scratch buffer for the samples shown rotated or mirrored (decoded there
+  // first), from the first lane's pool (see the top of this file)
   int64_t scratch_size = 0;
   for (auto& s : plan.samples) {
     if (s.status == jpeg::kOk && s.orientation != 1) scratch_size += s.channels * s.height * s.width;
   }
   at::Tensor scratch;
-  if (scratch_size > 0) scratch = at::empty({scratch_size}, plan.out.options());
+  {
+    const c10::cuda::CUDAStreamGuard on_lane(d.lane(0, device).stream);
+    const auto bytes = at::TensorOptions().dtype(at::kByte).device(device);
+    plan.out = at::empty({plan.total}, bytes);
+    if (scratch_size > 0) scratch = at::empty({scratch_size}, bytes);
+  }
+  c10::cuda::CUDACachingAllocator::recordStream(plan.out.storage().data_ptr(), current);
+  if (scratch.defined()) c10::cuda::CUDACachingAllocator::recordStream(scratch.storage().data_ptr(), current);
+  uint8_t* out = plan.out.data_ptr<uint8_t>();
   std::vector<std::pair<const DecodeSample*, OrientJob>> orient;
   std::vector<Job> hw_rgb, hw_y, hybrid, host;
   int64_t scratch_at = 0;
@@ -310,9 +338,8 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     }
   }
 
-  // the batched chunks, concurrently on their lanes; they start after the output exists
-  Event ready;
-  ready.record(current.stream());
+  // the batched chunks, concurrently on their lanes (they need not wait for the caller's stream:
+  // their memory is the lane's)
   std::vector<Chunk> chunks;
   const int lanes = max_lanes();
   for (auto* group : {&hw_rgb, &hw_y}) {
@@ -328,8 +355,8 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   }
   for (size_t c = 0; c < chunks.size(); ++c) d.lane(c, device);  // created on this thread
   std::vector<std::thread> threads;
-  for (size_t c = 1; c < chunks.size(); ++c) threads.emplace_back(run_chunk, &d, d.lanes[c].get(), &chunks[c], &ready);
-  if (!chunks.empty()) run_chunk(&d, d.lanes[0].get(), &chunks[0], &ready);
+  for (size_t c = 1; c < chunks.size(); ++c) threads.emplace_back(run_chunk, &d, d.lanes[c].get(), &chunks[c]);
+  if (!chunks.empty()) run_chunk(&d, d.lanes[0].get(), &chunks[0]);
   for (auto& t : threads) t.join();
   for (size_t c = 0; c < chunks.size(); ++c) {
     Event done;
