@@ -18,7 +18,8 @@ python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT
 [ -n "${SKIP_TEST:-}" ] || python3 -m pytest tests/test_decode.py -q -p no:cacheprovider -k "${PYTEST_K:-second_gpu or batch_mixes}" 2>&1 | tail -3
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('$DATA', n=1024)"
-common="--data $DATA --batch-size 256 --warmup 20 --steps 60 --length $((2 * 256 * 62)) --model efficientnet_b0 --loader torchaug --decode gpu --workers 2"
+STEPS=${STEPS:-60}
+common="--data $DATA --batch-size 256 --warmup 20 --steps $STEPS --length $((2 * 256 * (STEPS + 2))) --model efficientnet_b0 --loader torchaug --decode gpu --workers 2"
 
 ranks() {  # the train.py processes torchrun started (not torchrun itself)
   for p in $(pgrep -f examples/train.py); do grep -q torchrun "/proc/$p/cmdline" 2>/dev/null || echo "$p"; done
