@@ -324,7 +324,7 @@ def test_cuda_nvjpeg_buffers_come_from_pytorchs_allocator():
     import subprocess
     import sys
     code = (
-        "import torch\n"
+        "import torch, glob, os, torchaug\n"
         "from torchaug.io import decode_jpeg\n"
         f"files = [torch.frombuffer(bytearray(open(p, 'rb').read()), dtype=torch.uint8) for p in {ASSETS!r}]\n"
         "out = decode_jpeg(files, device='cuda'); torch.cuda.synchronize(); del out\n"
