@@ -20,16 +20,7 @@
 // and the scratch buffer come from the pool of the first lane's stream, a stream of the decoder's
 // own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
 // the memory only after the caller's work on it is done).
-//
-// nvJPEG's own device and pinned buffers come from PyTorch's caching allocators, not from its
-// default cudaMalloc / cudaFree / cudaHostAlloc / cudaFreeHost: when a batch needs bigger buffers,
-// nvJPEG frees the old ones, and cudaFree / cudaFreeHost wait for the whole device. Under DDP the
-// device runs NCCL kernels that wait for the other ranks, which wait for this rank's next batch,
-// which waits for this free: 2-GPU training stopped making progress after 16 to 93 steps, the
-// producer thread of one rank inside decode_jpeg (scripts/gpu_ddp_check.sh). PyTorch's allocators
-// keep freed memory cached, so nothing here frees device or pinned memory back to CUDA.
 #include <ATen/ATen.h>
-#include <ATen/core/CachingHostAllocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -43,8 +34,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
-#include <vector>
 
 #include "../decode_impl.h"
 #include "../kernels/decode.h"
@@ -86,104 +75,6 @@ int32_t sample_status(nvjpegStatus_t s) {
     default: return jpeg::kCorruptData;
   }
 }
-
-// nvJPEG's allocators (see the top of this file). A device buffer nvJPEG frees goes back to the
-// caching allocator once the work queued on the stream nvJPEG names has passed an event recorded at
-// the free (nvJPEG may free a buffer that a decode still queued there uses); a pinned buffer goes
-// back to the caching host allocator with that stream recorded on it.
-struct Pools {
-  std::mutex mutex;
-  std::unordered_map<void*, at::DataPtr> pinned;
-  std::vector<std::pair<void*, cudaEvent_t>> pending;  // device buffers freed by nvJPEG, in use until the event
-
-  // returns the device buffers whose event has passed (the caller holds `mutex`)
-  void release_passed() {
-    size_t kept = 0;
-    for (auto& p : pending) {
-      if (cudaEventQuery(p.second) == cudaSuccess) {
-        c10::cuda::CUDACachingAllocator::raw_delete(p.first);
-        cudaEventDestroy(p.second);
-      } else {
-        (void)cudaGetLastError();  // cudaErrorNotReady
-        pending[kept++] = p;
-      }
-    }
-    pending.resize(kept);
-  }
-};
-
-Pools& pools() {
-  static Pools* p = new Pools();  // never destroyed, like the decoders
-  return *p;
-}
-
-int device_malloc(void*, void** ptr, size_t size, cudaStream_t stream) {
-  try {
-    Pools& p = pools();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    p.release_passed();
-    *ptr = size == 0 ? nullptr : c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(size, stream);
-    return 0;
-  } catch (...) {
-    return 1;
-  }
-}
-
-int device_free(void*, void* ptr, size_t, cudaStream_t stream) {
-  if (ptr == nullptr) return 0;
-  try {
-    Pools& p = pools();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    cudaEvent_t e = nullptr;
-    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, stream) != cudaSuccess) {
-      return 1;
-    }
-    p.pending.emplace_back(ptr, e);
-    p.release_passed();
-    return 0;
-  } catch (...) {
-    return 1;
-  }
-}
-
-int pinned_malloc(void*, void** ptr, size_t size, cudaStream_t) {
-  try {
-    at::DataPtr d = at::getHostAllocator(at::kCUDA)->allocate(size);
-    *ptr = d.get();
-    Pools& p = pools();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (*ptr != nullptr) p.pinned.emplace(*ptr, std::move(d));
-    return 0;
-  } catch (...) {
-    return 1;
-  }
-}
-
-int pinned_free(void*, void* ptr, size_t, cudaStream_t stream) {
-  if (ptr == nullptr) return 0;
-  try {
-    Pools& p = pools();
-    at::DataPtr d;
-    {
-      std::lock_guard<std::mutex> lock(p.mutex);
-      auto it = p.pinned.find(ptr);
-      if (it == p.pinned.end()) return 1;
-      d = std::move(it->second);
-      p.pinned.erase(it);
-    }
-    int device = 0;
-    C10_CUDA_CHECK(cudaGetDevice(&device));
-    const c10::cuda::CUDAStream s = stream == nullptr ? c10::cuda::getDefaultCUDAStream(device)
-                                                      : c10::cuda::getStreamFromExternal(stream, device);
-    at::getHostAllocator(at::kCUDA)->record_event(ptr, d.get_context(), s.unwrap());
-    return 0;  // `d` returns the buffer to the cache, reused once the work on `stream` is done
-  } catch (...) {
-    return 1;
-  }
-}
-
-nvjpegDevAllocatorV2_t device_allocator{&device_malloc, &device_free, nullptr};
-nvjpegPinnedAllocatorV2_t pinned_allocator{&pinned_malloc, &pinned_free, nullptr};
 
 // A CUDA event (c10 only: ATen's CUDA headers pull in cuSPARSE / cuBLAS, absent from CI's compile check).
 struct Event {
@@ -241,8 +132,7 @@ struct Decoder {
     const bool try_hardware = hw == nullptr || std::string(hw) != "0";
     for (unsigned int f : flags) {
       if (!try_hardware) break;
-      if (nvjpegCreateExV2(NVJPEG_BACKEND_HARDWARE, &device_allocator, &pinned_allocator, f, &handle) ==
-          NVJPEG_STATUS_SUCCESS) {
+      if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
         hardware = true;
         interpolated = f != NVJPEG_FLAGS_DEFAULT;
         break;
@@ -250,18 +140,17 @@ struct Decoder {
     }
     if (!hardware) {
       for (unsigned int f : flags) {
-        if (nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &device_allocator, &pinned_allocator, f, &handle) ==
-            NVJPEG_STATUS_SUCCESS) {
+        if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
           interpolated = f != NVJPEG_FLAGS_DEFAULT;
           break;
         }
       }
-      TORCHAUG_CHECK(handle != nullptr, "torchaug::decode_jpeg: nvjpegCreateExV2 failed for every backend");
+      TORCHAUG_CHECK(handle != nullptr, "torchaug::decode_jpeg: nvjpegCreateEx failed for every backend");
     }
     TORCHAUG_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_DEFAULT, &hybrid));
     TORCHAUG_NVJPEG_CHECK(nvjpegDecoderStateCreate(handle, hybrid, &hybrid_state));
-    TORCHAUG_NVJPEG_CHECK(nvjpegBufferPinnedCreateV2(handle, &pinned_allocator, &pinned));
-    TORCHAUG_NVJPEG_CHECK(nvjpegBufferDeviceCreateV2(handle, &device_allocator, &device_buffer));
+    TORCHAUG_NVJPEG_CHECK(nvjpegBufferPinnedCreate(handle, nullptr, &pinned));
+    TORCHAUG_NVJPEG_CHECK(nvjpegBufferDeviceCreate(handle, nullptr, &device_buffer));
     TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachPinnedBuffer(hybrid_state, pinned));
     TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachDeviceBuffer(hybrid_state, device_buffer));
     TORCHAUG_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &stream_info));
