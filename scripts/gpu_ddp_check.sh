@@ -55,6 +55,7 @@ ddp2() {  # label, env assignments...
   for f in $(find "$logs" -name stderr.log | sort); do
     echo "== $f: Python stacks of the threads in torchaug, train.py or torch.distributed / autograd"
     awk '/^(Thread|Current thread)/{t=$0} /torchaug|train\.py|autograd|distributed|_ops\.py/{print t " | " $0}' "$f" | head -40
+    echo "-- its last decode steps (TORCHAUG_DECODE_TRACE):"; grep 'torchaug decode_jpeg' "$f" | tail -4
   done
   for f in "$OUT"/native_"$label"_*.txt; do echo "== $f"; head -150 "$f"; done
   [ -z "${STOP_ON_STALL:-}" ] || exit 1
@@ -62,9 +63,9 @@ ddp2() {  # label, env assignments...
 
 for v in $VARIANTS; do
   case $v in
-    lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY ;;
+    lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 ;;
     eager) ddp2 eager CUDA_MODULE_LOADING=EAGER ;;
-    lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY ;;
+    lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 ;;
     hybrid) ddp2 hybrid TORCHAUG_NVJPEG_HARDWARE=0 ;;
     1gpu) timeout 80 python3 examples/train.py $common 2> "$OUT/ddp1.err" | grep '^{' || echo "1 GPU: FAILED" ;;
   esac

@@ -27,6 +27,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <nvjpeg.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -187,6 +188,19 @@ int max_lanes() {
   return n < 1 ? 1 : (n > 2 ? 2 : n);
 }
 
+// TORCHAUG_DECODE_TRACE=1 prints a line to stderr as a decode enters each step (a diagnostic: where
+// a decode that does not return is; 2-GPU training runs stalled with one rank's decode thread
+// spinning inside decode_jpeg while its GPU was idle, see scripts/gpu_ddp_check.sh).
+void trace(int device, const char* step, int64_t n = -1) {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCHAUG_DECODE_TRACE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (!on) return;
+  std::fprintf(stderr, "torchaug decode_jpeg cuda:%d: %s (%lld)\n", device, step, static_cast<long long>(n));
+  std::fflush(stderr);
+}
+
 // Whether nvJPEG's hardware batched decoder takes the sample (its documented limits: baseline
 // Huffman, 8-bit, a single interleaved scan, no 4:1:1 / 4:1:0).
 bool hardware_decodable(const jpeg::Info& info) {
@@ -240,6 +254,7 @@ void decode_hybrid(Decoder& d, Job& job, cudaStream_t stream) {
 bool decode_batched(Decoder& d, Lane& lane, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
   const int n = static_cast<int>(jobs.size());
   if (lane.batch != n || lane.format != format) {
+    trace(lane.stream.device_index(), "nvjpegDecodeBatchedInitialize", n);
     if (nvjpegDecodeBatchedInitialize(d.handle, lane.state, n, 1, format) != NVJPEG_STATUS_SUCCESS) return false;
     lane.batch = n;
     lane.format = format;
@@ -255,11 +270,13 @@ bool decode_batched(Decoder& d, Lane& lane, std::vector<Job>& jobs, nvjpegOutput
     lengths[i] = jobs[i].s->size;
     std::memcpy(&dst[i], &jobs[i].dst, sizeof(nvjpegImage_t));
   }
+  trace(lane.stream.device_index(), "nvjpegDecodeBatched", n);
   if (nvjpegDecodeBatched(d.handle, lane.state, data.data(), lengths.data(), dst, lane.stream.stream()) !=
       NVJPEG_STATUS_SUCCESS) {
     lane.batch = -1;  // "also use [Initialize] to reset failed batches"
     return false;
   }
+  trace(lane.stream.device_index(), "nvjpegDecodeBatched returned", n);
   return true;
 }
 
@@ -298,8 +315,11 @@ __global__ void exif_orient_kernel(const uint8_t* __restrict__ scratch, uint8_t*
 void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   const c10::cuda::CUDAGuard guard(device);
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
+  const int dev = device.index();
+  trace(dev, "enter", static_cast<int64_t>(plan.samples.size()));
   Decoder& d = decoder_for(device);
   std::lock_guard<std::mutex> lock(d.mutex);
+  trace(dev, "locked");
 
   // the output, and a scratch buffer for the samples shown rotated or mirrored (decoded there
   // first), from the first lane's pool (see the top of this file)
@@ -316,6 +336,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   }
   c10::cuda::CUDACachingAllocator::recordStream(plan.out.storage().data_ptr(), current);
   if (scratch.defined()) c10::cuda::CUDACachingAllocator::recordStream(scratch.storage().data_ptr(), current);
+  trace(dev, "allocated", plan.total);
   uint8_t* out = plan.out.data_ptr<uint8_t>();
   std::vector<std::pair<const DecodeSample*, OrientJob>> orient;
   std::vector<Job> hw_rgb, hw_y, hybrid, host;
@@ -358,6 +379,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   for (size_t c = 1; c < chunks.size(); ++c) threads.emplace_back(run_chunk, &d, d.lanes[c].get(), &chunks[c]);
   if (!chunks.empty()) run_chunk(&d, d.lanes[0].get(), &chunks[0]);
   for (auto& t : threads) t.join();
+  trace(dev, "chunks done", static_cast<int64_t>(chunks.size()));
   for (size_t c = 0; c < chunks.size(); ++c) {
     Event done;
     done.record(d.lanes[c]->stream.stream());
@@ -366,6 +388,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   }
 
   // the slow paths, in order on the current stream
+  trace(dev, "hybrid", static_cast<int64_t>(hybrid.size()));
   for (auto& job : hybrid) decode_hybrid(d, job, current.stream());
   if (!host.empty()) {
     int64_t host_size = 0;
@@ -385,6 +408,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     C10_CUDA_CHECK(cudaStreamSynchronize(current.stream()));  // staging is freed on return
   }
 
+  trace(dev, "orient", static_cast<int64_t>(orient.size()));
   if (!orient.empty()) {
     std::vector<OrientJob> todo;
     for (const auto& entry : orient) {
@@ -401,6 +425,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
+  trace(dev, "exit");
 }
 
 struct Register {
