@@ -3,7 +3,8 @@
 # (nvJPEG decode, 2 byte-reading workers per rank) on 2 GPUs and on 1, efficientnet_b0; JSON lines
 # are printed as they come. A 2-GPU run still going after DUMP_AFTER seconds gets SIGUSR1 (every
 # rank prints all its threads' Python stacks to its stderr) and is stopped 45 s later; with
-# STOP_ON_STALL set, no variant runs after a stalled one.
+# STOP_ON_STALL set, no variant runs after a stalled one. The Prefetcher's TIMEOUT (default 60 s)
+# makes a rank whose batch does not come raise, with its producer thread's stack.
 # VARIANTS: space-separated labels run in order: lazy (CUDA's default lazy module loading), eager
 # (CUDA_MODULE_LOADING=EAGER), lazy2 / lazy3 (lazy again), hybrid (nvJPEG's
 # hardware decoder left out: TORCHAUG_NVJPEG_HARDWARE=0) and 1gpu. Each rank's
@@ -19,7 +20,7 @@ python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('$DATA', n=1024)"
 STEPS=${STEPS:-60}
-common="--data $DATA --batch-size 256 --warmup 20 --steps $STEPS --length $((2 * 256 * (STEPS + 2))) --model efficientnet_b0 --loader torchaug --decode gpu --workers 2"
+common="--data $DATA --batch-size 256 --warmup 20 --steps $STEPS --length $((2 * 256 * (STEPS + 2))) --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 --timeout ${TIMEOUT:-60}"
 
 ranks() {  # the train.py processes torchrun started (not torchrun itself)
   for p in $(pgrep -f examples/train.py); do grep -q torchrun "/proc/$p/cmdline" 2>/dev/null || echo "$p"; done

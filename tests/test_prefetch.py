@@ -152,10 +152,63 @@ def test_errors_reach_the_caller_at_their_batch(device):
         next(it)
 
 
+def _stuck_in_a_decode(release):
+    release.wait()
+
+
+def test_timeout_shows_where_the_producer_is():
+    # the consumer's side of the timeout: no item for `timeout` s is an error holding the producer
+    # thread's stack (here a thread stuck in _stuck_in_a_decode)
+    import queue
+    import threading
+
+    from torchaug.prefetch import _take
+    release = threading.Event()
+    stuck = threading.Thread(target=_stuck_in_a_decode, args=(release,), daemon=True)
+    stuck.start()
+    q = queue.Queue()
+    try:
+        with pytest.raises(RuntimeError, match=r"(?s)no batch came for 0.2 s \(timeout\).*_stuck_in_a_decode"):
+            _take(q, 0.2, stuck)
+        q.put("batch")
+        assert _take(q, 0.2, stuck) == "batch"
+        q.put("batch")
+        assert _take(q, 0, stuck) == "batch"  # 0: no timeout
+    finally:
+        release.set()
+        stuck.join()
+
+
+@pytest.mark.skipif(not CUDA, reason="the producer thread runs on CUDA only")
+def test_timeout_stops_a_stalled_prefetcher():
+    import threading
+    release = threading.Event()
+
+    def stalls_on_the_second_batch(images):
+        if stalls_on_the_second_batch.calls == 1:
+            release.wait()
+        stalls_on_the_second_batch.calls += 1
+        return images
+    stalls_on_the_second_batch.calls = 0
+    x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    it = iter(torchaug.Prefetcher([x, x, x], stalls_on_the_second_batch, device="cuda", timeout=0.5))
+    try:
+        next(it)
+        with pytest.raises(RuntimeError, match="(?s)no batch came for 0.5 s.*stalls_on_the_second_batch"):
+            next(it)
+        with pytest.raises(StopIteration):
+            next(it)
+    finally:
+        release.set()
+
+
 def test_argument_errors():
     x = [torch.zeros(1, 3, 4, 4)]
     with pytest.raises(ValueError, match="depth must be an int >= 1"):
         torchaug.Prefetcher(x, depth=0, device="cpu")
+    for bad in (-1, "10", True, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be a number of seconds >= 0"):
+            torchaug.Prefetcher(x, device="cpu", timeout=bad)
     with pytest.raises(TypeError, match="loader must be iterable"):
         torchaug.Prefetcher(3, device="cpu")
     with pytest.raises(TypeError, match="transform must be a callable"):

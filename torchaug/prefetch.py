@@ -6,7 +6,9 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
         loss = criterion(model(images), labels)
 """
 import queue
+import sys
 import threading
+import traceback
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -97,8 +99,11 @@ class Prefetcher:
 
     Re-iterable across epochs, len() when the loader has one, and a loop that breaks early shuts
     the loader's iterator down (or call close() on the iterator). An exception in the loader or a
-    transform reaches the caller at the batch it belongs to. Without CUDA (device "cpu") the same
-    chain runs inline."""
+    transform reaches the caller at the batch it belongs to. timeout > 0: a batch the producer
+    thread has not prepared after that many seconds is a RuntimeError that shows where the thread
+    is (its Python stack), instead of a wait without end (a stalled loader or decode; under DDP the
+    other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
+    the same chain runs inline (and timeout does not apply)."""
 
     def __init__(
         self,
@@ -115,11 +120,14 @@ class Prefetcher:
         image_key: str = "image",
         decode_mode: str = "rgb",
         on_decode_error: str = "raise",
+        timeout: float = 0,
     ):
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"torchaug.Prefetcher: depth must be an int >= 1, got {depth!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValueError(f"torchaug.Prefetcher: timeout must be a number of seconds >= 0 (0: wait without end), got {timeout!r}")
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError(f"torchaug.Prefetcher: batch_transform must be callable, got {type(batch_transform).__name__}")
         if device is None:
@@ -132,6 +140,7 @@ class Prefetcher:
                 self.device = torch.device("cuda", torch.cuda.current_device())
         self.loader = loader
         self.depth = depth
+        self.timeout = float(timeout)
         self.transform = _pipeline(transform, mean, std, dtype, memory_format)
         self.batch_transform = batch_transform
         self.image_key = image_key
@@ -247,6 +256,23 @@ def _put(q: "queue.Queue", stop: threading.Event, item) -> bool:
     return False
 
 
+def _thread_stack(thread: threading.Thread) -> str:
+    frame = sys._current_frames().get(thread.ident)
+    return "".join(traceback.format_stack(frame)) if frame is not None else "  (the thread has ended)\n"
+
+
+def _take(q: "queue.Queue", timeout: float, thread: threading.Thread):
+    """The next item of the producer's queue; with timeout > 0, a RuntimeError showing where the
+    producer thread is when no item came for that many seconds."""
+    if timeout <= 0:
+        return q.get()
+    try:
+        return q.get(timeout=timeout)
+    except queue.Empty:
+        raise RuntimeError(f"torchaug.Prefetcher: no batch came for {timeout:g} s (timeout); the producer thread is "
+                           f"at (most recent call last):\n{_thread_stack(thread)}") from None
+
+
 def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer) -> None:
     """The producer thread of a _PrefetchIterator: batches from the loader, prepared on the side
     stream, with an event marking the end of each; an exception goes to the consumer at its batch."""
@@ -314,7 +340,11 @@ class _PrefetchIterator:
             return owner._prepare(batch)
         if self._thread is None:
             raise StopIteration
-        item = self._queue.get()
+        try:
+            item = _take(self._queue, owner.timeout, self._thread)
+        except RuntimeError:
+            self._abandon()
+            raise
         if item is _END:
             self.close()
             raise StopIteration
@@ -334,6 +364,13 @@ class _PrefetchIterator:
                 t.record_stream(consumer)
         return batch
 
+    def _abandon(self) -> None:
+        """close() for a producer thread that does not come back (a timeout): it is told to stop
+        and left behind (a daemon thread), and the loader's iterator is shut down."""
+        self._stop.set()
+        self._thread = None
+        self._shutdown_loader()
+
     def close(self) -> None:
         """Stops the producer, drops the queued batches and shuts the loader's iterator (and its
         workers) down, unless the loader keeps persistent workers for the next epoch."""
@@ -346,6 +383,9 @@ class _PrefetchIterator:
                 except queue.Empty:
                     pass
                 thread.join(timeout=0.05)
+        self._shutdown_loader()
+
+    def _shutdown_loader(self) -> None:
         it, self._it = self._it, None
         if getattr(self._owner.loader, "persistent_workers", False):
             return
