@@ -226,9 +226,13 @@ def main(argv=None):
     rank = int(os.environ.get("RANK", "0"))
     if world > 1:
         local = int(os.environ.get("LOCAL_RANK", "0"))
-        torch.cuda.set_device(local)
-        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
-        device = torch.device("cuda", local)
+        if torch.cuda.is_available() and (args.device is None or args.device.startswith("cuda")):
+            torch.cuda.set_device(local)
+            dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+            device = torch.device("cuda", local)
+        else:  # CPU processes (the CI's check of this path): gloo
+            dist.init_process_group("gloo")
+            device = torch.device("cpu")
     else:
         device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.manual_seed(args.seed + rank)
@@ -245,7 +249,7 @@ def main(argv=None):
         import torchvision
         model = torchvision.models.get_model(args.model, num_classes=max(classes, 2)).to(device, memory_format=torch.channels_last)
         if world > 1:
-            model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
         opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
 

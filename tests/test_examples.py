@@ -40,3 +40,21 @@ def test_train_example_reads_an_image_folder(tmp_path):
     result = train.main(["--data", str(tmp_path), "--model", "resnet18", "--batch-size", "3", "--steps", "2", "--warmup", "1",
                          "--workers", "1", "--device", "cpu", "--amp", "none"])
     assert result["steps"] == 2 and math.isfinite(result["loss"])
+
+
+def test_train_example_under_torchrun_on_two_processes():
+    # the DDP path (DistributedSampler, DistributedDataParallel, a Prefetcher per rank) with two CPU
+    # processes and gloo; on the GPU machines scripts/gpu_ddp.sh runs it with NCCL
+    import json
+    import subprocess
+    import sys
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           os.path.join(ROOT, "tests", "_train_launcher.py"), "--device", "cpu", "--model", "resnet18", "--loader", "torchaug",
+           "--batch-size", "4", "--steps", "3", "--warmup", "1", "--workers", "0", "--length", "24", "--amp", "none",
+           "--lr", "0.01"]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads([line for line in run.stdout.splitlines() if line.startswith("{")][-1])
+    assert result["world_size"] == 2 and result["steps"] == 3 and result["timed_steps"] == 2
+    assert math.isfinite(result["loss"]) and result["img_per_s"] > 0
