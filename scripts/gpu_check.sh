@@ -4,11 +4,7 @@
 # then the benchmarks, and prints a short summary. Logs and results go to $OUT (or ./out).
 #   bash scripts/gpu_check.sh [--no-bench] [--no-sanitize]
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+source "$(dirname "$0")/device_env.sh"
 BENCH=1; SANITIZE=1; PROFILE=0; TESTS=1
 for a in "$@"; do
   case "$a" in --no-bench) BENCH=0 ;; --no-sanitize) SANITIZE=0 ;; --profile) PROFILE=1 ;; --no-tests) TESTS=0 ;; esac
@@ -18,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "cuda", torch.version.cuda, "torchvision", torchvision.__version__)'
 
 t0=$(date +%s)
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} TORCHAUG_CUDA=1 TORCHAUG_PTXAS_VERBOSE=1
+export TORCHAUG_PTXAS_VERBOSE=1
 if python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1; then
   summary+=("build: OK in $(( $(date +%s) - t0 )) s (sm_90)")
 else

@@ -5,16 +5,11 @@
 # channels_last, 20 warm-up + 40 timed steps, 1,024 generated 500x375 JPEGs repeated.
 #   bash scripts/gpu_ddp.sh [models...]        (default: efficientnet_b0 resnet50)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-32} TORCHAUG_CUDA=1
+MAX_JOBS=${MAX_JOBS:-32}
+source "$(dirname "$0")/device_env.sh"
 NGPU=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1; echo "GPUs: $NGPU"
-t0=$(date +%s)
-python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
+build_in_place
 # the decoder and the Prefetcher on every GPU (tests that need 2 GPUs run here)
 python3 -m pytest tests/test_decode.py tests/test_prefetch.py -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_ddp.log" | grep -E "^(FAILED|ERROR)|passed|failed" | head -20
 DATA=$(mktemp -d)

@@ -10,12 +10,11 @@
 # hardware decoder left out: TORCHAUG_NVJPEG_HARDWARE=0) and 1gpu. Each rank's
 # stdout / stderr go to $OUT/logs_<label>; a stalled run also leaves native stacks (gdb, else /proc).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}; mkdir -p "$OUT"
+MAX_JOBS=${MAX_JOBS:-32}
+source "$(dirname "$0")/device_env.sh"
 VARIANTS=${VARIANTS:-"lazy 1gpu"}
 DUMP_AFTER=${DUMP_AFTER:-75}
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=32 TORCHAUG_CUDA=1
-python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+build_in_place
 [ -n "${SKIP_TEST:-}" ] || python3 -m pytest tests/test_decode.py -q -p no:cacheprovider -k "${PYTEST_K:-second_gpu or batch_mixes}" 2>&1 | tail -3
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('$DATA', n=1024)"

@@ -4,14 +4,8 @@
 # statistics, bench_decode, and the end-to-end EfficientNet-b0 rows of bench_train with GPU decode.
 #   bash scripts/gpu_decode.sh [--no-train]
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} TORCHAUG_CUDA=1
-t0=$(date +%s)
-python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
+source "$(dirname "$0")/device_env.sh"
+build_in_place
 python3 -m pytest tests/test_decode.py ${TESTS_EXTRA:-} -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest_decode.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
 [ -n "${SKIP_DECODE_BENCH:-}" ] || python3 scripts/decode_diff.py 2>&1 | tee "$OUT/decode_diff.log"
 [ -n "${SKIP_DECODE_BENCH:-}" ] || timeout ${DECODE_TIMEOUT:-260} python3 benchmarks/bench_decode.py ${QUICK:+--quick} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" 2>&1 | tee "$OUT/bench_decode.log" | grep -v "^|"

@@ -5,14 +5,9 @@
 # files (no benchmark).
 #   bash scripts/gpu_detection.sh [--full]
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} TORCHAUG_CUDA=1 TORCHAUG_PTXAS_VERBOSE=1
-t0=$(date +%s)
-python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
+source "$(dirname "$0")/device_env.sh"
+export TORCHAUG_PTXAS_VERBOSE=1
+build_in_place
 if [ "${1:-}" = "--full" ]; then
   t0=$(date +%s)
   timeout ${SUITE_TIMEOUT:-420} python3 -m pytest tests -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -60

@@ -4,17 +4,11 @@
 # Compute over the hue / ColorJitter / RandAugment kernels. Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [geometry] [ncu] [color] [augment]
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} TORCHAUG_CUDA=1
+source "$(dirname "$0")/device_env.sh"
 steps=" $* "
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [[ $steps == *" build "* ]]; then
-  t0=$(date +%s)
-  python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "build FAILED"; exit 1; }
-  echo "build: $(( $(date +%s) - t0 )) s"
+  build_in_place
 fi
 if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
