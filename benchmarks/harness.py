@@ -8,6 +8,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 from typing import Callable, Dict, List, Optional
 
 import torch
@@ -24,6 +25,23 @@ def family_args(name: str) -> Optional[argparse.Namespace]:
         print(f"{name}: needs CUDA")
         return None
     return args
+
+
+def child_result(result: dict) -> None:
+    """In a process started by run_child: hands `result` (JSON-able) to the parent."""
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_child(script: str, env: Dict[str, str], timeout: float = 240):
+    """Runs `python script --child` in a process of its own with `env` added to the environment (an
+    A/B of a setting read once per process). Returns (the dict the child handed over with
+    child_result, None), or (None, the end of its stderr) when it failed."""
+    p = subprocess.run([sys.executable, script, "--child"], env=dict(os.environ, **env), capture_output=True, text=True,
+                       timeout=timeout)
+    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+    if p.returncode != 0 or not line:
+        return None, p.stderr[-2000:]
+    return json.loads(line[0][len("RESULT "):]), None
 
 
 def commit() -> str:

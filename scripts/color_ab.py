@@ -2,19 +2,17 @@
 vs 4; by default csrc/cuda/color.cu picks 4 for programs that may hold hue) on 256x3x224x224 uint8: adjust_hue, adjust_saturation,
 adjust_brightness, ColorJitter's program, and the copy floor; each setting in its own process.
     python3 scripts/color_ab.py"""
-import json
 import os
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, ROOT)
+from harness import child_result, run_child, time_cuda  # noqa: E402
 
 
 def child():
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    sys.path.insert(0, ROOT)
-    from harness import time_cuda
     import torchaug.functional as F
     import torchaug.transforms as T
 
@@ -34,18 +32,15 @@ def child():
         "ColorJitter transform": lambda i: cj(xs[i % 4]),
     }
     out = {k: B * 1e3 / time_cuda(fn, iters=50, warmup=5, repeats=5)["ms"] for k, fn in cases.items()}
-    print("RESULT " + json.dumps(out), flush=True)
+    child_result(out)
 
 
 def main():
     for width in ("16", "4"):
-        env = dict(os.environ, TORCHAUG_COLOR_APPLY_WIDTH=width)
-        p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=240)
-        line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-        if p.returncode != 0 or not line:
-            print(f"width {width}: FAILED\n{p.stderr[-2000:]}")
+        r, err = run_child(__file__, {"TORCHAUG_COLOR_APPLY_WIDTH": width})
+        if r is None:
+            print(f"width {width}: FAILED\n{err}")
             continue
-        r = json.loads(line[0][7:])
         print(f"width {width:>2}: " + ", ".join(f"{k} {v:,.0f} img/s" for k, v in r.items()), flush=True)
 
 
