@@ -29,8 +29,14 @@ native() {  # pid: every thread's native stack (gdb when the machine has it, els
   if command -v gdb > /dev/null; then
     timeout 60 gdb -p "$1" -batch -ex "thread apply all bt 25" 2>/dev/null | grep -E '^(Thread|#)' | grep -vE ' in (pthread_cond|__futex|futex_wait|___pthread)' | head -300
   else
-    for t in /proc/"$1"/task/*; do echo "$(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null) $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"; done | sort | uniq -c
+    for t in /proc/"$1"/task/*; do echo "$(cat "$t/comm") $(cut -d' ' -f3 "$t/stat") $(cat "$t/wchan" 2>/dev/null) $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"; done | sort | uniq -c
   fi
+  # with TORCHAUG_NATIVE_STACKS=1 each thread writes its native stack to the rank's stderr on SIGUSR2
+  # (csrc/python_module.cpp); tgkill, one thread at a time, so that the stacks do not interleave
+  for t in /proc/"$1"/task/*; do
+    python3 -c "import ctypes, sys; ctypes.CDLL(None).syscall(234, int(sys.argv[1]), int(sys.argv[2]), 12)" "$1" "${t##*/}"
+    sleep 0.05
+  done
 }
 
 ddp2() {  # label, env assignments...
@@ -41,7 +47,9 @@ ddp2() {  # label, env assignments...
       examples/train.py $common > "$OUT/ddp2_$label.out" 2>&1 &
   local job=$!
   ( sleep "$DUMP_AFTER"
-    nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv > "$OUT/smi_$label.txt" 2>&1
+    { nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv
+      nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv  # a rank on both GPUs?
+      nvidia-smi dmon -s u -c 2; } > "$OUT/smi_$label.txt" 2>&1  # dmon's jpg column: the JPEG engines
     for p in $(ranks); do native "$p" > "$OUT/native_${label}_$p.txt" 2>&1; kill -USR1 "$p"; done ) &
   local dog=$!
   wait "$job"; local rc=$?
@@ -55,7 +63,10 @@ ddp2() {  # label, env assignments...
   for f in $(find "$logs" -name stderr.log | sort); do
     echo "== $f: Python stacks of the threads in torchaug, train.py or torch.distributed / autograd"
     awk '/^(Thread|Current thread)/{t=$0} /torchaug|train\.py|autograd|distributed|_ops\.py/{print t " | " $0}' "$f" | head -40
-    echo "-- its last decode steps (TORCHAUG_DECODE_TRACE):"; grep 'torchaug decode_jpeg' "$f" | tail -4
+    echo "-- its last decode steps (TORCHAUG_DECODE_TRACE):"; grep 'torchaug decode_jpeg' "$f" | tail -6
+    echo "-- native stacks that pass through torchaug or nvJPEG (TORCHAUG_NATIVE_STACKS):"
+    awk '/^torchaug native stack of/{b=$0; keep=0; k=0; next} /^torchaug native stack end/{if (keep) print b; b=""; next}
+         b != "" {b = b "\n" $0; if (++k > 2 && $0 ~ /nvjpeg|_C\.cpython/) keep=1}' "$f" | head -80
   done
   for f in "$OUT"/native_"$label"_*.txt; do echo "== $f"; head -150 "$f"; done
   [ -z "${STOP_ON_STALL:-}" ] || exit 1
@@ -63,9 +74,9 @@ ddp2() {  # label, env assignments...
 
 for v in $VARIANTS; do
   case $v in
-    lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 ;;
+    lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 TORCHAUG_NATIVE_STACKS=1 ;;
     eager) ddp2 eager CUDA_MODULE_LOADING=EAGER ;;
-    lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 ;;
+    lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 TORCHAUG_NATIVE_STACKS=1 ;;
     hybrid) ddp2 hybrid TORCHAUG_NVJPEG_HARDWARE=0 ;;
     1gpu) timeout 80 python3 examples/train.py $common 2> "$OUT/ddp1.err" | grep '^{' || echo "1 GPU: FAILED" ;;
   esac

@@ -26,7 +26,10 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <nvjpeg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -197,7 +200,9 @@ void trace(int device, const char* step, int64_t n = -1) {
     return v != nullptr && std::string(v) == "1";
   }();
   if (!on) return;
-  std::fprintf(stderr, "torchaug decode_jpeg cuda:%d: %s (%lld)\n", device, step, static_cast<long long>(n));
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::fprintf(stderr, "torchaug decode_jpeg cuda:%d thread %ld t=%.3f: %s (%lld)\n", device,
+               static_cast<long>(syscall(SYS_gettid)), t, step, static_cast<long long>(n));
   std::fflush(stderr);
 }
 
