@@ -69,6 +69,9 @@ ddp2() {  # label, env assignments...
          b != "" {b = b "\n" $0; if (++k > 2 && $0 ~ /nvjpeg|_C\.cpython/) keep=1}' "$f" | head -80
   done
   for f in "$OUT"/native_"$label"_*.txt; do echo "== $f"; head -150 "$f"; done
+  for f in $(find "$logs" -name stderr.log); do  # flat copies: the device tool leaves deep folders out
+    cp "$f" "$OUT/stderr_${label}_rank$(basename "$(dirname "$f")").log"
+  done
   [ -z "${STOP_ON_STALL:-}" ] || exit 1
 }
 
