@@ -5,9 +5,12 @@
 # rank prints all its threads' Python stacks to its stderr) and is stopped 45 s later; with
 # STOP_ON_STALL set, no variant runs after a stalled one. The Prefetcher's TIMEOUT (default 60 s)
 # makes a rank whose batch does not come raise, with its producer thread's stack.
-# VARIANTS: space-separated labels run in order: lazy (CUDA's default lazy module loading), eager
-# (CUDA_MODULE_LOADING=EAGER), lazy2 / lazy3 (lazy again), hybrid (nvJPEG's
-# hardware decoder left out: TORCHAUG_NVJPEG_HARDWARE=0) and 1gpu. Each rank's
+# VARIANTS: space-separated labels run in order (a label may carry a suffix, lazy2, old3): lazy
+# (CUDA's default lazy module loading), eager (CUDA_MODULE_LOADING=EAGER), old (without the wait
+# for the lane's previous batch and the preallocation: TORCHAUG_NVJPEG_PREVSYNC=0
+# TORCHAUG_NVJPEG_PREALLOCATE=0), prevsync / prealloc (one of the two alone), hybrid (nvJPEG's
+# hardware decoder left out: TORCHAUG_NVJPEG_HARDWARE=0) and 1gpu. All but hybrid and 1gpu trace
+# each decode step and give native stacks on SIGUSR2. Each rank's
 # stdout / stderr go to $OUT/logs_<label>; a stalled run also leaves native stacks (gdb, else /proc).
 set -uo pipefail
 MAX_JOBS=${MAX_JOBS:-32}
@@ -21,8 +24,10 @@ python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train impor
 STEPS=${STEPS:-60}
 common="--data $DATA --batch-size 256 --warmup 20 --steps $STEPS --length $((2 * 256 * (STEPS + 2))) --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 --timeout ${TIMEOUT:-60}"
 
-ranks() {  # the train.py processes torchrun started (not torchrun itself)
-  for p in $(pgrep -f examples/train.py); do grep -q torchrun "/proc/$p/cmdline" 2>/dev/null || echo "$p"; done
+ranks() {  # the train.py processes torchrun started (not torchrun itself, nor their DataLoader workers)
+  for p in $(pgrep -f examples/train.py); do
+    grep -q torchrun "/proc/$(ps -o ppid= -p "$p" | tr -d ' ')/cmdline" 2>/dev/null && echo "$p"
+  done
 }
 
 native() {  # pid: every thread's native stack (gdb when the machine has it, else what /proc says)
@@ -62,7 +67,8 @@ ddp2() {  # label, env assignments...
   cat "$OUT/smi_$label.txt" 2>/dev/null
   for f in $(find "$logs" -name stderr.log | sort); do
     echo "== $f: Python stacks of the threads in torchaug, train.py or torch.distributed / autograd"
-    awk '/^(Thread|Current thread)/{t=$0} /torchaug|train\.py|autograd|distributed|_ops\.py/{print t " | " $0}' "$f" | head -40
+    grep -v '^torchaug \(decode_jpeg\|native\)\|^/' "$f" |
+      awk '/^(Thread|Current thread)/{t=$0} /torchaug|train\.py|autograd|distributed|_ops\.py/{print t " | " $0}' | head -40
     echo "-- its last decode steps (TORCHAUG_DECODE_TRACE):"; grep 'torchaug decode_jpeg' "$f" | tail -6
     echo "-- native stacks that pass through torchaug or nvJPEG (TORCHAUG_NATIVE_STACKS):"
     awk '/^torchaug native stack of/{b=$0; keep=0; k=0; next} /^torchaug native stack end/{if (keep) print b; b=""; next}
@@ -75,12 +81,17 @@ ddp2() {  # label, env assignments...
   [ -z "${STOP_ON_STALL:-}" ] || exit 1
 }
 
+diag="TORCHAUG_DECODE_TRACE=1 TORCHAUG_NATIVE_STACKS=1"
 for v in $VARIANTS; do
   case $v in
-    lazy) ddp2 lazy CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 TORCHAUG_NATIVE_STACKS=1 ;;
-    eager) ddp2 eager CUDA_MODULE_LOADING=EAGER ;;
-    lazy2|lazy3) ddp2 "$v" CUDA_MODULE_LOADING=LAZY TORCHAUG_DECODE_TRACE=1 TORCHAUG_NATIVE_STACKS=1 ;;
-    hybrid) ddp2 hybrid TORCHAUG_NVJPEG_HARDWARE=0 ;;
+    lazy*) ddp2 "$v" CUDA_MODULE_LOADING=LAZY $diag ;;
+    eager*) ddp2 "$v" CUDA_MODULE_LOADING=EAGER $diag ;;
+    old*) ddp2 "$v" TORCHAUG_NVJPEG_PREVSYNC=0 TORCHAUG_NVJPEG_PREALLOCATE=0 $diag ;;
+    prevsync*) ddp2 "$v" TORCHAUG_NVJPEG_PREALLOCATE=0 $diag ;;
+    prealloc*) ddp2 "$v" TORCHAUG_NVJPEG_PREVSYNC=0 $diag ;;
+    hybrid*) ddp2 "$v" TORCHAUG_NVJPEG_HARDWARE=0 ;;
     1gpu) timeout 80 python3 examples/train.py $common 2> "$OUT/ddp1.err" | grep '^{' || echo "1 GPU: FAILED" ;;
   esac
 done
+# one archive of everything (the device tool brings back at most 8 files)
+tar -czf /tmp/ddp_check.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/ddp_check.tgz "$OUT/"

@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -99,11 +100,20 @@ c10::cuda::CUDAStream own_stream(const at::Device& device) {
   return c10::cuda::getStreamFromExternal(s, device.index());
 }
 
+// A switch read once from the environment: unset or anything but "0" means on.
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
+
 struct Lane {
   nvjpegJpegState_t state = nullptr;
   c10::cuda::CUDAStream stream;
   int batch = -1;
   nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGB;
+  bool preallocated = false;
+  Event done;  // recorded on `stream` after each batched decode on this lane
+  bool pending = false;
   explicit Lane(c10::cuda::CUDAStream s) : stream(s) {}
 };
 
@@ -132,8 +142,7 @@ struct Decoder {
     const unsigned int flags[2] = {replicate ? NVJPEG_FLAGS_DEFAULT : NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
                                    NVJPEG_FLAGS_DEFAULT};
     // TORCHAUG_NVJPEG_HARDWARE=0 leaves the hardware decoder out (every sample takes the hybrid path)
-    const char* hw = std::getenv("TORCHAUG_NVJPEG_HARDWARE");
-    const bool try_hardware = hw == nullptr || std::string(hw) != "0";
+    const bool try_hardware = env_on("TORCHAUG_NVJPEG_HARDWARE");
     for (unsigned int f : flags) {
       if (!try_hardware) break;
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
@@ -258,6 +267,29 @@ void decode_hybrid(Decoder& d, Job& job, cudaStream_t stream) {
 // One chunk through the hardware batched decoder on its lane; false when nvJPEG rejected it.
 bool decode_batched(Decoder& d, Lane& lane, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
   const int n = static_cast<int>(jobs.size());
+  // The lane's previous batch finished on the GPU before its state is used again, as nvImageCodec's
+  // hardware decoder plugin does (cudaEventSynchronize of the last batch's event before the next
+  // nvjpegDecodeBatched): the hardware path does not order its work after what is queued on the stream
+  // it is given (see decode_jpeg_cuda). Without it, 2-GPU training runs stalled with a decode thread
+  // spinning in cuEventSynchronize inside nvjpegDecodeBatched (RESULTS.md, issue 5).
+  // TORCHAUG_NVJPEG_PREVSYNC=0 leaves the wait out (a diagnostic).
+  static const bool prev_sync = env_on("TORCHAUG_NVJPEG_PREVSYNC");
+  if (prev_sync && lane.pending) C10_CUDA_CHECK(cudaEventSynchronize(lane.done.e));
+  // The hardware decoder's buffers allocated once, from the first chunk's size, before the decoder
+  // first runs, as DALI and nvImageCodec do ("memory pool for HW decoder ... >20% for 8GPU training"
+  // in nvImageCodec); nvJPEG grows them later itself. TORCHAUG_NVJPEG_PREALLOCATE=0 leaves it out.
+  static const bool preallocate = env_on("TORCHAUG_NVJPEG_PREALLOCATE");
+  if (preallocate && !lane.preallocated) {
+    int width = 1, height = 1;
+    for (const auto& job : jobs) {
+      width = std::max<int>(width, static_cast<int>(stored_width(*job.s)));
+      height = std::max<int>(height, static_cast<int>(stored_height(*job.s)));
+    }
+    trace(lane.stream.device_index(), "nvjpegDecodeBatchedPreAllocate", n);
+    // a hint: a refusal leaves nvJPEG allocating as it goes
+    (void)nvjpegDecodeBatchedPreAllocate(d.handle, lane.state, n, width, height, NVJPEG_CSS_444, format);
+    lane.preallocated = true;
+  }
   if (lane.batch != n || lane.format != format) {
     trace(lane.stream.device_index(), "nvjpegDecodeBatchedInitialize", n);
     if (nvjpegDecodeBatchedInitialize(d.handle, lane.state, n, 1, format) != NVJPEG_STATUS_SUCCESS) return false;
@@ -276,8 +308,11 @@ bool decode_batched(Decoder& d, Lane& lane, std::vector<Job>& jobs, nvjpegOutput
     std::memcpy(&dst[i], &jobs[i].dst, sizeof(nvjpegImage_t));
   }
   trace(lane.stream.device_index(), "nvjpegDecodeBatched", n);
-  if (nvjpegDecodeBatched(d.handle, lane.state, data.data(), lengths.data(), dst, lane.stream.stream()) !=
-      NVJPEG_STATUS_SUCCESS) {
+  const nvjpegStatus_t status =
+      nvjpegDecodeBatched(d.handle, lane.state, data.data(), lengths.data(), dst, lane.stream.stream());
+  lane.done.record(lane.stream.stream());  // a failed batch may have queued work too
+  lane.pending = true;
+  if (status != NVJPEG_STATUS_SUCCESS) {
     lane.batch = -1;  // "also use [Initialize] to reset failed batches"
     return false;
   }
