@@ -1,6 +1,6 @@
-"""A/B of the CUDA decoder's settings on the device (issue 6): nvJPEG with interpolated chroma
-upsampling (torchaug's default: matches libjpeg-turbo within 1 level) vs nvJPEG's default
-replication (TORCHAUG_NVJPEG_UPSAMPLING=replicate), 1 and 2 lanes, on the bench's 500x375 files
+"""A/B of the CUDA decoder's settings on the device (issue 6): torchaug's defaults (interpolated
+chroma upsampling, 1 lane, a wait for the lane's previous batch, preallocated hardware buffers)
+against each of them changed (SETTINGS), on the bench's 500x375 files
 of ~110 KB and ~67 KB, with torchvision.io.decode_jpeg (batched, CUDA) in every process as the
 peer. Each setting runs in its own process (the decoder is made once per process).
 
@@ -31,16 +31,25 @@ def child():
     child_result(out)
 
 
+SETTINGS = [  # (label, environment of the child); torchaug's defaults first
+    ("default", {}),
+    ("no wait for the previous batch", {"TORCHAUG_NVJPEG_PREVSYNC": "0"}),
+    ("no preallocation", {"TORCHAUG_NVJPEG_PREALLOCATE": "0"}),
+    ("neither (before 3a8f68e)", {"TORCHAUG_NVJPEG_PREVSYNC": "0", "TORCHAUG_NVJPEG_PREALLOCATE": "0"}),
+    ("2 lanes", {"TORCHAUG_DECODE_LANES": "2"}),
+    ("replicated chroma", {"TORCHAUG_NVJPEG_UPSAMPLING": "replicate"}),
+]
+
+
 def main():
-    for upsampling in ("interpolate", "replicate"):
-        for lanes in ("1", "2"):
-            r, err = run_child(__file__, {"TORCHAUG_NVJPEG_UPSAMPLING": upsampling, "TORCHAUG_DECODE_LANES": lanes})
-            if r is None:
-                print(f"{upsampling} {lanes} lane(s): FAILED\n{err}")
-                continue
-            print(f"{upsampling:11s} {lanes} lane(s): " + "  ".join(
-                f"{k}: torchaug {v['torchaug']:8,.0f} img/s, torchvision {v['torchvision']:8,.0f} img/s" for k, v in r.items()),
-                flush=True)
+    for label, env in SETTINGS:
+        r, err = run_child(__file__, env)
+        if r is None:
+            print(f"{label}: FAILED\n{err}")
+            continue
+        print(f"{label:32s}: " + "  ".join(
+            f"{k}: torchaug {v['torchaug']:8,.0f} img/s, torchvision {v['torchvision']:8,.0f} img/s" for k, v in r.items()),
+            flush=True)
 
 
 if __name__ == "__main__":
