@@ -1,8 +1,8 @@
 """JPEG decoding on the GPU (issue 6), side by side in one run on ImageNet-like 500x375 JPEGs
 (~110 KB and ~67 KB, made from the repo's photos with camera-like grain):
 
-- decode only, batches of 256: torchaug.io.decode_jpeg on CUDA (nvJPEG hardware engines, 1 / 2
-  lanes) vs torchvision.io.decode_jpeg on CUDA (batched), and both CPU decoders on 16 threads;
+- decode only, batches of 256: torchaug.io.decode_jpeg on CUDA (nvJPEG hardware engines) vs
+  torchvision.io.decode_jpeg on CUDA (batched), and both CPU decoders on 16 threads;
 - decode + RandomResizedCrop + flip + RandAugment(2, 9) + normalize: bytes in memory, and the full
   input pipeline (2 DataLoader workers reading files, Prefetcher decoding and augmenting on the GPU)
   vs the 16-worker torchvision CPU DataLoader;
@@ -63,12 +63,8 @@ def main():
         kb = sum(f.numel() for f in files) / len(files) / 1e3
         bs = batches_of(files, B)
         case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
-        for lanes in (1, 2):
-            os.environ["TORCHAUG_DECODE_LANES"] = str(lanes)
-            t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
-            res.add(case, f"torchaug nvJPEG hardware ({lanes} lane{'s' if lanes > 1 else ''})", B, t,
-                    target=25000 if name == "110KB" else None)
-        os.environ["TORCHAUG_DECODE_LANES"] = "1"  # the default
+        t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
+        res.add(case, "torchaug nvJPEG hardware", B, t, target=25000 if name == "110KB" else None)
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)

@@ -1,5 +1,5 @@
 """A/B of the CUDA decoder's settings on the device (issue 6): torchaug's defaults (interpolated
-chroma upsampling, 1 lane, a wait for the lane's previous batch, preallocated hardware buffers)
+chroma upsampling, a wait for the previous batch, preallocated hardware buffers)
 against each of them changed (SETTINGS), on the bench's 500x375 files
 of ~110 KB and ~67 KB, with torchvision.io.decode_jpeg (batched, CUDA) in every process as the
 peer. Each setting runs in its own process (the decoder is made once per process).
@@ -36,7 +36,6 @@ SETTINGS = [  # (label, environment of the child); torchaug's defaults first
     ("no wait for the previous batch", {"TORCHAUG_NVJPEG_PREVSYNC": "0"}),
     ("no preallocation", {"TORCHAUG_NVJPEG_PREALLOCATE": "0"}),
     ("neither (before 3a8f68e)", {"TORCHAUG_NVJPEG_PREVSYNC": "0", "TORCHAUG_NVJPEG_PREALLOCATE": "0"}),
-    ("2 lanes", {"TORCHAUG_DECODE_LANES": "2"}),
     ("replicated chroma", {"TORCHAUG_NVJPEG_UPSAMPLING": "replicate"}),
 ]
 

@@ -268,9 +268,9 @@ def test_cuda_batch_mixes_every_path():
 
 @pytest.mark.skipif(not CUDA or torch.cuda.device_count() < 2, reason="needs 2 CUDA devices (the multi-GPU device machine)")
 def test_cuda_decode_on_the_second_gpu():
-    """A decode on cuda:1 while cuda:0 is current, in 2 lanes (64 files: the second lane runs in its
-    own host thread): the lanes must decode in cuda:1's context (they did not: an illegal memory
-    access under DDP) and give what cuda:0 gives."""
+    """A decode on cuda:1 while cuda:0 is current must decode in cuda:1's context (a decode thread
+    that ran in device 0's context made an illegal memory access under DDP) and give what cuda:0
+    gives."""
     files = [_bytes(KINDS["baseline420"]()) for _ in range(64)]
     torch.cuda.set_device(0)
     on0 = decode_jpeg(files, device="cuda:0")
@@ -314,6 +314,24 @@ def test_cuda_decode_does_not_overwrite_memory_queued_work_still_reads():
         assert s.item() == 7 * total
         for a, b in zip(got, expected):
             assert torch.equal(a, b)
+
+
+@requires_cuda
+def test_cuda_back_to_back_batches_each_decode_right():
+    # the batched decoder's state is reused by the next call while the GPU may still be finishing
+    # the previous batch (the decoder waits for it first); batches of growing sizes also outgrow the
+    # buffers preallocated from the first one. Each batch, decoded right after the one before with
+    # nothing synchronised in between, must equal its decode with the GPU idle before it.
+    sizes = [(160, 120), (500, 375), (640, 480), (333, 217), (800, 600)]
+    batches = [[_bytes(_encode(_photo(i + j, size), quality=88 + j % 5)) for j in range(24 + 8 * i)]
+               for i, size in enumerate(sizes)]
+    got = [decode_jpeg(b, device="cuda") for b in batches * 3]
+    for b, out in zip(batches * 3, got):
+        torch.cuda.synchronize()
+        alone = decode_jpeg(b, device="cuda")
+        torch.cuda.synchronize()
+        for a, e in zip(out, alone):
+            assert torch.equal(a, e)
 
 
 @requires_cuda

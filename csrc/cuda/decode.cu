@@ -2,13 +2,13 @@
 //
 // Each sample goes one of three ways, decided from its parsed header (csrc/jpeg_header.h):
 //  - baseline JPEGs (1 component, or YCbCr 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0) go to nvJPEG's batched
-//    decoder on the hardware JPEG engines (A100 / H100), split into up to TORCHAUG_DECODE_LANES
-//    chunks (1 or 2, default 1) decoded concurrently, each with its own nvJPEG state, host thread and
-//    CUDA stream; the chunks' planar output is written straight into the samples' slots;
+//    decoder on the hardware JPEG engines (A100 / H100), RGB ones in one call and grayscale ones in
+//    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
+//    samples' slots;
 //  - the others nvJPEG takes (progressive, 4:1:1, and everything when the GPU has no JPEG engine)
 //    go through nvJPEG's hybrid decoder one by one on the current stream;
 //  - CMYK / YCCK and Adobe RGB-coded files are decoded by libjpeg-turbo on the host and copied up.
-// A chunk that the batched decoder rejects is retried image by image, so that the error names the
+// A group that the batched decoder rejects is retried image by image, so that the error names the
 // sample. Samples shown with an EXIF orientation other than 1 are decoded into a scratch buffer and
 // rotated into their slot by one kernel launch for the whole batch (csrc/kernels/decode.h).
 // Nothing here synchronises the host with the GPU except the rare hybrid and libjpeg paths.
@@ -17,8 +17,8 @@
 // (seen on H100s: meta-pytorch/torchcodec#1634, pytorch/vision#9606): output memory taken from the
 // caller's stream pool may be a block that kernels still queued there will read (a tensor freed
 // while its last reader is pending), and the decoder would overwrite it under them. So the output
-// and the scratch buffer come from the pool of the first lane's stream, a stream of the decoder's
-// own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
+// and the scratch buffer come from the pool of the batched decoder's stream, a stream of the
+// decoder's own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
 // the memory only after the caller's work on it is done).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -38,7 +38,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "../decode_impl.h"
 #include "../kernels/decode.h"
@@ -106,15 +105,16 @@ bool env_on(const char* name) {
   return v == nullptr || std::string(v) != "0";
 }
 
-struct Lane {
+// The batched (hardware) decoder's state and the stream it decodes on.
+struct Batched {
   nvjpegJpegState_t state = nullptr;
   c10::cuda::CUDAStream stream;
   int batch = -1;
   nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGB;
   bool preallocated = false;
-  Event done;  // recorded on `stream` after each batched decode on this lane
+  Event done;  // recorded on `stream` after each batched decode
   bool pending = false;
-  explicit Lane(c10::cuda::CUDAStream s) : stream(s) {}
+  explicit Batched(c10::cuda::CUDAStream s) : stream(s) {}
 };
 
 // One per device, created on first use and kept for the life of the process (as torchvision does:
@@ -129,7 +129,7 @@ struct Decoder {
   nvjpegBufferDevice_t device_buffer = nullptr;
   nvjpegJpegStream_t stream_info = nullptr;
   nvjpegDecodeParams_t params = nullptr;
-  std::vector<std::unique_ptr<Lane>> lanes;
+  std::unique_ptr<Batched> batched_;
   std::mutex mutex;
 
   Decoder() {
@@ -170,12 +170,12 @@ struct Decoder {
     TORCHAUG_NVJPEG_CHECK(nvjpegDecodeParamsCreate(handle, &params));
   }
 
-  Lane& lane(size_t i, const at::Device& device) {
-    while (lanes.size() <= i) {
-      lanes.push_back(std::make_unique<Lane>(own_stream(device)));
-      TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &lanes.back()->state));
+  Batched& batched(const at::Device& device) {
+    if (!batched_) {
+      batched_ = std::make_unique<Batched>(own_stream(device));
+      TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_->state));
     }
-    return *lanes[i];
+    return *batched_;
   }
 };
 
@@ -186,18 +186,6 @@ Decoder& decoder_for(const at::Device& device) {
   Decoder*& d = decoders[device.index()];
   if (d == nullptr) d = new Decoder();  // created with `device` current (the caller's guard)
   return *d;
-}
-
-// Concurrent batched decodes per call (TORCHAUG_DECODE_LANES, 1 or 2; default 1). A run with 4
-// lanes (four host threads in nvjpegDecodeBatched on one handle) stopped making progress; a 1-GPU
-// training run with 2 lanes stalled once (2 H200s, examples/train.py), though a 2-GPU run stalled
-// with 1 lane as well, so lanes may not be the cause; in one process per setting on the H100
-// (scripts/decode_ab.py) 2 lanes were not faster than 1 (16.5k vs 18.7k img/s on 110 KB files,
-// 23.3k vs 26.3k on 67 KB ones). So one lane unless asked; not understood yet.
-int max_lanes() {
-  const char* v = std::getenv("TORCHAUG_DECODE_LANES");
-  const int n = v ? std::atoi(v) : 1;
-  return n < 1 ? 1 : (n > 2 ? 2 : n);
 }
 
 // TORCHAUG_DECODE_TRACE=1 prints a line to stderr as a decode enters each step (a diagnostic: where
@@ -264,37 +252,38 @@ void decode_hybrid(Decoder& d, Job& job, cudaStream_t stream) {
   }
 }
 
-// One chunk through the hardware batched decoder on its lane; false when nvJPEG rejected it.
-bool decode_batched(Decoder& d, Lane& lane, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
+// One group through the hardware batched decoder; false when nvJPEG rejected it.
+bool decode_batched(Decoder& d, Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
   const int n = static_cast<int>(jobs.size());
-  // The lane's previous batch finished on the GPU before its state is used again, as nvImageCodec's
+  // The previous batch finished on the GPU before the state is used again, as nvImageCodec's
   // hardware decoder plugin does (cudaEventSynchronize of the last batch's event before the next
   // nvjpegDecodeBatched): the hardware path does not order its work after what is queued on the stream
-  // it is given (see decode_jpeg_cuda). Without it, 2-GPU training runs stalled with a decode thread
-  // spinning in cuEventSynchronize inside nvjpegDecodeBatched (RESULTS.md, issue 5).
-  // TORCHAUG_NVJPEG_PREVSYNC=0 leaves the wait out (a diagnostic).
+  // it is given (see decode_jpeg_cuda). Without this wait and the preallocation below, 6 of 11 2-GPU
+  // training runs stalled with a decode thread spinning in cuEventSynchronize inside
+  // nvjpegDecodeBatched; with both, 4 of 4 went through (RESULTS.md, case 5; which of the two matters
+  // is not known). TORCHAUG_NVJPEG_PREVSYNC=0 leaves the wait out (a diagnostic).
   static const bool prev_sync = env_on("TORCHAUG_NVJPEG_PREVSYNC");
-  if (prev_sync && lane.pending) C10_CUDA_CHECK(cudaEventSynchronize(lane.done.e));
-  // The hardware decoder's buffers allocated once, from the first chunk's size, before the decoder
+  if (prev_sync && b.pending) C10_CUDA_CHECK(cudaEventSynchronize(b.done.e));
+  // The hardware decoder's buffers allocated once, from the first group's size, before the decoder
   // first runs, as DALI and nvImageCodec do ("memory pool for HW decoder ... >20% for 8GPU training"
   // in nvImageCodec); nvJPEG grows them later itself. TORCHAUG_NVJPEG_PREALLOCATE=0 leaves it out.
   static const bool preallocate = env_on("TORCHAUG_NVJPEG_PREALLOCATE");
-  if (preallocate && !lane.preallocated) {
+  if (preallocate && !b.preallocated) {
     int width = 1, height = 1;
     for (const auto& job : jobs) {
       width = std::max<int>(width, static_cast<int>(stored_width(*job.s)));
       height = std::max<int>(height, static_cast<int>(stored_height(*job.s)));
     }
-    trace(lane.stream.device_index(), "nvjpegDecodeBatchedPreAllocate", n);
+    trace(b.stream.device_index(), "nvjpegDecodeBatchedPreAllocate", n);
     // a hint: a refusal leaves nvJPEG allocating as it goes
-    (void)nvjpegDecodeBatchedPreAllocate(d.handle, lane.state, n, width, height, NVJPEG_CSS_444, format);
-    lane.preallocated = true;
+    (void)nvjpegDecodeBatchedPreAllocate(d.handle, b.state, n, width, height, NVJPEG_CSS_444, format);
+    b.preallocated = true;
   }
-  if (lane.batch != n || lane.format != format) {
-    trace(lane.stream.device_index(), "nvjpegDecodeBatchedInitialize", n);
-    if (nvjpegDecodeBatchedInitialize(d.handle, lane.state, n, 1, format) != NVJPEG_STATUS_SUCCESS) return false;
-    lane.batch = n;
-    lane.format = format;
+  if (b.batch != n || b.format != format) {
+    trace(b.stream.device_index(), "nvjpegDecodeBatchedInitialize", n);
+    if (nvjpegDecodeBatchedInitialize(d.handle, b.state, n, 1, format) != NVJPEG_STATUS_SUCCESS) return false;
+    b.batch = n;
+    b.format = format;
   }
   std::vector<const unsigned char*> data(n);
   std::vector<size_t> lengths(n);
@@ -307,30 +296,17 @@ bool decode_batched(Decoder& d, Lane& lane, std::vector<Job>& jobs, nvjpegOutput
     lengths[i] = jobs[i].s->size;
     std::memcpy(&dst[i], &jobs[i].dst, sizeof(nvjpegImage_t));
   }
-  trace(lane.stream.device_index(), "nvjpegDecodeBatched", n);
+  trace(b.stream.device_index(), "nvjpegDecodeBatched", n);
   const nvjpegStatus_t status =
-      nvjpegDecodeBatched(d.handle, lane.state, data.data(), lengths.data(), dst, lane.stream.stream());
-  lane.done.record(lane.stream.stream());  // a failed batch may have queued work too
-  lane.pending = true;
+      nvjpegDecodeBatched(d.handle, b.state, data.data(), lengths.data(), dst, b.stream.stream());
+  b.done.record(b.stream.stream());  // a failed batch may have queued work too
+  b.pending = true;
   if (status != NVJPEG_STATUS_SUCCESS) {
-    lane.batch = -1;  // "also use [Initialize] to reset failed batches"
+    b.batch = -1;  // "also use [Initialize] to reset failed batches"
     return false;
   }
-  trace(lane.stream.device_index(), "nvjpegDecodeBatched returned", n);
+  trace(b.stream.device_index(), "nvjpegDecodeBatched returned", n);
   return true;
-}
-
-struct Chunk {
-  std::vector<Job> jobs;
-  nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGB;
-  bool ok = true;
-};
-
-void run_chunk(Decoder* d, Lane* lane, Chunk* chunk) {
-  // a lane's thread starts on device 0: without this guard, nvJPEG decoded the chunks of a decode on
-  // cuda:1 in device 0's context (an illegal memory access under DDP, rank 1)
-  const c10::cuda::CUDAGuard guard(lane->stream.device_index());
-  chunk->ok = decode_batched(*d, *lane, chunk->jobs, chunk->format);
 }
 
 struct OrientJob {
@@ -362,14 +338,14 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   trace(dev, "locked");
 
   // the output, and a scratch buffer for the samples shown rotated or mirrored (decoded there
-  // first), from the first lane's pool (see the top of this file)
+  // first), from the pool of the batched decoder's stream (see the top of this file)
   int64_t scratch_size = 0;
   for (auto& s : plan.samples) {
     if (s.status == jpeg::kOk && s.orientation != 1) scratch_size += s.channels * s.height * s.width;
   }
   at::Tensor scratch;
   {
-    const c10::cuda::CUDAStreamGuard on_lane(d.lane(0, device).stream);
+    const c10::cuda::CUDAStreamGuard on_own(d.batched(device).stream);
     const auto bytes = at::TensorOptions().dtype(at::kByte).device(device);
     plan.out = at::empty({plan.total}, bytes);
     if (scratch_size > 0) scratch = at::empty({scratch_size}, bytes);
@@ -399,33 +375,19 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     }
   }
 
-  // the batched chunks, concurrently on their lanes (they need not wait for the caller's stream:
-  // their memory is the lane's)
-  std::vector<Chunk> chunks;
-  const int lanes = max_lanes();
+  // the batched groups on the decoder's stream (they need not wait for the caller's stream: their
+  // memory is the decoder's); the caller's stream waits for them
+  Batched& batched = d.batched(device);
+  bool queued = false;
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
-    const int64_t n = static_cast<int64_t>(group->size());
-    const int64_t k = std::min<int64_t>(lanes, (n + 15) / 16);  // at least 16 images per chunk
-    for (int64_t c = 0; c < k; ++c) {
-      Chunk chunk;
-      chunk.format = group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB;
-      chunk.jobs.assign(group->begin() + n * c / k, group->begin() + n * (c + 1) / k);
-      chunks.push_back(std::move(chunk));
+    if (!decode_batched(d, batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
+      hybrid.insert(hybrid.end(), group->begin(), group->end());  // retried one by one
     }
+    queued = true;
   }
-  for (size_t c = 0; c < chunks.size(); ++c) d.lane(c, device);  // created on this thread
-  std::vector<std::thread> threads;
-  for (size_t c = 1; c < chunks.size(); ++c) threads.emplace_back(run_chunk, &d, d.lanes[c].get(), &chunks[c]);
-  if (!chunks.empty()) run_chunk(&d, d.lanes[0].get(), &chunks[0]);
-  for (auto& t : threads) t.join();
-  trace(dev, "chunks done", static_cast<int64_t>(chunks.size()));
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    Event done;
-    done.record(d.lanes[c]->stream.stream());
-    done.block(current.stream());
-    if (!chunks[c].ok) hybrid.insert(hybrid.end(), chunks[c].jobs.begin(), chunks[c].jobs.end());
-  }
+  if (queued) batched.done.block(current.stream());
+  trace(dev, "batched done", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
   // the slow paths, in order on the current stream
   trace(dev, "hybrid", static_cast<int64_t>(hybrid.size()));
