@@ -260,7 +260,7 @@ bool decode_batched(Decoder& d, Batched& b, std::vector<Job>& jobs, nvjpegOutput
   // nvjpegDecodeBatched): the hardware path does not order its work after what is queued on the stream
   // it is given (see decode_jpeg_cuda). Without this wait and the preallocation below, 6 of 11 2-GPU
   // training runs stalled with a decode thread spinning in cuEventSynchronize inside
-  // nvjpegDecodeBatched; with both, 4 of 4 went through (RESULTS.md, case 5; which of the two matters
+  // nvjpegDecodeBatched; with both, 7 of 7 went through (RESULTS.md, case 5; which of the two matters
   // is not known). TORCHAUG_NVJPEG_PREVSYNC=0 leaves the wait out (a diagnostic).
   static const bool prev_sync = env_on("TORCHAUG_NVJPEG_PREVSYNC");
   if (prev_sync && b.pending) C10_CUDA_CHECK(cudaEventSynchronize(b.done.e));
