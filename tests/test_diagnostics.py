@@ -8,6 +8,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
+                                reason="tgkill's syscall number here is x86-64 Linux's")
 
 # a thread parked in a native call (time.sleep) gets SIGUSR2 through tgkill, as the device script
 # sends it; then the main thread prints that it is still alive
@@ -38,8 +40,6 @@ def _run(env_value):
     return subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
-                    reason="tgkill's syscall number here is x86-64 Linux's")
 def test_sigusr2_writes_the_threads_native_stack_and_the_process_goes_on():
     r = _run("1")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -54,8 +54,6 @@ def test_sigusr2_writes_the_threads_native_stack_and_the_process_goes_on():
     assert any("libc" in f for f in frames[1:])  # the thread was parked in libc (its sleep)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
-                    reason="tgkill's syscall number here is x86-64 Linux's")
 def test_without_the_switch_sigusr2_keeps_its_default_action():
     r = _run(None)
     assert r.returncode == -12  # SIGUSR2's default action ends the process
