@@ -257,6 +257,8 @@ def main(argv=None):
     total = steps_per_epoch * args.epochs
     bar = progress(total, disable=rank != 0)
     step, timed_images, t_start, loss = 0, 0, None, None
+    stats = getattr(loader, "stats", None)  # the Prefetcher's host time (torchaug.PrefetchStats)
+    stats_at_start = None
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     t_last, n_last = time.perf_counter(), 0
     for epoch in range(args.epochs):
@@ -276,6 +278,7 @@ def main(argv=None):
             if step == args.warmup:
                 sync()
                 t_start = time.perf_counter()
+                stats_at_start = stats.as_dict() if stats is not None else None
             elif step > args.warmup:
                 timed_images += x.shape[0]
             bar.update(1)
@@ -292,6 +295,11 @@ def main(argv=None):
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }
+    if stats is not None and stats_at_start is not None:
+        # rank 0's Prefetcher, per batch prepared in the timed window (ms): where the input side's
+        # host time went, and which side waited for the other
+        result["prefetch_ms_per_batch"] = {k: round(v, 2) if v is not None else None
+                                           for k, v in stats.per_batch_ms(stats_at_start).items()}
     if world > 1:
         dist.destroy_process_group()
     if rank == 0:

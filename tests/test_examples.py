@@ -26,6 +26,12 @@ def test_train_example_runs(loader):
                          "--workers", "0", "--device", device, "--length", "12", "--lr", "0.01"])
     assert result["steps"] == 3 and result["timed_steps"] == 2 and result["img_per_s"] > 0
     assert math.isfinite(result["loss"])
+    if loader == "torchaug":  # the Prefetcher's host time per batch of the timed window
+        per = result["prefetch_ms_per_batch"]
+        assert set(per) == {"loader", "prepare", "queue_full", "consumer_wait"}
+        assert per["loader"] > 0 and per["prepare"] > 0
+    else:
+        assert "prefetch_ms_per_batch" not in result
 
 
 def test_train_example_reads_an_image_folder(tmp_path):

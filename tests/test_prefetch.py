@@ -202,6 +202,64 @@ def test_timeout_stops_a_stalled_prefetcher():
         release.set()
 
 
+class _SlowLoader:
+    """n batches, each `sleep` s late (workers that read slowly)."""
+
+    def __init__(self, batches, sleep):
+        self.batches, self.sleep = batches, sleep
+
+    def __iter__(self):
+        import time
+        for b in self.batches:
+            time.sleep(self.sleep)
+            yield b
+
+    def __len__(self):
+        return len(self.batches)
+
+
+def _slow_transform(sleep):
+    def transform(x):
+        import time
+        time.sleep(sleep)
+        return x
+    return transform
+
+
+def test_stats_on_the_cpu_say_where_the_time_went():
+    x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    p = torchaug.Prefetcher(_SlowLoader([x] * 6, 0.03), _slow_transform(0.015), device="cpu")
+    it = iter(p)
+    next(it)
+    earlier = p.stats.as_dict()
+    rest = list(it)
+    assert len(rest) == 5 and p.stats.batches == 6
+    assert p.stats.loader >= 6 * 0.03 and p.stats.prepare >= 6 * 0.015
+    assert p.stats.queue_full == 0 and p.stats.consumer_wait == 0  # inline: nothing waits on a queue
+    per = p.stats.per_batch_ms(earlier)
+    assert 30 <= per["loader"] < 300 and 15 <= per["prepare"] < 150
+    assert per["queue_full"] == 0 and per["consumer_wait"] == 0
+    assert p.stats.per_batch_ms(p.stats.as_dict()) == dict.fromkeys(torchaug.PrefetchStats.FIELDS)  # no batch since
+    assert "batches=6" in repr(p.stats)
+
+
+@pytest.mark.skipif(not CUDA, reason="the producer thread runs on CUDA only")
+@pytest.mark.parametrize("slow", ["loader", "consumer"])
+def test_stats_on_cuda_say_which_side_waited(slow):
+    import time
+    x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    p = torchaug.Prefetcher(_SlowLoader([x] * 8, 0.05 if slow == "loader" else 0), device="cuda", depth=2)
+    for _ in p:
+        if slow == "consumer":
+            time.sleep(0.05)
+    assert p.stats.batches == 8
+    if slow == "loader":  # the model waited for the data
+        assert p.stats.loader >= 8 * 0.05 and p.stats.consumer_wait >= 6 * 0.04
+        assert p.stats.queue_full < p.stats.consumer_wait
+    else:  # the data waited for the model: the producer was blocked on a full queue
+        assert p.stats.queue_full >= 4 * 0.04 and p.stats.consumer_wait < p.stats.queue_full
+
+
 def test_argument_errors():
     x = [torch.zeros(1, 3, 4, 4)]
     with pytest.raises(ValueError, match="depth must be an int >= 1"):

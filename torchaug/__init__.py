@@ -3,8 +3,8 @@ fallbacks, torchvision.transforms.v2-style transforms and per-sample randomness.
 from . import _ops  # noqa: F401  (loads the operators)
 from . import functional, io, ops, transforms
 from .functional import InterpolationMode
-from .prefetch import Prefetcher
+from .prefetch import PrefetchStats, Prefetcher
 
 __version__ = "0.1.0"
 
-__all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "__version__"]
+__all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "PrefetchStats", "__version__"]

@@ -8,6 +8,7 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
 import queue
 import sys
 import threading
+import time
 import traceback
 from typing import Any, Callable, Optional, Sequence
 
@@ -16,7 +17,7 @@ import torch
 from .io import EncodedImages, RaggedImages, decode_jpeg
 from .transforms import Compose, Normalize, ToDtype
 
-__all__ = ["Prefetcher"]
+__all__ = ["Prefetcher", "PrefetchStats"]
 
 
 def _map_tensors(obj, fn):
@@ -77,6 +78,40 @@ def _pipeline(transform, mean, std, dtype, memory_format) -> Optional[Callable]:
     return Compose(chain, fuse=fuse)
 
 
+class PrefetchStats:
+    """Host time a Prefetcher's work took, in seconds summed since it was made, to tell where a
+    training step that waits for data loses its time:
+
+    - loader: waiting for the loader's next batch (DataLoader workers reading or decoding);
+    - prepare: preparing batches (decode calls, copies, the chain's Python and launches; on the CPU,
+      the chain's work itself);
+    - queue_full: the producer thread waiting because `depth` batches were ready and not taken
+      (the model is the slower side);
+    - consumer_wait: the consumer waiting for a batch (the data is the slower side).
+
+    On the CPU the chain runs inline: queue_full and consumer_wait stay 0. per_batch_ms(earlier)
+    gives each figure per batch since an earlier as_dict()."""
+
+    FIELDS = ("loader", "prepare", "queue_full", "consumer_wait")
+
+    def __init__(self):
+        self.batches = 0
+        for f in self.FIELDS:
+            setattr(self, f, 0.0)
+
+    def as_dict(self) -> dict:
+        return {"batches": self.batches, **{f: getattr(self, f) for f in self.FIELDS}}
+
+    def per_batch_ms(self, earlier: Optional[dict] = None) -> dict:
+        now, earlier = self.as_dict(), earlier or {}
+        n = now["batches"] - earlier.get("batches", 0)
+        return {f: (now[f] - earlier.get(f, 0.0)) * 1e3 / n if n > 0 else None for f in self.FIELDS}
+
+    def __repr__(self) -> str:
+        return "PrefetchStats(" + ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                                            for k, v in self.as_dict().items()) + ")"
+
+
 class Prefetcher:
     """Wraps an iterable of batches (a DataLoader, best with pin_memory=True) and yields them on
     `device`, transformed, `depth` batches ahead of the consumer.
@@ -103,7 +138,8 @@ class Prefetcher:
     thread has not prepared after that many seconds is a RuntimeError that shows where the thread
     is (its Python stack), instead of a wait without end (a stalled loader or decode; under DDP the
     other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
-    the same chain runs inline (and timeout does not apply)."""
+    the same chain runs inline (and timeout does not apply). `stats` (a PrefetchStats) says where
+    the host time went: waiting for the loader, preparing, or one side waiting for the other."""
 
     def __init__(
         self,
@@ -149,6 +185,7 @@ class Prefetcher:
         self.decode_mode = decode_mode
         self.on_decode_error = on_decode_error
         self.decode_failures = []
+        self.stats = PrefetchStats()
         self._batches = 0
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._live = None
@@ -277,8 +314,10 @@ def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, c
     """The producer thread of a _PrefetchIterator: batches from the loader, prepared on the side
     stream, with an event marking the end of each; an exception goes to the consumer at its batch."""
     stream = owner._stream
+    stats = owner.stats
     torch.cuda.set_device(owner.device)
     while not stop.is_set():
+        t0 = time.perf_counter()
         try:
             batch = next(it)
         except StopIteration:
@@ -287,6 +326,8 @@ def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, c
         except Exception as e:  # a worker's error
             _put(q, stop, (_Failed(e), None))
             return
+        t1 = time.perf_counter()
+        stats.loader += t1 - t0
         try:
             if any(t.is_cuda for t in _tensors(batch, [])):
                 # a batch already on the GPU may still be written by the consumer's stream; host
@@ -299,8 +340,12 @@ def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, c
         except Exception as e:
             _put(q, stop, (_Failed(e), None))
             return
+        t2 = time.perf_counter()
+        stats.prepare += t2 - t1
+        stats.batches += 1
         if not _put(q, stop, (batch, done)):
             return
+        stats.queue_full += time.perf_counter() - t2
 
 
 class _PrefetchIterator:
@@ -332,19 +377,27 @@ class _PrefetchIterator:
         if owner._stream is None:  # CPU: the chain inline
             if self._it is None:
                 raise StopIteration
+            t0 = time.perf_counter()
             try:
                 batch = next(self._it)
             except StopIteration:
                 self.close()
                 raise
-            return owner._prepare(batch)
+            t1 = time.perf_counter()
+            batch = owner._prepare(batch)
+            owner.stats.loader += t1 - t0
+            owner.stats.prepare += time.perf_counter() - t1
+            owner.stats.batches += 1
+            return batch
         if self._thread is None:
             raise StopIteration
+        t0 = time.perf_counter()
         try:
             item = _take(self._queue, owner.timeout, self._thread)
         except RuntimeError:
             self._abandon()
             raise
+        owner.stats.consumer_wait += time.perf_counter() - t0
         if item is _END:
             self.close()
             raise StopIteration
