@@ -45,6 +45,14 @@ def run(args_list):
     return json.loads(lines[-1])
 
 
+def stats_note(r):
+    """The Prefetcher's host time per batch of the timed window (train.py's prefetch_ms_per_batch)."""
+    st = r.get("prefetch_ms_per_batch")
+    if not st:
+        return ""
+    return "; host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None)
+
+
 def pipeline_only(data, batch, batches=40):
     """The Prefetcher's work alone (no model): pinned ragged batches of decoded JPEGs -> one H2D copy
     each -> RandomResizedCrop + flip + RandAugment(2, 9) + normalize (bf16, channels_last). Returns
@@ -116,7 +124,8 @@ def main():
             continue
         r = run(["--model", "none", "--loader", loader, "--workers", str(workers), "--decode", decode] + common)
         what = f"{loader} ({workers} workers{', nvJPEG decode' if loader == 'torchaug' and decode == 'gpu' else ''})"
-        res.add("input pipeline only (no model)", what, args.batch_size, {"ms": 1e3 * args.batch_size / r["img_per_s"]})
+        res.add("input pipeline only (no model)", what, args.batch_size, {"ms": 1e3 * args.batch_size / r["img_per_s"]},
+                note=stats_note(r).lstrip("; "))
     for model in args.models.split(","):
         synth = run(["--model", model, "--loader", "synthetic"] + common)
         base = synth["img_per_s"]
@@ -128,13 +137,13 @@ def main():
         if "torchaug_workers" in want:
             ta = run(["--model", model, "--loader", "torchaug", "--decode", "workers", "--workers", str(args.torchaug_workers)] + common)
             res.add(f"train {model}", f"torchaug Prefetcher ({args.torchaug_workers} decode workers)", args.batch_size,
-                    {"ms": 1e3 * args.batch_size / ta["img_per_s"]}, note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}",
-                    target=0.98 * base)
+                    {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
+                    note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
         if "torchaug_gpu" in want:
             ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers)] + common)
             res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)",
                     args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
-                    note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}", target=0.98 * base)
+                    note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
     res.save(args.json, args.markdown)
     print(res.markdown())
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One device call of this session's work: build in place (sm_90), the whole pytest suite on CUDA,
 # the decoder A/B (scripts/decode_ab.py), bench_geometry (issue 2's case on this GPU) and Nsight
-# Compute over the hue / ColorJitter / RandAugment kernels. Logs under $OUT.
-#   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [geometry] [ncu] [color] [augment]
+# Compute over the hue / ColorJitter / RandAugment kernels, the resized_crop tap-mode A/B
+# (scripts/rc_taps_ab.py) with Nsight Compute on each mode, and the 1-GPU training rows with GPU
+# decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
+#   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [geometry] [geometry_full] [ncu] [color] [augment]
+#                               [rc_taps] [ncu_rc] [train]
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
@@ -18,6 +21,19 @@ fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
 [[ $steps == *" color_ab "* ]] && timeout 300 python3 scripts/color_ab.py 2>&1 | tee "$OUT/color_ab.log"
 [[ $steps == *" geometry "* ]] && python3 benchmarks/bench_geometry.py --quick --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20
+[[ $steps == *" geometry_full "* ]] && python3 benchmarks/bench_geometry.py --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20
+[[ $steps == *" rc_taps "* ]] && timeout 300 python3 scripts/rc_taps_ab.py 2>&1 | tee "$OUT/rc_taps_ab.log"
+if [[ $steps == *" ncu_rc "* ]]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
+  for m in exponent scaled words; do
+    TORCHAUG_RC_TAPS=$m "$NCU" --kernel-name regex:resized_crop_kernel --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section LaunchStats --section InstructionStats --section ComputeWorkloadAnalysis \
+      python3 scripts/profile_resized_crop.py > "$OUT/ncu_rc_$m.txt" 2>&1
+    echo "== ncu resized_crop taps=$m"; grep -E "Duration|Issue Slots Busy|Executed Ipc A|Warp Cycles Per Issued|Stall|Executed Instructions  |Achieved Occupancy|Pipe" "$OUT/ncu_rc_$m.txt" | head -16
+  done
+fi
+[[ $steps == *" train "* ]] && timeout 420 python3 benchmarks/bench_train.py --quick --models efficientnet_b0 --configs input_gpu,torchaug_gpu \
+  --json "$OUT/bench_train.json" --markdown "$OUT/bench_train.md" > "$OUT/bench_train.log" 2>&1; [[ $steps == *" train "* ]] && tail -12 "$OUT/bench_train.log"
 [[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"
 [[ $steps == *" augment "* ]] && python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" > "$OUT/bench_augment.log" 2>&1 && grep -E "torchaug|floor" "$OUT/bench_augment.md" | head -12
 if [[ $steps == *" ncu "* ]]; then

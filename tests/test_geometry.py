@@ -448,6 +448,48 @@ def test_cpu_cuda_agree_large_batch():
         assert diff.max() <= 1 if mode == "bilinear" else (diff > 0).float().mean() < 1e-3
 
 
+@requires_cuda
+@pytest.mark.parametrize("taps", ["scaled", "words"])
+def test_cuda_uint8_tap_modes_are_bitwise_the_exponent_trick(monkeypatch, taps):
+    """TORCHAUG_RC_TAPS (csrc/cuda/geometry.cu): the scaled-subnormal taps, loaded as bytes or as
+    aligned words, give bitwise what the exponent trick gives, for rows at every byte alignment
+    (odd widths, a view starting one pixel in, ragged images at odd offsets), every tap count of the
+    consecutive path (downscales up to 3.5x with antialias), boxes reaching outside the image,
+    1, 3 and 5 channels, and all three interpolations; and stays within 1 LSB of the CPU."""
+    gen = torch.Generator().manual_seed(12)
+    cases = []
+    big = random_images(12, 3, 375, 500, torch.uint8, generator=gen)
+    cases.append((big, random_boxes(12, 375, 500, gen), [224, 224]))
+    odd = random_images(6, 3, 61, 98, torch.uint8, generator=gen)[..., 1:]  # W 97, rows start at odd bytes
+    cases.append((odd, random_boxes(6, 61, 97, gen, allow_outside=True), [17, 29]))
+    cases.append((odd, random_boxes(6, 61, 97, gen), [40, 90]))
+    for c in (1, 5):
+        x = random_images(4, c, 45, 123, torch.uint8, generator=gen)
+        cases.append((x, random_boxes(4, 45, 123, gen), [13, 35]))
+    ragged = [random_images(1, 3, h, w, torch.uint8, generator=gen)[0] for h, w in ((33, 77), (20, 101), (57, 13))]
+    ragged_boxes = torch.cat([random_boxes(1, im.shape[1], im.shape[2], gen) for im in ragged])
+
+    def run(mode, aa):
+        outs = [F.resized_crop_boxes(x.cuda(), bx.cuda(), size, mode, aa).cpu() for x, bx, size in cases]
+        outs.append(F.resized_crop_boxes([im.cuda() for im in ragged], ragged_boxes.cuda(), [19, 23], mode, aa).cpu())
+        return outs
+
+    for mode in MODES:
+        for aa in (True, False):
+            monkeypatch.setenv("TORCHAUG_RC_TAPS", "exponent")
+            ref = run(mode, aa)
+            monkeypatch.setenv("TORCHAUG_RC_TAPS", taps)
+            got = run(mode, aa)
+            for i, (a, b) in enumerate(zip(ref, got)):
+                assert torch.equal(a, b), f"{taps} {mode} antialias={aa} case {i}: {(a.int() - b.int()).abs().max()} LSB"
+            for (x, bx, size), b in zip(cases, got):
+                cpu = F.resized_crop_boxes(x, bx, size, mode, aa)
+                assert (cpu.int() - b.int()).abs().max() <= 1, f"{taps} {mode} antialias={aa}: CPU differs"
+    monkeypatch.setenv("TORCHAUG_RC_TAPS", "bytes")
+    with pytest.raises(RuntimeError, match="TORCHAUG_RC_TAPS must be exponent, scaled or words, got 'bytes'"):
+        F.resized_crop_boxes(big.cuda(), cases[0][1].cuda(), [224, 224])
+
+
 # ---------------------------------------------------------------------------------------------
 # errors (DESIGN.md §9)
 # ---------------------------------------------------------------------------------------------

@@ -62,21 +62,66 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
   return __uint_as_float(0x4B000000u | static_cast<uint32_t>(v)) - 8388608.0f;
 }
 
+// How the horizontal pass turns a uint8 tap into a product (TORCHAUG_RC_TAPS, read at launch;
+// other dtypes ignore it):
+//  kTapsExponent: pixel_to_acc (the exponent trick), then w * pixel: three ALU instructions a tap.
+//  kTapsScaled: the byte's bits read as a float are v * 2^-149 exactly (a subnormal), and the
+//    column weights are tabulated times 2^126, so one FFMA adds w * v * 2^-23 (a normal number);
+//    the row's sum is scaled back by 2^23 once. Scaling normal numbers by a power of two commutes
+//    with rounding, so every sum is bitwise the one kTapsExponent gives, for one instruction a
+//    tap. The FFMA is inline PTX without .ftz, so a -ftz / --use_fast_math build keeps the
+//    subnormal operand.
+//  kTapsWords: kTapsScaled with the taps' bytes loaded as aligned 32-bit words (one load for up
+//    to four taps instead of one a tap) and taken apart with funnel shifts and byte permutes; only
+//    words holding at least one of the column's taps are loaded. Consecutive taps only.
+constexpr int kTapsExponent = 0;
+constexpr int kTapsScaled = 1;
+constexpr int kTapsWords = 2;
+constexpr float kTapWeightScale = 0x1p126f;
+constexpr float kTapSumScale = 0x1p23f;
+
+__device__ __forceinline__ float fma_keep_subnormals(float a, float b, float c) {
+  float d;
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
+  return d;
+}
+
+// acc + w * pixel in the tap mode kScaled selects (w already scaled by the table when it does)
+template <bool kScaled, typename acc_t, typename scalar_t>
+__device__ __forceinline__ acc_t add_tap(acc_t acc, acc_t w, scalar_t v) {
+  if constexpr (kScaled && std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value) {
+    return fma_keep_subnormals(w, __uint_as_float(static_cast<uint32_t>(v)), acc);
+  } else {
+    return fma(w, pixel_to_acc<acc_t>(v), acc);  // the FFMA nvcc contracts `acc + w * p` to, spelled out
+  }
+}
+
+template <bool kScaled, typename acc_t, typename scalar_t>
+__device__ __forceinline__ acc_t finish_taps(acc_t acc) {
+  if constexpr (kScaled && std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value) {
+    return acc * kTapSumScale;
+  } else {
+    return acc;
+  }
+}
+
 // The horizontal pass when every column's taps are consecutive pixels inside the image (the
 // common case: antialiased or interior taps of a box inside the image, W contiguous): the taps are
 // loads at immediate offsets from one address per channel, kT of them unrolled and predicated on
 // the column's tap count, all in flight together. Same products, same order as the general loop.
-template <int kT, int kChunk, typename scalar_t, typename acc_t>
+template <int kT, int kChunk, int kMode, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restrict__ cbase, int64_t stride_y,
                                                        const int64_t* coff, int64_t nc, int ylo, int nrows, int tx,
                                                        int ty, const int64_t* s_xfirst, const int* s_xn,
                                                        const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
+  constexpr bool kScaled = kMode != kTapsExponent;
+  constexpr bool kWords = kMode == kTapsWords && std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value;
   // thread (tx, ty) resamples column tx of region rows ty, ty + 8, ...: its weights stay in registers
   const int xn = s_xn[tx];
   acc_t w[kT];
   TORCHAUG_UNROLL
   for (int j = 0; j < kT; ++j) w[j] = j < xn ? s_xw[j][tx] : acc_t(0);
-  const scalar_t* colp = cbase + static_cast<int64_t>(ylo) * stride_y + s_xfirst[tx];
+  const scalar_t* colp = cbase + static_cast<int64_t>(ylo) * stride_y + (xn > 0 ? s_xfirst[tx] : 0);
   for (int r = ty; r < nrows; r += kTileY) {
     const scalar_t* rowp = colp + r * stride_y;
     TORCHAUG_UNROLL
@@ -84,23 +129,78 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
       acc_t acc = 0;
       if (c < nc) {
         const scalar_t* pc = rowp + coff[c];
-        TORCHAUG_UNROLL
-        for (int j = 0; j < kT; ++j) {
-          if (j < xn) acc += w[j] * pixel_to_acc<acc_t>(pc[j]);
+        if constexpr (kWords) {
+          // the taps are bytes [lead, lead + xn) of the aligned words from `aligned` on
+          constexpr int kU = (kT + 3) / 4;  // words of taps once shifted into place
+          const uintptr_t a = reinterpret_cast<uintptr_t>(pc);
+          const uint32_t* aligned = reinterpret_cast<const uint32_t*>(a & ~uintptr_t(3));
+          const int lead = static_cast<int>(a & 3);
+          const int used = xn > 0 ? lead + xn : 0;  // bytes of the words up to the last tap
+          uint32_t raw[kU + 1];
+          TORCHAUG_UNROLL
+          for (int k = 0; k <= kU; ++k) raw[k] = 4 * k < used ? __ldg(aligned + k) : 0u;
+          TORCHAUG_UNROLL
+          for (int k = 0; k < kU; ++k) {
+            const uint32_t u = __funnelshift_r(raw[k], raw[k + 1], 8 * lead);  // taps 4k .. 4k + 3
+            TORCHAUG_UNROLL
+            for (int q = 0; q < 4; ++q) {
+              const int j = 4 * k + q;
+              if (j < kT && j < xn) {
+                acc = fma_keep_subnormals(w[j], __uint_as_float(__byte_perm(u, 0u, 0x4440 | q)), acc);
+              }
+            }
+          }
+        } else {
+          TORCHAUG_UNROLL
+          for (int j = 0; j < kT; ++j) {
+            if (j < xn) acc = add_tap<kScaled>(acc, w[j], pc[j]);
+          }
         }
       }
-      s_h[(c * region_rows + r) * kTileX + tx] = acc;
+      s_h[(c * region_rows + r) * kTileX + tx] = finish_taps<kScaled, acc_t, scalar_t>(acc);
     }
+  }
+}
+
+// The horizontal pass in general (taps anywhere, any layout): item i = (region row i / 32,
+// column i % 32), every tap's offset from the table.
+template <int kChunk, bool kScaled, typename scalar_t, typename acc_t>
+__device__ __forceinline__ void horizontal_general(const scalar_t* __restrict__ cbase, int64_t stride_y,
+                                                   const int64_t* coff, int64_t nc, int ylo, int nrows, int tid,
+                                                   const int64_t (*s_xoff)[kTileX], const int* s_xn,
+                                                   const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
+  for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
+    const int r = i / kTileX, col = i % kTileX;
+    const scalar_t* rowp = cbase + static_cast<int64_t>(ylo + r) * stride_y;
+    acc_t acc[kChunk];
+    TORCHAUG_UNROLL
+    for (int c = 0; c < kChunk; ++c) acc[c] = 0;
+    const int xn = s_xn[col];
+    for (int j = 0; j < xn; ++j) {
+      const acc_t w = s_xw[j][col];
+      const scalar_t* px = rowp + s_xoff[j][col];
+      TORCHAUG_UNROLL
+      for (int c = 0; c < kChunk; ++c) {
+        if (c < nc) acc[c] = add_tap<kScaled>(acc[c], w, px[coff[c]]);
+      }
+    }
+    TORCHAUG_UNROLL
+    for (int c = 0; c < kChunk; ++c) s_h[(c * region_rows + r) * kTileX + col] = finish_taps<kScaled, acc_t, scalar_t>(acc[c]);
   }
 }
 
 // kC: the channel count when it is 3 (compile-time loops, no predication), 0 for any other count
 // (chunks of kChannelChunk).
 // kRowsPerThread: output rows per thread (the tile is 32 x 8 * kRowsPerThread outputs).
-template <int kC, int kRowsPerThread, typename scalar_t, typename Batch>
+// kTapMode: the uint8 tap mode (kTapsExponent for other dtypes).
+template <int kC, int kRowsPerThread, int kTapMode, typename scalar_t, typename Batch>
 __global__ void __launch_bounds__(kTileX* kTileY, 4)
     resized_crop_kernel(const scalar_t* __restrict__ in, Batch batch, ResizedCropParams p, int64_t B, int region_rows) {
   using acc_t = typename AccOf<scalar_t>::type;
+  constexpr bool kScaled = kTapMode != kTapsExponent;
+  static_assert(!kScaled || (std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value),
+                "scaled taps are for uint8 images");
+  const acc_t weight_scale = kScaled ? acc_t(kTapWeightScale) : acc_t(1);
   constexpr int kTileRows = kTileY * kRowsPerThread;
   constexpr int kChunk = kC > 0 ? kC : kChannelChunk;
   __shared__ int64_t s_xoff[kMaxTaps][kTileX];
@@ -145,7 +245,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
             const bool valid = x >= 0 && x < v.width;
             consecutive = consecutive && valid && x == x0 + j;
             s_xoff[j][tx] = valid ? x * v.stride_x : 0;
-            s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) : acc_t(0);
+            s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) * weight_scale : acc_t(0);
           }
           s_xfirst[tx] = x0 * v.stride_x;
           if (!consecutive) s_consecutive = 0;
@@ -202,32 +302,15 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       for (int c = 0; c < kChunk; ++c) coff[c] = c * v.stride_c;
       const scalar_t* cbase = in + v.offset + c0 * v.stride_c;
       if (s_consecutive && s_xmaxn <= 3) {
-        horizontal_consecutive<3, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<3, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 4) {
-        horizontal_consecutive<4, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<4, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 6) {
-        horizontal_consecutive<6, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<6, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 8) {
-        horizontal_consecutive<8, kChunk>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<8, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else {
-        for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
-          const int r = i / kTileX, col = i % kTileX;
-          const scalar_t* rowp = cbase + static_cast<int64_t>(ylo + r) * v.stride_y;
-          acc_t acc[kChunk];
-          TORCHAUG_UNROLL
-          for (int c = 0; c < kChunk; ++c) acc[c] = 0;
-          const int xn = s_xn[col];
-          for (int j = 0; j < xn; ++j) {
-            const acc_t w = s_xw[j][col];
-            const scalar_t* px = rowp + s_xoff[j][col];
-            TORCHAUG_UNROLL
-            for (int c = 0; c < kChunk; ++c) {
-              if (c < nc) acc[c] += w * pixel_to_acc<acc_t>(px[coff[c]]);
-            }
-          }
-          TORCHAUG_UNROLL
-          for (int c = 0; c < kChunk; ++c) s_h[(c * region_rows + r) * kTileX + col] = acc[c];
-        }
+        horizontal_general<kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xoff, s_xn, s_xw, s_h, region_rows);
       }
       __syncthreads();
       // 3. vertical pass and epilogue
@@ -258,7 +341,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
 // inside the images), else 0. Taller tiles spread the per-tile work (tap tables, barriers) over
 // more outputs but need about (rows + 4) * scale input rows in shared memory; the tallest tile
 // whose region fits kMaxRegionBytes is used (56 rows: 224 = 4 x 56). Tiles whose crops exceed the
-// bound take the per-pixel path. TORCHAUG_RC_TILE_ROWS=16|32|56 forces a height (benchmarks).
+// bound take the per-pixel path. TORCHAUG_RC_TILE_ROWS=16|32|56 forces a height and
+// TORCHAUG_RC_TAPS=exponent|scaled|words a uint8 tap mode (benchmarks and tests).
 template <typename Batch>
 void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B,
                          double max_scale_y) {
@@ -281,6 +365,13 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
     }
   }
   if (const char* env = std::getenv("TORCHAUG_RC_TILE_ROWS")) tile_rows = std::atoi(env);
+  int tap_mode = kTapsScaled;
+  if (const char* env = std::getenv("TORCHAUG_RC_TAPS")) {
+    const std::string m = env;
+    TORCHAUG_CHECK(m == "exponent" || m == "scaled" || m == "words",
+                   "TORCHAUG_RC_TAPS must be exponent, scaled or words, got '", m, "'");
+    tap_mode = m == "exponent" ? kTapsExponent : m == "words" ? kTapsWords : kTapsScaled;
+  }
   TORCHAUG_CHECK(tile_rows == 16 || tile_rows == 32 || tile_rows == 56, "TORCHAUG_RC_TILE_ROWS must be 16, 32 or 56");
   // the region: enough rows for the bound, at least 4 rows per output row of a 16-row tile
   const int region_rows = std::min(max_rows, std::max(max_scale_y > 0 ? rows_needed(tile_rows) : 0, 64));
@@ -289,17 +380,30 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
     const auto launch = [&](auto kc, auto rows_per_thread) {
       constexpr int kC = decltype(kc)::value;
       constexpr int kR = decltype(rows_per_thread)::value;
-      const auto kernel = resized_crop_kernel<kC, kR, scalar_t, Batch>;
-      static const bool opted_in = [&] {
-        C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRegionBytes));
-        return true;
-      }();
-      (void)opted_in;
-      const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
-                      static_cast<unsigned>((p.out_h + kTileY * kR - 1) / (kTileY * kR)),
-                      static_cast<unsigned>(std::min(B, kMaxGridZ)));
-      kernel<<<grid, dim3(kTileX, kTileY), smem, stream>>>(src.data_ptr<scalar_t>(), batch, p, B, region_rows);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      const auto go = [&](auto mode) {
+        const auto kernel = resized_crop_kernel<kC, kR, decltype(mode)::value, scalar_t, Batch>;
+        static const bool opted_in = [&] {
+          C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRegionBytes));
+          return true;
+        }();
+        (void)opted_in;
+        const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
+                        static_cast<unsigned>((p.out_h + kTileY * kR - 1) / (kTileY * kR)),
+                        static_cast<unsigned>(std::min(B, kMaxGridZ)));
+        kernel<<<grid, dim3(kTileX, kTileY), smem, stream>>>(src.data_ptr<scalar_t>(), batch, p, B, region_rows);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      };
+      if constexpr (std::is_same<scalar_t, uint8_t>::value) {
+        if (tap_mode == kTapsWords) {
+          go(std::integral_constant<int, kTapsWords>{});
+        } else if (tap_mode == kTapsScaled) {
+          go(std::integral_constant<int, kTapsScaled>{});
+        } else {
+          go(std::integral_constant<int, kTapsExponent>{});
+        }
+      } else {
+        go(std::integral_constant<int, kTapsExponent>{});
+      }
     };
     const auto by_rows = [&](auto kc) {
       if (tile_rows == 56) {
