@@ -29,7 +29,11 @@ def test_train_example_runs(loader):
     if loader == "torchaug":  # the Prefetcher's host time per batch of the timed window
         per = result["prefetch_ms_per_batch"]
         assert set(per) == {"loader", "prepare", "queue_full", "consumer_wait"}
-        assert per["loader"] > 0 and per["prepare"] > 0
+        if device == "cpu":  # inline: each batch is loaded and prepared inside the timed window
+            assert per["loader"] > 0 and per["prepare"] > 0
+        else:  # the producer thread counts a batch when prepared: with 3 steps it can finish all of
+            # them before the timed window starts (no batch in the window: None); else times >= 0
+            assert all(v is None or v >= 0 for v in per.values()), per
     else:
         assert "prefetch_ms_per_batch" not in result
 

@@ -490,6 +490,28 @@ def test_cuda_uint8_tap_modes_are_bitwise_the_exponent_trick(monkeypatch, taps):
         F.resized_crop_boxes(big.cuda(), cases[0][1].cuda(), [224, 224])
 
 
+@requires_cuda
+@pytest.mark.parametrize("channels", [3, 5])
+def test_cuda_fused_normalize_divides_exactly(channels):
+    """The tile kernel's float32 epilogue divides by std through its reciprocal (rn_div_by in
+    csrc/kernels/common.h): bitwise what the normalize op's division gives, over 1,536 per-sample
+    means and stds spread over e^-6 .. e^6, and for stds and means outside the reciprocal's range
+    (the fallback to the plain division)."""
+    gen = torch.Generator().manual_seed(13)
+    B = 512
+    x = random_images(B, channels, 24, 24, torch.uint8, "cuda", generator=gen)
+    boxes = random_boxes(B, 24, 24, gen).cuda()
+    mean = torch.rand(B, channels, generator=gen) * 4 - 2
+    std = torch.exp(torch.rand(B, channels, generator=gen) * 12 - 6)
+    std[0, :3] = torch.tensor([1e-30, 1e30, 3e-20])
+    mean[1, :3] = torch.tensor([1e-25, 0.0, 3e25])
+    mean, std = mean.cuda(), std.cuda()
+    fused = ops.resized_crop(x, boxes, [16, 16], 1, True, None, mean, std, torch.float32, None)
+    ref = ops.normalize(ops.resized_crop(x, boxes, [16, 16], 1, True), mean, std, torch.float32, None)
+    assert torch.isfinite(fused).all()
+    torch.testing.assert_close(fused, ref, rtol=0, atol=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # errors (DESIGN.md §9)
 # ---------------------------------------------------------------------------------------------

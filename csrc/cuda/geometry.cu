@@ -314,23 +314,67 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       }
       __syncthreads();
       // 3. vertical pass and epilogue
-      for (int rr = 0; rr < kRowsPerThread; ++rr) {
-        const int trow = ty + rr * kTileY;
-        const int64_t oy = row0 + trow;
-        if (ox >= p.out_w || oy >= p.out_h) continue;
-        acc_t acc[kChannelChunk];
-        TORCHAUG_UNROLL
-        for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
-        const int yn = s_yn[trow];
-        for (int j = 0; j < yn; ++j) {
-          const int y = s_yrow[trow][j];
-          if (y < 0) continue;  // outside the image: zero
-          const acc_t w = s_yw[trow][j];
-          const acc_t* h = s_h + (y - ylo) * kTileX + tx;
+      const auto vertical = [&](auto f32_out) {
+        // kF32: float32 output from a float accumulator (the training case): the store is written
+        // out here with this tile's normalization constants loaded once (std's reciprocal for
+        // rn_div_by) instead of resized_crop_store's per-pixel lookups and output-type switch;
+        // the same operations in the same order, so the same values.
+        constexpr bool kF32 = decltype(f32_out)::value;
+        acc_t nmean[kChunk], nstd[kChunk], nrcp[kChunk];
+        float* obase = nullptr;
+        if constexpr (kF32) {
           TORCHAUG_UNROLL
-          for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * region_rows * kTileX];
+          for (int c = 0; c < kChunk; ++c) {
+            nmean[c] = nstd[c] = nrcp[c] = 0;
+            if (p.mean != nullptr && c < nc) {
+              nmean[c] = p.mean[p.ms.at(b, c0 + c)];
+              nstd[c] = p.std[p.ss.at(b, c0 + c)];
+              nrcp[c] = kernels::rcp_for_div(nstd[c]);
+            }
+          }
+          obase = static_cast<float*>(p.out) + b * p.os.b + (row0 + ty) * p.os.y + ox * p.os.x + c0 * p.os.c;
         }
-        resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
+        const int rows_left = static_cast<int>(kernels::min_of<int64_t>(p.out_h - row0, kTileRows));
+        const bool column_inside = ox < p.out_w;
+        for (int rr = 0; rr < kRowsPerThread; ++rr) {
+          const int trow = ty + rr * kTileY;
+          if (!column_inside || trow >= rows_left) continue;
+          acc_t acc[kChannelChunk];
+          TORCHAUG_UNROLL
+          for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
+          const int yn = s_yn[trow];
+          for (int j = 0; j < yn; ++j) {
+            const int y = s_yrow[trow][j];
+            if (y < 0) continue;  // outside the image: zero
+            const acc_t w = s_yw[trow][j];
+            const acc_t* h = s_h + (y - ylo) * kTileX + tx;
+            TORCHAUG_UNROLL
+            for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * region_rows * kTileX];
+          }
+          if constexpr (kF32) {
+            float* o = obase + static_cast<int64_t>(rr * kTileY) * p.os.y;
+            TORCHAUG_UNROLL
+            for (int c = 0; c < kChunk; ++c) {
+              if (c >= nc) break;
+              const float val = kernels::PixelStore<scalar_t>::quantize(acc[c]);
+              o[c * p.os.c] = p.mean != nullptr
+                                  ? kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c])
+                                  : val * p.inv_max;
+            }
+          } else {
+            const int64_t oy = row0 + trow;
+            resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
+          }
+        }
+      };
+      if constexpr (std::is_same<acc_t, float>::value) {
+        if (p.out_kind == kPixF32) {
+          vertical(std::true_type{});
+        } else {
+          vertical(std::false_type{});
+        }
+      } else {
+        vertical(std::false_type{});
       }
       __syncthreads();  // s_h is rewritten by the next channel chunk / sample
     }

@@ -47,5 +47,10 @@ TORCHAUG_HOST_DEVICE inline acc_t normalize_px(acc_t v, acc_t inv_max, acc_t mea
   return rn_div(rn_sub(rn_mul(v, inv_max), mean), std);
 }
 
+// normalize_px with std's rcp_for_div precomputed: the same result (float only).
+TORCHAUG_HOST_DEVICE inline float normalize_px_by(float v, float inv_max, float mean, float std, float std_rcp) {
+  return rn_div_by(rn_sub(rn_mul(v, inv_max), mean), std, std_rcp);
+}
+
 }  // namespace kernels
 }  // namespace torchaug
