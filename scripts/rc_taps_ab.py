@@ -21,7 +21,7 @@ import torchaug.functional as F  # noqa: E402
 from bench_geometry import MEAN, STD, torchaug_pipeline, torchvision_pipeline  # noqa: E402
 from harness import environment, time_cuda  # noqa: E402
 
-MODES = ["exponent", "scaled", "words"]
+MODES = ["exponent", "scaled"]
 
 
 def main():

@@ -449,10 +449,10 @@ def test_cpu_cuda_agree_large_batch():
 
 
 @requires_cuda
-@pytest.mark.parametrize("taps", ["scaled", "words"])
+@pytest.mark.parametrize("taps", ["scaled"])
 def test_cuda_uint8_tap_modes_are_bitwise_the_exponent_trick(monkeypatch, taps):
-    """TORCHAUG_RC_TAPS (csrc/cuda/geometry.cu): the scaled-subnormal taps, loaded as bytes or as
-    aligned words, give bitwise what the exponent trick gives, for rows at every byte alignment
+    """TORCHAUG_RC_TAPS (csrc/cuda/geometry.cu): the scaled-subnormal taps (the default) give
+    bitwise what the exponent trick gives, for rows at every byte alignment
     (odd widths, a view starting one pixel in, ragged images at odd offsets), every tap count of the
     consecutive path (downscales up to 3.5x with antialias), boxes reaching outside the image,
     1, 3 and 5 channels, and all three interpolations; and stays within 1 LSB of the CPU."""
@@ -486,7 +486,7 @@ def test_cuda_uint8_tap_modes_are_bitwise_the_exponent_trick(monkeypatch, taps):
                 cpu = F.resized_crop_boxes(x, bx, size, mode, aa)
                 assert (cpu.int() - b.int()).abs().max() <= 1, f"{taps} {mode} antialias={aa}: CPU differs"
     monkeypatch.setenv("TORCHAUG_RC_TAPS", "bytes")
-    with pytest.raises(RuntimeError, match="TORCHAUG_RC_TAPS must be exponent, scaled or words, got 'bytes'"):
+    with pytest.raises(RuntimeError, match="TORCHAUG_RC_TAPS must be exponent or scaled, got 'bytes'"):
         F.resized_crop_boxes(big.cuda(), cases[0][1].cuda(), [224, 224])
 
 

@@ -70,13 +70,11 @@ __device__ __forceinline__ float pixel_to_acc<float, uint8_t>(uint8_t v) {
 //    the row's sum is scaled back by 2^23 once. Scaling normal numbers by a power of two commutes
 //    with rounding, so every sum is bitwise the one kTapsExponent gives, for one instruction a
 //    tap. The FFMA is inline PTX without .ftz, so a -ftz / --use_fast_math build keeps the
-//    subnormal operand.
-//  kTapsWords: kTapsScaled with the taps' bytes loaded as aligned 32-bit words (one load for up
-//    to four taps instead of one a tap) and taken apart with funnel shifts and byte permutes; only
-//    words holding at least one of the column's taps are loaded. Consecutive taps only.
+//    subnormal operand. Measured on the H100 (scripts/rc_taps_ab.py, benchmarks/RESULTS.md case 1):
+//    1-3% faster for the whole kernel; the default. (Loading the taps as aligned 32-bit words and
+//    taking them apart with byte permutes was measured too, 3-4% slower, and removed.)
 constexpr int kTapsExponent = 0;
 constexpr int kTapsScaled = 1;
-constexpr int kTapsWords = 2;
 constexpr float kTapWeightScale = 0x1p126f;
 constexpr float kTapSumScale = 0x1p23f;
 
@@ -115,7 +113,6 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
                                                        int ty, const int64_t* s_xfirst, const int* s_xn,
                                                        const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
   constexpr bool kScaled = kMode != kTapsExponent;
-  constexpr bool kWords = kMode == kTapsWords && std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value;
   // thread (tx, ty) resamples column tx of region rows ty, ty + 8, ...: its weights stay in registers
   const int xn = s_xn[tx];
   acc_t w[kT];
@@ -129,32 +126,9 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
       acc_t acc = 0;
       if (c < nc) {
         const scalar_t* pc = rowp + coff[c];
-        if constexpr (kWords) {
-          // the taps are bytes [lead, lead + xn) of the aligned words from `aligned` on
-          constexpr int kU = (kT + 3) / 4;  // words of taps once shifted into place
-          const uintptr_t a = reinterpret_cast<uintptr_t>(pc);
-          const uint32_t* aligned = reinterpret_cast<const uint32_t*>(a & ~uintptr_t(3));
-          const int lead = static_cast<int>(a & 3);
-          const int used = xn > 0 ? lead + xn : 0;  // bytes of the words up to the last tap
-          uint32_t raw[kU + 1];
-          TORCHAUG_UNROLL
-          for (int k = 0; k <= kU; ++k) raw[k] = 4 * k < used ? __ldg(aligned + k) : 0u;
-          TORCHAUG_UNROLL
-          for (int k = 0; k < kU; ++k) {
-            const uint32_t u = __funnelshift_r(raw[k], raw[k + 1], 8 * lead);  // taps 4k .. 4k + 3
-            TORCHAUG_UNROLL
-            for (int q = 0; q < 4; ++q) {
-              const int j = 4 * k + q;
-              if (j < kT && j < xn) {
-                acc = fma_keep_subnormals(w[j], __uint_as_float(__byte_perm(u, 0u, 0x4440 | q)), acc);
-              }
-            }
-          }
-        } else {
-          TORCHAUG_UNROLL
-          for (int j = 0; j < kT; ++j) {
-            if (j < xn) acc = add_tap<kScaled>(acc, w[j], pc[j]);
-          }
+        TORCHAUG_UNROLL
+        for (int j = 0; j < kT; ++j) {
+          if (j < xn) acc = add_tap<kScaled>(acc, w[j], pc[j]);
         }
       }
       s_h[(c * region_rows + r) * kTileX + tx] = finish_taps<kScaled, acc_t, scalar_t>(acc);
@@ -386,7 +360,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
 // more outputs but need about (rows + 4) * scale input rows in shared memory; the tallest tile
 // whose region fits kMaxRegionBytes is used (56 rows: 224 = 4 x 56). Tiles whose crops exceed the
 // bound take the per-pixel path. TORCHAUG_RC_TILE_ROWS=16|32|56 forces a height and
-// TORCHAUG_RC_TAPS=exponent|scaled|words a uint8 tap mode (benchmarks and tests).
+// TORCHAUG_RC_TAPS=exponent|scaled a uint8 tap mode (benchmarks and tests).
 template <typename Batch>
 void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B,
                          double max_scale_y) {
@@ -412,9 +386,8 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
   int tap_mode = kTapsScaled;
   if (const char* env = std::getenv("TORCHAUG_RC_TAPS")) {
     const std::string m = env;
-    TORCHAUG_CHECK(m == "exponent" || m == "scaled" || m == "words",
-                   "TORCHAUG_RC_TAPS must be exponent, scaled or words, got '", m, "'");
-    tap_mode = m == "exponent" ? kTapsExponent : m == "words" ? kTapsWords : kTapsScaled;
+    TORCHAUG_CHECK(m == "exponent" || m == "scaled", "TORCHAUG_RC_TAPS must be exponent or scaled, got '", m, "'");
+    tap_mode = m == "exponent" ? kTapsExponent : kTapsScaled;
   }
   TORCHAUG_CHECK(tile_rows == 16 || tile_rows == 32 || tile_rows == 56, "TORCHAUG_RC_TILE_ROWS must be 16, 32 or 56");
   // the region: enough rows for the bound, at least 4 rows per output row of a 16-row tile
@@ -438,9 +411,7 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       if constexpr (std::is_same<scalar_t, uint8_t>::value) {
-        if (tap_mode == kTapsWords) {
-          go(std::integral_constant<int, kTapsWords>{});
-        } else if (tap_mode == kTapsScaled) {
+        if (tap_mode == kTapsScaled) {
           go(std::integral_constant<int, kTapsScaled>{});
         } else {
           go(std::integral_constant<int, kTapsExponent>{});
