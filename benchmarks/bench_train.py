@@ -96,8 +96,6 @@ def main():
     ap.add_argument("--configs", default="pipeline,input_cpu,input_workers,input_gpu,cpu,torchaug_workers,torchaug_gpu",
                     help="which rows to run (synthetic always runs per model)")
     ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--priorities", default="0",
-                    help="Prefetcher stream priorities of the torchaug_gpu rows, comma-separated (e.g. 0,-1: one row each)")
     ap.add_argument("--data", help="an existing ImageFolder (default: 1,024 generated 500x375 JPEGs)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -142,13 +140,10 @@ def main():
                     {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
                     note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
         if "torchaug_gpu" in want:
-            for prio in [int(v) for v in args.priorities.split(",")]:
-                ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers),
-                          "--prefetch-priority", str(prio)] + common)
-                what = f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)"
-                res.add(f"train {model}", what + (f", stream priority {prio}" if prio else ""),
-                        args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
-                        note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
+            ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers)] + common)
+            res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)",
+                    args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
+                    note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
     res.save(args.json, args.markdown)
     print(res.markdown())
 

@@ -170,7 +170,7 @@ def make_loader(args, device, dtype, world, rank):
         return TorchvisionLoader(loader, device, dtype), sampler
     prefetcher = torchaug.Prefetcher(loader, torchaug_gpu_transform(), device=device, depth=args.depth,
                                      mean=MEAN, std=STD, dtype=dtype, memory_format=torch.channels_last,
-                                     timeout=args.timeout, priority=args.prefetch_priority)
+                                     timeout=args.timeout)
     return prefetcher, sampler
 
 
@@ -209,8 +209,6 @@ def main(argv=None):
     p.add_argument("--depth", type=int, default=2, help="batches the Prefetcher prepares ahead")
     p.add_argument("--timeout", type=float, default=0,
                    help="seconds the Prefetcher waits for a batch before it raises, showing where its thread is (0: no limit)")
-    p.add_argument("--prefetch-priority", type=int, default=0,
-                   help="CUDA stream priority of the Prefetcher's side stream and the GPU decoder (negative: ahead of the model's kernels)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--steps", type=int, default=None, help="at most this many steps per epoch")
     p.add_argument("--length", type=int, default=None, help="dataset length (repeats the files)")

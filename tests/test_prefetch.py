@@ -2,7 +2,6 @@
 synchronously (bitwise, fixed seeds), batch structures, epochs, early break, errors, stream safety
 with a slow producer and a slow consumer, flat memory."""
 import collections
-import os
 
 import numpy as np
 import pytest
@@ -261,22 +260,6 @@ def test_stats_on_cuda_say_which_side_waited(slow):
         assert p.stats.queue_full >= 4 * 0.04 and p.stats.consumer_wait < p.stats.queue_full
 
 
-@pytest.mark.skipif(not CUDA, reason="stream priorities are CUDA's")
-def test_priority_runs_the_side_stream_ahead_and_changes_no_output(monkeypatch):
-    monkeypatch.delenv("TORCHAUG_NVJPEG_STREAM_PRIORITY", raising=False)
-    gen = torch.Generator().manual_seed(3)
-    batches = [torch.randint(0, 256, (4, 3, 40, 50), dtype=torch.uint8, generator=gen) for _ in range(5)]
-    outs = {}
-    for prio in (0, -1):
-        t = T.Compose([T.RandomResizedCrop(24, generator=torch.Generator().manual_seed(1)), T.RandomHorizontalFlip()])
-        p = torchaug.Prefetcher(batches, t, device="cuda", mean=MEAN, std=STD, priority=prio)
-        outs[prio] = [b.cpu() for b in p]
-        least, greatest = torch.cuda.Stream.priority_range()
-        assert p._stream.priority == (0 if prio == 0 else max(greatest, min(least, prio)))
-    assert all(torch.equal(a, b) for a, b in zip(outs[0], outs[-1]))
-    assert os.environ["TORCHAUG_NVJPEG_STREAM_PRIORITY"] == "-1"  # for the GPU decoder, when it is made
-
-
 def test_argument_errors():
     x = [torch.zeros(1, 3, 4, 4)]
     with pytest.raises(ValueError, match="depth must be an int >= 1"):
@@ -286,9 +269,6 @@ def test_argument_errors():
             torchaug.Prefetcher(x, device="cpu", timeout=bad)
     with pytest.raises(TypeError, match="loader must be iterable"):
         torchaug.Prefetcher(3, device="cpu")
-    for bad in ("high", True, 1.5):
-        with pytest.raises(TypeError, match="priority must be an int"):
-            torchaug.Prefetcher(x, device="cpu", priority=bad)
     with pytest.raises(TypeError, match="transform must be a callable"):
         torchaug.Prefetcher(x, [T.Resize(4), 3], device="cpu")
     with pytest.raises(ValueError, match="mean and std must be given together"):

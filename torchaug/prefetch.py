@@ -5,7 +5,6 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
-import os
 import queue
 import sys
 import threading
@@ -140,13 +139,7 @@ class Prefetcher:
     is (its Python stack), instead of a wait without end (a stalled loader or decode; under DDP the
     other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
     the same chain runs inline (and timeout does not apply). `stats` (a PrefetchStats) says where
-    the host time went: waiting for the loader, preparing, or one side waiting for the other.
-    `priority` is the CUDA stream priority of the side stream and of the GPU decoder's stream
-    (torch.cuda.Stream's convention: lower is more urgent; 0, the default, is the priority of the
-    training loop's own stream): a negative value lets the pipeline's kernels start ahead of the
-    model's queued ones, so that a batch's decode and augmentation are not held up behind a
-    whole training step. The decoder's stream takes it when the process's first GPU decode on that
-    device makes the decoder (TORCHAUG_NVJPEG_STREAM_PRIORITY, which an earlier setting keeps)."""
+    the host time went: waiting for the loader, preparing, or one side waiting for the other."""
 
     def __init__(
         self,
@@ -164,7 +157,6 @@ class Prefetcher:
         decode_mode: str = "rgb",
         on_decode_error: str = "raise",
         timeout: float = 0,
-        priority: int = 0,
     ):
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
@@ -172,8 +164,6 @@ class Prefetcher:
             raise ValueError(f"torchaug.Prefetcher: depth must be an int >= 1, got {depth!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise ValueError(f"torchaug.Prefetcher: timeout must be a number of seconds >= 0 (0: wait without end), got {timeout!r}")
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"torchaug.Prefetcher: priority must be an int (a CUDA stream priority), got {priority!r}")
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError(f"torchaug.Prefetcher: batch_transform must be callable, got {type(batch_transform).__name__}")
         if device is None:
@@ -197,12 +187,7 @@ class Prefetcher:
         self.decode_failures = []
         self.stats = PrefetchStats()
         self._batches = 0
-        self.priority = priority
-        self._stream = torch.cuda.Stream(self.device, priority=priority) if self.device.type == "cuda" else None
-        if priority != 0 and self.device.type == "cuda":
-            # the GPU decoder's own stream takes it when the device's decoder is made (its first
-            # decode in this process), unless set already
-            os.environ.setdefault("TORCHAUG_NVJPEG_STREAM_PRIORITY", str(priority))
+        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._live = None
 
     def __len__(self) -> int:

@@ -92,18 +92,10 @@ struct Event {
 };
 
 // A stream of the decoder's own (not one of PyTorch's pool streams, which other code shares), never
-// destroyed, like the decoder. TORCHAUG_NVJPEG_STREAM_PRIORITY (an int, read when the device's
-// decoder is made; CUDA's convention: lower is more urgent, clamped to the device's range, 0 the
-// default) lets the decode's kernels go ahead of a training step's queued ones
-// (Prefetcher(priority=...) sets it).
+// destroyed, like the decoder.
 c10::cuda::CUDAStream own_stream(const at::Device& device) {
-  int priority = 0;
-  if (const char* env = std::getenv("TORCHAUG_NVJPEG_STREAM_PRIORITY")) priority = std::atoi(env);
-  int least = 0, greatest = 0;
-  C10_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  priority = std::max(greatest, std::min(least, priority));
   cudaStream_t s = nullptr;
-  C10_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority));
+  C10_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   return c10::cuda::getStreamFromExternal(s, device.index());
 }
 
