@@ -1,0 +1,69 @@
+"""Where the time of the color / auto-augment cases goes, on the GPU:
+  1. torch.profiler's per-kernel table of ColorJitter (transform and program), the RandAugment(2, 9)
+     op and chain, each called 20 times;
+  2. torchaug::augment with every sample running the same op (one slot), op by op, CUDA events;
+  3. the statistics ops (contrast, autocontrast, equalize) and ColorJitter's program, CUDA events.
+    python3 scripts/profile_ops.py [tables] [per_op] [stats]   (all three by default)"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+import torchaug.functional as F  # noqa: E402
+import torchaug.transforms as T  # noqa: E402
+from harness import time_cuda  # noqa: E402
+from torchaug.functional._augment import AUGMENT_OPS  # noqa: E402
+
+steps = set(sys.argv[1:]) or {"tables", "per_op", "stats"}
+B = 256
+xs = [torch.randint(0, 256, (B, 3, 224, 224), dtype=torch.uint8, device="cuda") for _ in range(4)]
+photos = torch.randint(0, 256, (B, 3, 375, 500), dtype=torch.uint8, device="cuda")
+jitter = T.ColorJitter(0.4, 0.4, 0.4, 0.1)
+jp = jitter.make_params(xs[0])
+ra = T.RandAugment(2, 9)
+rp = ra.make_params(xs[0])
+chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), ra, T.ToDtype(torch.float32, scale=True),
+                   T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+
+
+def line(name, t):
+    print(f"{name:44s} {t['ms']:.4f} ms  ({t['ms_min']:.4f}..{t['ms_max']:.4f})  {B / t['ms'] * 1e3:12,.0f} img/s", flush=True)
+
+
+if "tables" in steps:
+    for name, fn in [("ColorJitter transform", lambda: jitter(xs[0])),
+                     ("ColorJitter program (drawn)", lambda: F.color_program(xs[0], jp["ops"], jp["params"])),
+                     ("augment op, RandAugment(2,9) program", lambda: F.augment(xs[0], rp["ops"], rp["magnitudes"], validate=False)),
+                     ("RRC+flip+RandAugment+normalize chain", lambda: chain(photos))]:
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(20):
+                fn()
+            torch.cuda.synchronize()
+        print(f"## {name} (20 calls)")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=16, max_name_column_width=60))
+
+if "per_op" in steps:
+    print("## augment, one slot, every sample the same op (magnitude: RandAugment bin 9 of 31)")
+    mags = {"brightness": 0.27, "contrast": 0.27, "saturation": 0.27, "sharpness": 0.27, "posterize": 6.0,
+            "solarize": 0.7, "shear_x": 0.09, "shear_y": 0.09, "translate_x": 44.0, "translate_y": 44.0, "rotate": 9.0}
+    for name, op in AUGMENT_OPS.items():
+        ops = torch.full((B, 1), op, dtype=torch.int64, device="cuda")
+        m = torch.full((B, 1), mags.get(name, 0.0), dtype=torch.float32, device="cuda")
+        line(f"augment {name}", time_cuda(lambda i: F.augment(xs[i % 4], ops, m, validate=False), 50))
+    line("copy_ (floor)", time_cuda(lambda i: xs[(i + 1) % 4].copy_(xs[i % 4]), 50))
+
+if "stats" in steps:
+    print("## statistics ops and ColorJitter")
+    f = torch.full((B,), 1.3, device="cuda")
+    line("adjust_contrast", time_cuda(lambda i: F.adjust_contrast(xs[i % 4], f), 50))
+    line("autocontrast", time_cuda(lambda i: F.autocontrast(xs[i % 4]), 50))
+    line("equalize", time_cuda(lambda i: F.equalize(xs[i % 4]), 50))
+    line("adjust_hue", time_cuda(lambda i: F.adjust_hue(xs[i % 4], f - 1.25), 50))
+    line("ColorJitter program", time_cuda(lambda i: F.color_program(xs[i % 4], jp["ops"], jp["params"]), 50))
+    line("ColorJitter make_params", time_cuda(lambda i: jitter.make_params(xs[i % 4]), 50))
+    line("ColorJitter transform", time_cuda(lambda i: jitter(xs[i % 4]), 50))
