@@ -67,7 +67,9 @@ C10_HOST_DEVICE inline void augment_px(const T* in, T* out, const AugmentParams&
   const int64_t ib = b * P.is.b, ob = b * P.os.b + y * P.os.y + x * P.os.x;
   if (s.kind == kernels::kAugKindAffine) {
     const float* fill = P.warp.fill ? P.warp.fill + b * C : nullptr;
-    warp_affine_output_px(in, out, s.m, fill, P.warp, b, y, x);
+    with_affine_taps(P.warp.interpolation, [&](auto taps) {
+      warp_affine_output_px<decltype(taps)::value>(in, out, s.m, fill, P.warp, b, y, x);
+    });
     return;
   }
   const int64_t io = ib + y * P.is.y + x * P.is.x;

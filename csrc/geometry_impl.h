@@ -162,16 +162,24 @@ struct WarpAffineParams {
   const float* fill;  // (B, C) or nullptr
 };
 
+// Calls f(std::integral_constant<int, N>) with the tap count of an interpolation (nearest: 1,
+// bilinear: 4).
+template <typename F>
+C10_HOST_DEVICE inline void with_affine_taps(int64_t interpolation, F&& f) {
+  if (interpolation == kernels::kNearest) f(std::integral_constant<int, 1>());
+  else f(std::integral_constant<int, 4>());
+}
+
 // Output pixel (ox, oy) of sample b, whose inverse matrix is m (6 entries); fill: the sample's C
-// fill values or nullptr (zero padding).
-template <typename scalar_t>
+// fill values or nullptr (zero padding). N: the tap count of p.interpolation (with_affine_taps).
+template <int N, typename scalar_t>
 C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* out,
                                                   const typename AccOf<scalar_t>::type* m, const float* fill,
                                                   const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
   kernels::affine_source(m, ox, oy, &sx, &sy);
-  const auto taps = kernels::affine_taps(sx, sy, p.in_h, p.in_w, p.interpolation);
+  const auto taps = kernels::affine_taps<acc_t, N>(sx, sy, p.in_h, p.in_w);
   const kernels::ImageView v{b * p.is.b, p.in_h, p.in_w, p.is.c, p.is.y, p.is.x};
   const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
   for (int64_t c = 0; c < p.channels; ++c) {
@@ -182,9 +190,9 @@ C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* 
   }
 }
 
-// Backward of one output pixel: grad_images via add_img(index, value); returns the six partial
+// Backward of one output pixel (N: as warp_affine_output_px): grad_images via add_img(index, value); returns the six partial
 // derivatives of the loss with respect to matrices[b] in dm (added to).
-template <typename scalar_t, typename AddImg>
+template <int N, typename scalar_t, typename AddImg>
 C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const scalar_t* in,
                                                     const typename AccOf<scalar_t>::type* matrices,
                                                     const WarpAffineParams& p, Strides4 gs, int64_t b, int64_t oy,
@@ -193,9 +201,9 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
   kernels::affine_source(matrices + 6 * b, ox, oy, &sx, &sy);
-  const auto t = kernels::affine_taps(sx, sy, p.in_h, p.in_w, p.interpolation);
+  const auto t = kernels::affine_taps<acc_t, N>(sx, sy, p.in_h, p.in_w);
   const bool has_fill = p.fill != nullptr;
-  const bool bilinear = p.interpolation != kernels::kNearest;
+  constexpr bool bilinear = N == 4;
   // derivatives of the four bilinear weights with respect to sx and sy
   acc_t dwx[4] = {0, 0, 0, 0}, dwy[4] = {0, 0, 0, 0};
   if (bilinear) {
@@ -207,7 +215,7 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
     dwx[3] = wy; dwy[3] = wx;
   }
   acc_t dmask_x = 0, dmask_y = 0;
-  for (int k = 0; k < t.n; ++k) {
+  for (int k = 0; k < N; ++k) {
     if (t.valid[k]) {
       dmask_x += dwx[k];
       dmask_y += dwy[k];
@@ -221,13 +229,13 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
     acc_t scale = 1;
     if (has_fill) scale = bilinear ? t.mask : (t.mask < acc_t(0.5) ? acc_t(0) : acc_t(1));
     if (want_images) {
-      for (int k = 0; k < t.n; ++k) {
+      for (int k = 0; k < N; ++k) {
         if (t.valid[k]) add_img(v.offset + c * v.stride_c + t.iy[k] * v.stride_y + t.ix[k] * v.stride_x, g * scale * t.w[k]);
       }
     }
     if (bilinear && dm != nullptr) {
       acc_t ds_x = 0, ds_y = 0, s = 0;
-      for (int k = 0; k < t.n; ++k) {
+      for (int k = 0; k < N; ++k) {
         if (!t.valid[k]) continue;
         const acc_t val = static_cast<acc_t>(in[v.offset + c * v.stride_c + t.iy[k] * v.stride_y + t.ix[k] * v.stride_x]);
         ds_x += dwx[k] * val;

@@ -121,7 +121,10 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
     const acc_t* mp = m.data_ptr<acc_t>();
     for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
       const float* fill_b = p.fill ? p.fill + b * p.channels : nullptr;
-      for (int64_t ox = 0; ox < ow; ++ox) warp_affine_output_px(in, o, mp + 6 * b, fill_b, p, b, oy, ox);
+      with_affine_taps(p.interpolation, [&](auto taps) {
+        for (int64_t ox = 0; ox < ow; ++ox)
+          warp_affine_output_px<decltype(taps)::value>(in, o, mp + 6 * b, fill_b, p, b, oy, ox);
+      });
     });
   });
   return out;
@@ -153,11 +156,13 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& gr
     at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b)
         for (int64_t oy = 0; oy < p.out_h; ++oy)
-          for (int64_t ox = 0; ox < p.out_w; ++ox)
-            warp_affine_backward_px(
-                gp, in, mp, p, gs, b, oy, ox, output_mask[0],
-                [&](int64_t i, acc_t v) { gi[i] = static_cast<scalar_t>(static_cast<acc_t>(gi[i]) + v); },
-                output_mask[1] ? gm + 6 * b : nullptr);
+          with_affine_taps(p.interpolation, [&](auto taps) {
+            for (int64_t ox = 0; ox < p.out_w; ++ox)
+              warp_affine_backward_px<decltype(taps)::value>(
+                  gp, in, mp, p, gs, b, oy, ox, output_mask[0],
+                  [&](int64_t i, acc_t v) { gi[i] = static_cast<scalar_t>(static_cast<acc_t>(gi[i]) + v); },
+                  output_mask[1] ? gm + 6 * b : nullptr);
+          });
     });
   });
   return {output_mask[0] ? grad_images : at::Tensor(), output_mask[1] ? grad_m.to(matrices.scalar_type()) : at::Tensor()};

@@ -517,14 +517,14 @@ at::Tensor resized_crop_backward_cuda(const at::Tensor& grad, const at::Tensor& 
   return grad_in;
 }
 
-template <typename scalar_t>
+template <int N, typename scalar_t>
 __global__ void warp_affine_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out,
                                    const typename AccOf<scalar_t>::type* __restrict__ matrices, WarpAffineParams p,
                                    int64_t B) {
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   if (ox >= p.out_w || oy >= p.out_h) return;
-  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) warp_affine_output_px(in, out, matrices + 6 * b, p.fill ? p.fill + b * p.channels : nullptr, p, b, oy, ox);
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) warp_affine_output_px<N>(in, out, matrices + 6 * b, p.fill ? p.fill + b * p.channels : nullptr, p, b, oy, ox);
 }
 
 at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices, c10::SymIntArrayRef out_size,
@@ -542,9 +542,11 @@ at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices
   const auto stream = c10::cuda::getCurrentCUDAStream();
   TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_affine_cuda", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
-    warp_affine_kernel<scalar_t><<<pixel_grid(B, oh, ow), dim3(kTileX, kTileY), 0, stream>>>(
-        images.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, B);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    with_affine_taps(interpolation, [&](auto taps) {
+      warp_affine_kernel<decltype(taps)::value, scalar_t><<<pixel_grid(B, oh, ow), dim3(kTileX, kTileY), 0, stream>>>(
+          images.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, B);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
   });
   return out;
 }
@@ -555,7 +557,7 @@ __device__ inline T warp_sum(T v) {
   return v;
 }
 
-template <typename scalar_t>
+template <int N, typename scalar_t>
 __global__ void warp_affine_backward_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ in,
                                             const typename AccOf<scalar_t>::type* __restrict__ matrices,
                                             WarpAffineParams p, Strides4 gs, int64_t B, bool want_images,
@@ -567,7 +569,7 @@ __global__ void warp_affine_backward_kernel(const scalar_t* __restrict__ grad, c
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
     acc_t dm[6] = {0, 0, 0, 0, 0, 0};
     if (inside) {
-      warp_affine_backward_px(
+      warp_affine_backward_px<N>(
           grad, in, matrices, p, gs, b, oy, ox, want_images,
           [&](int64_t i, acc_t v) { gpuAtomicAdd(grad_in + i, static_cast<scalar_t>(v)); },
           grad_m != nullptr ? dm : nullptr);
@@ -602,10 +604,13 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cuda(const at::Tensor& g
     const auto stream = c10::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, images.scalar_type(), "warp_affine_backward_cuda", [&] {
       using acc_t = typename AccOf<scalar_t>::type;
-      warp_affine_backward_kernel<scalar_t><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
-          g.data_ptr<scalar_t>(), images.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, strides4(g), B,
-          output_mask[0], grad_images.data_ptr<scalar_t>(), output_mask[1] ? grad_m.data_ptr<acc_t>() : nullptr);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      with_affine_taps(interpolation, [&](auto taps) {
+        warp_affine_backward_kernel<decltype(taps)::value, scalar_t>
+            <<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
+                g.data_ptr<scalar_t>(), images.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, strides4(g), B,
+                output_mask[0], grad_images.data_ptr<scalar_t>(), output_mask[1] ? grad_m.data_ptr<acc_t>() : nullptr);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
     });
   }
   return {output_mask[0] ? grad_images : at::Tensor(), output_mask[1] ? grad_m.to(matrices.scalar_type()) : at::Tensor()};

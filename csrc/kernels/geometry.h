@@ -193,50 +193,55 @@ TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, int64_t x, int64_
   *sy = m[3] * fx + m[4] * fy + m[5];
 }
 
-// Up to four taps of grid_sample at (sx, sy): tap k has offset (ix[k], iy[k]) and weight w[k];
-// taps outside the image get valid[k] = false. mask = sum of the weights of the valid taps.
-template <typename acc_t>
+// The N taps of grid_sample at (sx, sy): N = 1 (nearest) or 4 (bilinear: nw, ne, sw, se). Tap k
+// has offset (ix[k], iy[k]) and weight w[k]; taps outside the image get valid[k] = false (and
+// offset 0). mask = sum of the weights of the valid taps. N is a compile-time constant, so that
+// the taps live in registers (a runtime count put them in local memory: 128-byte stack frames).
+// Positions are tested in floating point before any integer conversion: a position far outside
+// the image (or NaN) is simply not valid.
+template <typename acc_t, int N>
 struct AffineTaps {
-  int64_t ix[4], iy[4];
-  acc_t w[4];
-  bool valid[4];
-  int n;
+  static constexpr int n = N;
+  int64_t ix[N], iy[N];
+  acc_t w[N];
+  bool valid[N];
   acc_t mask;
 };
 
-template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t> affine_taps(acc_t sx, acc_t sy, int64_t height, int64_t width,
-                                                          int64_t interpolation) {
-  AffineTaps<acc_t> t;
-  t.mask = 0;
-  if (interpolation == kNearest) {
-    t.n = 1;
-    t.ix[0] = static_cast<int64_t>(rint(sx));
-    t.iy[0] = static_cast<int64_t>(rint(sy));
+template <typename acc_t, int N>
+TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N> affine_taps(acc_t sx, acc_t sy, int64_t height, int64_t width) {
+  static_assert(N == 1 || N == 4, "affine_taps: N is 1 (nearest) or 4 (bilinear)");
+  AffineTaps<acc_t, N> t;
+  const acc_t fw = static_cast<acc_t>(width), fh = static_cast<acc_t>(height);
+  if constexpr (N == 1) {
+    const acc_t rx = rint(sx), ry = rint(sy);
+    t.valid[0] = rx >= acc_t(0) && rx < fw && ry >= acc_t(0) && ry < fh;
+    t.ix[0] = t.valid[0] ? static_cast<int64_t>(rx) : 0;
+    t.iy[0] = t.valid[0] ? static_cast<int64_t>(ry) : 0;
     t.w[0] = 1;
-    t.valid[0] = t.ix[0] >= 0 && t.ix[0] < width && t.iy[0] >= 0 && t.iy[0] < height;
     t.mask = t.valid[0] ? acc_t(1) : acc_t(0);
-    return t;
-  }
-  // grid_sampler_2d bilinear: nw, ne, sw, se
-  const acc_t fx0 = floor(sx), fy0 = floor(sy);
-  const int64_t x0 = static_cast<int64_t>(fx0), y0 = static_cast<int64_t>(fy0);
-  const acc_t e = (fx0 + 1) - sx, wv = (fy0 + 1) - sy;  // distances to the east / south neighbours
-  const acc_t wx = sx - fx0, wy = sy - fy0;
-  t.n = 4;
-  t.ix[0] = x0;     t.iy[0] = y0;     t.w[0] = e * wv;
-  t.ix[1] = x0 + 1; t.iy[1] = y0;     t.w[1] = wx * wv;
-  t.ix[2] = x0;     t.iy[2] = y0 + 1; t.w[2] = e * wy;
-  t.ix[3] = x0 + 1; t.iy[3] = y0 + 1; t.w[3] = wx * wy;
-  for (int k = 0; k < 4; ++k) {
-    t.valid[k] = t.ix[k] >= 0 && t.ix[k] < width && t.iy[k] >= 0 && t.iy[k] < height;
-    if (t.valid[k]) t.mask += t.w[k];
+  } else {
+    // grid_sampler_2d bilinear
+    const acc_t fx0 = floor(sx), fy0 = floor(sy);
+    const acc_t e = (fx0 + 1) - sx, wv = (fy0 + 1) - sy;  // distances to the east / south neighbours
+    const acc_t wx = sx - fx0, wy = sy - fy0;
+    const bool vx0 = fx0 >= acc_t(0) && fx0 < fw, vx1 = fx0 >= acc_t(-1) && fx0 < fw - acc_t(1);
+    const bool vy0 = fy0 >= acc_t(0) && fy0 < fh, vy1 = fy0 >= acc_t(-1) && fy0 < fh - acc_t(1);
+    const int64_t x0 = (vx0 || vx1) ? static_cast<int64_t>(fx0) : 0;
+    const int64_t y0 = (vy0 || vy1) ? static_cast<int64_t>(fy0) : 0;
+    t.ix[0] = x0;     t.iy[0] = y0;     t.w[0] = e * wv;  t.valid[0] = vx0 && vy0;
+    t.ix[1] = x0 + 1; t.iy[1] = y0;     t.w[1] = wx * wv; t.valid[1] = vx1 && vy0;
+    t.ix[2] = x0;     t.iy[2] = y0 + 1; t.w[2] = e * wy;  t.valid[2] = vx0 && vy1;
+    t.ix[3] = x0 + 1; t.iy[3] = y0 + 1; t.w[3] = wx * wy; t.valid[3] = vx1 && vy1;
+    t.mask = 0;
+    TORCHAUG_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      if (t.valid[k]) t.mask += t.w[k];
+    }
   }
   return t;
 }
 
-// Blend of torchvision's _apply_grid_transform: zero padding when there is no fill; with a fill,
-// nearest takes the fill where the tap is outside, bilinear gives mask * (s - fill) + fill.
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t affine_blend(acc_t s, acc_t mask, bool has_fill, acc_t fill, int64_t interpolation) {
   if (!has_fill) return s;
@@ -244,11 +249,12 @@ TORCHAUG_HOST_DEVICE inline acc_t affine_blend(acc_t s, acc_t mask, bool has_fil
   return (s - fill) * mask + fill;
 }
 
-template <typename scalar_t, typename acc_t>
+template <typename scalar_t, typename acc_t, int N>
 TORCHAUG_HOST_DEVICE inline acc_t affine_channel(const scalar_t* img, const ImageView& v, int64_t c,
-                                                 const AffineTaps<acc_t>& t) {
+                                                 const AffineTaps<acc_t, N>& t) {
   acc_t s = 0;
-  for (int k = 0; k < t.n; ++k) {
+  TORCHAUG_UNROLL
+  for (int k = 0; k < N; ++k) {
     if (t.valid[k]) s += t.w[k] * static_cast<acc_t>(img[v.offset + c * v.stride_c + t.iy[k] * v.stride_y + t.ix[k] * v.stride_x]);
   }
   return s;
