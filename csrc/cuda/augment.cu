@@ -15,6 +15,7 @@ namespace {
 
 constexpr int kTileW = 32, kRows = 8, kTileH = 32;
 static_assert(kTileW * kRows == 256, "the uint8 lookup table is built by one thread per entry");
+static_assert(kTileW * kRows / (kTileW / 4) == kTileH, "the word path covers a tile with one word per thread");
 
 __global__ void augment_lower_kernel(const int64_t* __restrict__ ops, Strides2 os, const float* __restrict__ mags,
                                      Strides2 ms, double* __restrict__ steps, int64_t B, int64_t n, int64_t height,
@@ -28,7 +29,8 @@ __global__ void augment_lower_kernel(const int64_t* __restrict__ ops, Strides2 o
 
 template <typename T, int C>
 __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* __restrict__ in, T* __restrict__ out,
-                                                                      AugmentParams P, int64_t k, int tiles_x) {
+                                                                      AugmentParams P, int64_t k, int tiles_x,
+                                                                      bool words) {
   using acc_t = typename AccOf<T>::type;
   __shared__ AugStepT<acc_t> step;
   __shared__ uint8_t lut[C][256];
@@ -51,8 +53,47 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
       __syncthreads();
     }
   }
-  const int64_t x = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW + threadIdx.x;
+  const int64_t x0 = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW;
   const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (words && (use_lut || s.kind == kernels::kAugKindCopy || s.kind == kernels::kAugKindColor)) {
+      // dense uint8 rows: a thread takes 4 pixels of one tile row as one 32-bit word per channel
+      // (kTileW / 4 threads per row, kTileH rows), every load before the first store
+      const int t = threadIdx.y * kTileW + threadIdx.x;
+      const int64_t x = x0 + (t % (kTileW / 4)) * 4, y = y0 + t / (kTileW / 4);
+      if (x >= P.width || y >= P.height) return;
+      const uint8_t* src = reinterpret_cast<const uint8_t*>(in) + b * P.is.b + y * P.is.y + x;
+      uint8_t* dst = reinterpret_cast<uint8_t*>(out) + b * P.os.b + y * P.os.y + x;
+      uint32_t w[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) w[c] = *reinterpret_cast<const uint32_t*>(src + c * P.is.c);
+      if (use_lut) {
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          w[c] = lut[c][w[c] & 0xffu] | (lut[c][(w[c] >> 8) & 0xffu] << 8) | (lut[c][(w[c] >> 16) & 0xffu] << 16) |
+                 (static_cast<uint32_t>(lut[c][w[c] >> 24]) << 24);
+      } else if (s.kind == kernels::kAugKindColor) {
+        uint32_t r[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) r[c] = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float v[3];
+#pragma unroll
+          for (int c = 0; c < C; ++c) v[c] = static_cast<float>((w[c] >> (8 * j)) & 0xffu);
+          color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
+#pragma unroll
+          for (int c = 0; c < C; ++c) r[c] |= static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j);
+        }
+#pragma unroll
+        for (int c = 0; c < C; ++c) w[c] = r[c];
+      }
+#pragma unroll
+      for (int c = 0; c < C; ++c) *reinterpret_cast<uint32_t*>(dst + c * P.os.c) = w[c];
+      return;
+    }
+  }
+  const int64_t x = x0 + threadIdx.x;
   if (x >= P.width) return;
   constexpr int kPix = kTileH / kRows;
   if (use_lut || s.kind == kernels::kAugKindCopy) {
@@ -108,10 +149,16 @@ void augment_slot_cuda(const at::Tensor& in, const at::Tensor& out, const Augmen
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(P.batch));
   const dim3 block(kTileW, kRows);
   const auto stream = c10::cuda::getCurrentCUDAStream();
+  // dense uint8 rows of whole 32-bit words (kTileW is a multiple of 4): copy and color slots move
+  // 4 pixels per load and store
+  const bool words = in.scalar_type() == at::kByte && P.is.x == 1 && P.os.x == 1 && P.width % 4 == 0 &&
+                     P.is.y % 4 == 0 && P.is.c % 4 == 0 && P.is.b % 4 == 0 && P.os.y % 4 == 0 && P.os.c % 4 == 0 &&
+                     P.os.b % 4 == 0 && reinterpret_cast<uintptr_t>(in.data_ptr()) % 4 == 0 &&
+                     reinterpret_cast<uintptr_t>(out.data_ptr()) % 4 == 0;
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, in.scalar_type(), "augment_cuda", [&] {
     with_channels(P.channels, [&](auto ch) {
       augment_slot_kernel<scalar_t, decltype(ch)::value><<<grid, block, 0, stream>>>(
-          in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), P, k, tiles_x);
+          in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), P, k, tiles_x, words);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
