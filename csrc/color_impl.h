@@ -91,18 +91,38 @@ C10_HOST_DEVICE inline void color_slot(int op, typename AccOf<T>::type* v, typen
   for (int c = 0; c < C; ++c) v[c] = requantize<T>(v[c]);
 }
 
-// Runs slots [0, end) of the sample's program on the pixel v.
+// Runs slots [begin, end) of the sample's program on the pixel v.
 // C: the channel count (1 or 3) as a compile-time constant, so that v stays in registers.
 template <typename T, int C>
-C10_HOST_DEVICE inline void run_color_program(const ColorParams& P, const SampleProgram& sp, int64_t b, int end,
-                                              typename AccOf<T>::type* v) {
+C10_HOST_DEVICE inline void run_color_program(const ColorParams& P, const SampleProgram& sp, int64_t b, int begin,
+                                              int end, typename AccOf<T>::type* v) {
   using acc_t = typename AccOf<T>::type;
-  for (int k = 0; k < end; ++k) {
+  for (int k = begin; k < end; ++k) {
     const int op = sp.op[k];
     if (op == kernels::kColorIdentity) continue;
     const acc_t p0 = static_cast<acc_t>(sp.p0[k]);
     color_slot<T, C>(op, v, p0, static_cast<acc_t>(sp.p1[k]), kernels::one_minus(p0), slot_stats(P, b, k));
   }
+}
+
+// The statistics slots of a sample's program, by rank: `slot` is the slot of its r-th op that
+// needs statistics (-1: it has fewer), `start` the slot of the one before (0 for r = 0). The CUDA
+// statistics pass of rank r runs slots [start, slot) on each pixel, feeds slot's statistics and
+// stores the pixel (the input of `slot`) in the output, where the pass of rank r + 1 and the apply
+// pass resume: no slot is computed twice. With r past the last, start is where the apply pass
+// begins (the last statistics slot; 0 when there is none, and the pass reads the images).
+struct StatsRank {
+  int start, slot;
+};
+C10_HOST_DEVICE inline StatsRank stats_rank(const SampleProgram& sp, int r) {
+  int start = 0, seen = 0;
+  for (int k = 0; k < sp.n; ++k) {
+    if (!kernels::color_op_needs_stats(sp.op[k])) continue;
+    if (seen == r) return {start, k};
+    start = k;
+    ++seen;
+  }
+  return {start, -1};
 }
 
 // Calls f(std::integral_constant<int, C>) with the images' channel count.

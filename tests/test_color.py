@@ -254,6 +254,33 @@ def test_cpu_cuda_agree_programs(size, channels):
         assert (fn(x, *args).int() - fn(x.cuda(), *[t.cuda() for t in args]).cpu().int()).abs().max() <= 1, name
 
 
+@requires_cuda
+@pytest.mark.parametrize("dtype,channels_last", [(torch.uint8, True), (torch.float32, False), (torch.float16, True)])
+def test_cpu_cuda_agree_programs_with_several_statistics_ops(dtype, channels_last):
+    """The CUDA statistics passes run rank by rank and resume from the intermediate image the
+    previous rank stored in the output: samples with 0 to 4 statistics ops, at any slots, before
+    and after per-pixel ops, every layout path (uint8 words, channels_last and floating: generic)."""
+    S = {k: COLOR_OPS[k] for k in ("identity", "contrast", "autocontrast", "equalize", "hue", "brightness", "saturation")}
+    rows = [["contrast", "hue", "equalize", "autocontrast"], ["hue", "contrast", "saturation", "equalize"],
+            ["brightness", "saturation", "hue", "contrast"], ["equalize", "equalize", "contrast", "contrast"],
+            ["hue", "brightness", "saturation", "identity"], ["autocontrast", "identity", "identity", "identity"],
+            ["saturation", "autocontrast", "hue", "identity"], ["identity", "identity", "identity", "equalize"]]
+    prog = torch.tensor([[S[o] for o in r] for r in rows])
+    params = torch.tensor([[[{"hue": 0.2, "brightness": 1.3, "saturation": 0.6, "contrast": 0.7}.get(o, 0.0), 0.0] for o in r]
+                           for r in rows])
+    for size in [(224, 224), (12, 18), (13, 18)]:
+        x = random_images(8, 3, *size, dtype, "cpu", channels_last, torch.Generator().manual_seed(5))
+        x[:4] = x[:4] // 4 + 50 if dtype == torch.uint8 else x[:4] / 4 + 0.2
+        a = F.color_program(x, prog, params)
+        b = F.color_program(x.cuda(), prog.cuda(), params.cuda()).cpu()
+        assert b.is_contiguous(memory_format=torch.channels_last) == channels_last
+        if dtype == torch.uint8:
+            assert (a.int() - b.int()).abs().max() <= 1, size
+            assert (a != b).float().mean() < 1e-3, size
+        else:
+            assert_close_images(b, a, dtype, f"{size}")
+
+
 # ---- errors -------------------------------------------------------------------------------------
 
 def test_errors_name_the_op_and_argument(device):

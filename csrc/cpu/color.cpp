@@ -29,7 +29,7 @@ void color_stats_sample(const T* in, const ColorParams& P, const SampleProgram& 
   for (int64_t p = 0; p < n; ++p) {
     const int64_t o = color_in_offset(P, b, p);
     for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
-    run_color_program<T, C>(P, sp, b, k, v);
+    run_color_program<T, C>(P, sp, b, 0, k, v);
     acc.add<acc_t, kU8, C>(op, v, [&](int i) { ++hist[i]; });
   }
   // raw statistics in the layout the derive functions read (kernels/color.h)
@@ -69,7 +69,7 @@ void color_sample(const T* in, T* out, const ColorParams& P, int64_t b) {
   for (int64_t p = 0; p < n; ++p) {
     const int64_t o = color_in_offset(P, b, p);
     for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
-    run_color_program<T, C>(P, sp, b, P.n, v);
+    run_color_program<T, C>(P, sp, b, 0, P.n, v);
     const int64_t oo = color_out_offset(P, b, p);
     for (int c = 0; c < P.out_channels; ++c) out[oo + c * P.os.c] = static_cast<T>(v[c]);
   }

@@ -53,48 +53,78 @@ struct Bytes<4> {
   static __device__ void set(uint32_t& v, int j, uint8_t x) { v = (v & ~(0xffu << (8 * j))) | (static_cast<uint32_t>(x) << (8 * j)); }
 };
 
-// kW > 0: uint8 dense NCHW input read kW pixels per load; kW == 0: any layout and dtype.
+// The statistics pass of rank r (stats_rank): per sample, the slot of its r-th statistics op. Each
+// pixel runs the slots before it from where the previous rank stopped (the images, or the
+// intermediate image that rank stored in out), feeds the slot's statistics, and is stored in out
+// when a slot ran. kW: 16 (uint8 dense NCHW, 16 pixels per load; single-op programs, where no slot
+// runs before the statistics), 4 (uint8 dense, 4 pixels per load; any program) or 0 (any layout
+// and dtype). out may be nullptr for single-op programs.
 template <typename T, int C, int kW>
-__global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restrict__ in, ColorParams P, int k) {
+__global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* in, T* out, ColorParams P, int r) {
   using acc_t = typename AccOf<T>::type;
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   __shared__ SampleProgram sp;
+  __shared__ StatsRank rank;
   __shared__ uint32_t hist[3 * 256];
   const int64_t b = blockIdx.y;
-  load_program_shared(P, b, sp);
+  if (threadIdx.x == 0) {
+    sp.n = P.n;
+    for (int k = 0; k < P.n; ++k) load_sample_program(P, b, k, sp);
+    rank = stats_rank(sp, r);
+  }
+  __syncthreads();
+  const int k = rank.slot, start = rank.start;
+  if (k < 0) return;
   const int op = sp.op[k];
-  if (!kernels::color_op_needs_stats(op)) return;
   const int64_t n = P.height * P.width;
   if (op == kColorEqualize) {
     for (int i = threadIdx.x; i < 3 * 256; i += blockDim.x) hist[i] = 0;
     __syncthreads();
   }
+  // where this rank's pixels come from, and whether it stores them (the input of slot k)
+  const bool from_out = start > 0, store = k > start;
+  const T* src = from_out ? out : in;
+  const Strides4 ss = from_out ? P.os : P.is;
   ColorSlotAccum acc;
   auto feed = [&](acc_t* v) {
-    run_color_program<T, C>(P, sp, b, k, v);
+    if constexpr (kW != 16) run_color_program<T, C>(P, sp, b, start, k, v);
     acc.add<acc_t, kU8, C>(op, v, [&](int i) { atomicAdd(&hist[i], 1u); });
   };
   acc_t v[3];
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   if constexpr (kW > 0) {
     using vec_t = typename Bytes<kW>::type;
-    const uint8_t* base = reinterpret_cast<const uint8_t*>(in) + b * P.is.b;
+    const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(src) + b * ss.b;
+    uint8_t* obase = reinterpret_cast<uint8_t*>(out) + b * P.os.b;
     for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < n / kW; q += step) {
       vec_t px[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(base + c * P.is.c)[q];
+      for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(base + c * ss.c)[q];
 #pragma unroll
       for (int j = 0; j < kW; ++j) {
 #pragma unroll
         for (int c = 0; c < C; ++c) v[c] = Bytes<kW>::get(px[c], j);
         feed(v);
+        if constexpr (kW != 16) {
+#pragma unroll
+          for (int c = 0; c < C; ++c) Bytes<kW>::set(px[c], j, static_cast<uint8_t>(v[c]));
+        }
+      }
+      if (kW != 16 && store) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) reinterpret_cast<vec_t*>(obase + c * P.os.c)[q] = px[c];
       }
     }
   } else {
+    const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < n; p += step) {
-      const int64_t o = color_in_offset(P, b, p);
-      for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
+      const int64_t o = from_out ? color_out_offset(P, b, p) : color_in_offset(P, b, p);
+      for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(src[o + c * ss.c]);
       feed(v);
+      if (store) {
+        const int64_t oo = color_out_offset(P, b, p);
+        for (int c = 0; c < C; ++c) out[oo + c * P.os.c] = static_cast<T>(v[c]);
+      }
     }
   }
   uint32_t* raw = P.raw + (b * P.n + k) * kernels::kColorRawWords;
@@ -131,10 +161,14 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* __restri
 // a thread per channel. Equalize: per channel, the 256 bins in parallel (the last non-empty bin by
 // an atomic max, the cumulative counts by a scan), with the arithmetic of
 // kernels::equalize_derive_channel.
-__global__ void __launch_bounds__(kThreads) color_finalize_kernel(ColorParams P, int k) {
+__global__ void __launch_bounds__(kThreads) color_finalize_kernel(ColorParams P, int r) {
   const int64_t b = blockIdx.x;
+  int k = -1;
+  for (int j = 0, seen = 0; j < P.n && k < 0; ++j) {
+    if (kernels::color_op_needs_stats(color_op_at(P, b, j)) && seen++ == r) k = j;
+  }
+  if (k < 0) return;
   const int op = color_op_at(P, b, k);
-  if (!kernels::color_op_needs_stats(op)) return;
   const int64_t i = b * P.n + k;
   const uint32_t* raw = P.raw + i * kernels::kColorRawWords;
   const uint64_t* raw64 = reinterpret_cast<const uint64_t*>(raw);
@@ -176,59 +210,72 @@ __global__ void __launch_bounds__(kThreads) color_finalize_kernel(ColorParams P,
   }
 }
 
-template <typename T, int C>
-__device__ inline void color_apply_px(const T* __restrict__ in, T* __restrict__ out, const ColorParams& P,
-                                      const SampleProgram& sp, int64_t b, int64_t p) {
-  using acc_t = typename AccOf<T>::type;
-  acc_t v[3];
-  const int64_t o = color_in_offset(P, b, p);
-  for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
-  run_color_program<T, C>(P, sp, b, P.n, v);
-  const int64_t oo = color_out_offset(P, b, p);
-  for (int c = 0; c < P.out_channels; ++c) out[oo + c * P.os.c] = static_cast<T>(v[c]);
+// The slot the apply pass of sample b begins at, and whether it reads the intermediate image the
+// statistics passes stored in out (stats_rank). Programs without statistics begin at 0.
+__device__ inline StatsRank apply_start(const ColorParams& P, const SampleProgram& sp) {
+  return P.may_need_stats ? stats_rank(sp, kernels::kColorMaxSlots) : StatsRank{0, -1};
 }
 
 template <typename T, int C>
-__global__ void __launch_bounds__(kThreads) color_apply_kernel(const T* __restrict__ in, T* __restrict__ out,
-                                                               ColorParams P) {
+__global__ void __launch_bounds__(kThreads) color_apply_kernel(const T* in, T* out, ColorParams P) {
+  using acc_t = typename AccOf<T>::type;
   __shared__ SampleProgram sp;
   const int64_t b = blockIdx.y;
   load_program_shared(P, b, sp);
+  const int start = apply_start(P, sp).start;
+  const T* src = start > 0 ? out : in;
   const int64_t n = P.height * P.width;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x * kApplyPix;
   for (int64_t p0 = static_cast<int64_t>(blockIdx.x) * blockDim.x * kApplyPix + threadIdx.x; p0 < n; p0 += step) {
 #pragma unroll
     for (int j = 0; j < kApplyPix; ++j) {
       const int64_t p = p0 + j * blockDim.x;
-      if (p < n) color_apply_px<T, C>(in, out, P, sp, b, p);
+      if (p >= n) continue;
+      acc_t v[3];
+      const int64_t o = start > 0 ? color_out_offset(P, b, p) : color_in_offset(P, b, p);
+      const int64_t sc = start > 0 ? P.os.c : P.is.c;
+      for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(src[o + c * sc]);
+      run_color_program<T, C>(P, sp, b, start, P.n, v);
+      const int64_t oo = color_out_offset(P, b, p);
+      for (int c = 0; c < P.out_channels; ++c) out[oo + c * P.os.c] = static_cast<T>(v[c]);
     }
   }
 }
 
 // uint8, dense NCHW in and out: kW consecutive pixels per thread (kW = 16 or 4) with one kW-byte
-// load and store per channel plane. The loads are issued before the block waits for its program.
+// load and store per channel plane. Single-op programs issue their loads before the block waits for
+// its program; a longer one may resume from the intermediate image in out (apply_start).
 template <int C, int kW>
-__global__ void __launch_bounds__(kThreads) color_apply_u8_planar_kernel(const uint8_t* __restrict__ in,
-                                                                         uint8_t* __restrict__ out, ColorParams P) {
+__global__ void __launch_bounds__(kThreads) color_apply_u8_planar_kernel(const uint8_t* in, uint8_t* out,
+                                                                         ColorParams P) {
   using vec_t = typename Bytes<kW>::type;
   __shared__ SampleProgram sp;
   const int64_t b = blockIdx.y;
   const int64_t nq = P.height * P.width / kW;
   const int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   vec_t px[C];
-  if (q < nq) {
+  const bool early = P.n == 1;  // the only slot is where the pass begins: it reads the images
+  auto load = [&](const uint8_t* src, const Strides4& ss) {
+    if (q < nq) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(in + b * P.is.b + c * P.is.c)[q];
-  }
+      for (int c = 0; c < C; ++c) px[c] = reinterpret_cast<const vec_t*>(src + b * ss.b + c * ss.c)[q];
+    }
+  };
+  if (early) load(in, P.is);
   load_program_shared(P, b, sp);
+  const int start = early ? 0 : apply_start(P, sp).start;
+  if (!early) {
+    if (start > 0) load(out, P.os);
+    else load(in, P.is);
+  }
   // a program of per-channel ops is a table per channel: 256 evaluations per block instead of one
   // per pixel (the costly ops, gamma's pow say, then cost a lookup)
   __shared__ uint8_t lut[C][256];
   bool separable = true;
-  for (int k = 0; k < sp.n; ++k) separable = separable && kernels::color_op_is_separable(sp.op[k]);
+  for (int k = start; k < sp.n; ++k) separable = separable && kernels::color_op_is_separable(sp.op[k]);
   if (separable) {
     float v[3] = {float(threadIdx.x), float(threadIdx.x), float(threadIdx.x)};  // kThreads == 256
-    run_color_program<uint8_t, C>(P, sp, b, P.n, v);
+    run_color_program<uint8_t, C>(P, sp, b, start, P.n, v);
 #pragma unroll
     for (int c = 0; c < C; ++c) lut[c][threadIdx.x] = static_cast<uint8_t>(v[c]);
     __syncthreads();
@@ -247,33 +294,49 @@ __global__ void __launch_bounds__(kThreads) color_apply_u8_planar_kernel(const u
       float v[3];
 #pragma unroll
       for (int c = 0; c < C; ++c) v[c] = Bytes<kW>::get(px[c], j);
-      run_color_program<uint8_t, C>(P, sp, b, P.n, v);
+      run_color_program<uint8_t, C>(P, sp, b, start, P.n, v);
 #pragma unroll
       for (int c = 0; c < C; ++c) Bytes<kW>::set(r[c], j, static_cast<uint8_t>(v[c]));
     }
   }
-  for (int c = 0; c < P.out_channels; ++c) reinterpret_cast<vec_t*>(out + b * P.os.b + c * P.os.c)[q] = r[c];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (c < P.out_channels) reinterpret_cast<vec_t*>(out + b * P.os.b + c * P.os.c)[q] = r[c];
+  }
 }
 
 unsigned chunks_for(int64_t work, int per_block) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, 1 << 16)));
 }
 
-// The statistics pass and finalize of slot k.
+// The statistics passes and finalizes of ranks [0, ranks) (stats_rank). out: the apply pass's
+// output (the intermediate images go there), or nullptr for single-op programs.
 template <typename T, int C>
-void launch_color_stats(const T* in, const ColorParams& P, int k, cudaStream_t stream) {
+void launch_color_stats(const T* in, T* out, const ColorParams& P, int ranks, cudaStream_t stream) {
   const int64_t n = P.height * P.width;
-  const bool planar16 = std::is_same_v<T, uint8_t> && P.dense && P.is.x == 1 && n % 16 == 0 && P.is.b % 16 == 0 &&
-                        P.is.c % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
-  const dim3 grid(chunks_for(n, kThreads * kStatsPix), static_cast<unsigned>(P.batch));
-  if (planar16) {
-    color_stats_kernel<T, C, 16><<<grid, kThreads, 0, stream>>>(in, P, k);
-  } else {
-    color_stats_kernel<T, C, 0><<<grid, kThreads, 0, stream>>>(in, P, k);
+  auto aligned = [&](int w) {
+    const bool io = P.is.b % w == 0 && P.is.c % w == 0 && reinterpret_cast<uintptr_t>(in) % w == 0;
+    const bool oo = out == nullptr || (P.os.b % w == 0 && P.os.c % w == 0 && reinterpret_cast<uintptr_t>(out) % w == 0 &&
+                                       P.os.x == 1);
+    return std::is_same_v<T, uint8_t> && P.dense && P.is.x == 1 && n % w == 0 && io && oo;
+  };
+  TORCHAUG_CHECK(P.n == 1 || (out != nullptr && P.out_channels == P.channels),
+                 "torchaug::color: internal: a program's statistics passes need its output");
+  for (int r = 0; r < ranks; ++r) {
+    if (P.n == 1 && aligned(16)) {
+      const dim3 grid(chunks_for(n, kThreads * 16), static_cast<unsigned>(P.batch));
+      color_stats_kernel<T, C, 16><<<grid, kThreads, 0, stream>>>(in, out, P, r);
+    } else if (aligned(4)) {
+      const dim3 grid(chunks_for(n, kThreads * 4), static_cast<unsigned>(P.batch));
+      color_stats_kernel<T, C, 4><<<grid, kThreads, 0, stream>>>(in, out, P, r);
+    } else {
+      const dim3 grid(chunks_for(n, kThreads * kStatsPix), static_cast<unsigned>(P.batch));
+      color_stats_kernel<T, C, 0><<<grid, kThreads, 0, stream>>>(in, out, P, r);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    color_finalize_kernel<<<static_cast<unsigned>(P.batch), kThreads, 0, stream>>>(P, r);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  color_finalize_kernel<<<static_cast<unsigned>(P.batch), kThreads, 0, stream>>>(P, k);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Pixels per thread of the uint8 planar apply kernel. The kernel unrolls the op switch once per
@@ -304,9 +367,9 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
     scalar_t* out = plan.out.data_ptr<scalar_t>();
     with_channels(P.channels, [&](auto ch) {
     constexpr int C = decltype(ch)::value;
-    if (P.may_need_stats) {
-      for (int k = 0; k < P.n; ++k) launch_color_stats<scalar_t, C>(in, P, k, stream);
-    }
+    // one statistics rank per slot that may hold a statistics op (a sample's r-th one is at slot r
+    // or later); ranks past a sample's last exit at once
+    if (P.may_need_stats) launch_color_stats<scalar_t, C>(in, out, P, P.n, stream);
     if (std::is_same_v<scalar_t, uint8_t> && P.dense && P.is.x == 1 && P.os.x == 1) {
       const auto u8in = reinterpret_cast<const uint8_t*>(in);
       const auto u8out = reinterpret_cast<uint8_t*>(out);
@@ -343,7 +406,7 @@ void color_stats_cuda(const at::Tensor& images, ColorParams& P) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "color_stats_cuda", [&] {
     with_channels(P.channels, [&](auto ch) {
-      launch_color_stats<scalar_t, decltype(ch)::value>(images.data_ptr<scalar_t>(), P, 0, stream);
+      launch_color_stats<scalar_t, decltype(ch)::value>(images.data_ptr<scalar_t>(), nullptr, P, 1, stream);
     });
   });
 }
