@@ -26,11 +26,11 @@ constexpr int kThreads = 256;  // also the size of a uint8 lookup table (color_a
 constexpr int kApplyPix = 4;   // pixels per thread of the apply pass
 constexpr int kStatsPix = 16;  // pixels per thread of the stats pass
 
+// The sample's program into shared memory, a thread per slot (one load latency, not one per slot:
+// blocks of a statistics rank the sample does not reach do nothing else).
 __device__ inline void load_program_shared(const ColorParams& P, int64_t b, SampleProgram& sp) {
-  if (threadIdx.x == 0) {
-    sp.n = P.n;
-    for (int k = 0; k < P.n; ++k) load_sample_program(P, b, k, sp);
-  }
+  if (threadIdx.x == 0) sp.n = P.n;
+  if (threadIdx.x < P.n) load_sample_program(P, b, threadIdx.x, sp);
   __syncthreads();
 }
 
@@ -64,15 +64,10 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* in, T* o
   using acc_t = typename AccOf<T>::type;
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   __shared__ SampleProgram sp;
-  __shared__ StatsRank rank;
   __shared__ uint32_t hist[3 * 256];
   const int64_t b = blockIdx.y;
-  if (threadIdx.x == 0) {
-    sp.n = P.n;
-    for (int k = 0; k < P.n; ++k) load_sample_program(P, b, k, sp);
-    rank = stats_rank(sp, r);
-  }
-  __syncthreads();
+  load_program_shared(P, b, sp);
+  const StatsRank rank = stats_rank(sp, r);
   const int k = rank.slot, start = rank.start;
   if (k < 0) return;
   const int op = sp.op[k];
@@ -327,7 +322,9 @@ void launch_color_stats(const T* in, T* out, const ColorParams& P, int ranks, cu
       const dim3 grid(chunks_for(n, kThreads * 16), static_cast<unsigned>(P.batch));
       color_stats_kernel<T, C, 16><<<grid, kThreads, 0, stream>>>(in, out, P, r);
     } else if (aligned(4)) {
-      const dim3 grid(chunks_for(n, kThreads * 4), static_cast<unsigned>(P.batch));
+      // 16 pixels per thread as 4 words (a quarter of the blocks: ranks a sample does not reach
+      // cost a program load per block)
+      const dim3 grid(chunks_for(n, kThreads * 16), static_cast<unsigned>(P.batch));
       color_stats_kernel<T, C, 4><<<grid, kThreads, 0, stream>>>(in, out, P, r);
     } else {
       const dim3 grid(chunks_for(n, kThreads * kStatsPix), static_cast<unsigned>(P.batch));
