@@ -9,6 +9,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from typing import Callable, Dict, List, Optional
 
 import torch
@@ -105,9 +106,32 @@ def photo_views(n: int, size=(500, 375), seed: int = 0, scale_min: float = 0.5, 
         yield out
 
 
+_clock_warm = False
+
+
+def warm_clocks(seconds: float = 0.5) -> None:
+    """Keeps the GPU busy for `seconds` (matrix products), once per process: an idle H100 sits at
+    ~345 MHz and a few warm-up calls of a short kernel do not bring it to its 1980 MHz, so the first
+    rows of a benchmark were measured at a lower clock (adjust_hue: 0.141 ms as the 7th row of
+    bench_color, 0.100 ms in a run of its own, session 13)."""
+    global _clock_warm
+    if _clock_warm:
+        return
+    _clock_warm = True
+    a = torch.randn(4096, 4096, device="cuda")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(8):
+            a = (a @ a).clamp_(-1, 1)
+        torch.cuda.synchronize()
+
+
 def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats: int = 5) -> Dict[str, float]:
     """fn(i) runs iteration i (it should rotate its inputs on i). Returns the median over `repeats`
-    of the mean time per iteration (ms) in blocks of `iters`, timed with CUDA events."""
+    of the mean time per iteration (ms) in blocks of `iters`, timed with CUDA events (the GPU's
+    clock brought up first: warm_clocks)."""
+    warm_clocks()
     for i in range(warmup):
         fn(i)
     torch.cuda.synchronize()
