@@ -2,12 +2,15 @@
 // batch (op ids and parameters per sample and slot), the statistics buffers, and the pixel loop
 // shared by the CPU and CUDA kernels.
 //
-// Execution of a program of n slots over a batch:
-//   for every slot k whose op may need statistics (contrast, autocontrast, equalize):
-//     stats pass: each pixel runs slots 0..k-1, then feeds the statistics of slot k (only samples
-//                 whose op at slot k needs them do any work)
-//     finalize:   raw statistics -> mean / min and scale / LUT of (sample, slot k)
-//   apply pass:   each pixel runs slots 0..n-1 and is stored.
+// Execution of a program of n slots over a batch (the same results on both backends):
+//   CPU, per sample: for every slot k whose op needs statistics (contrast, autocontrast,
+//     equalize), each pixel runs slots 0..k-1 and feeds k's statistics, which are then derived;
+//     then each pixel runs slots 0..n-1 and is stored.
+//   CUDA, for each rank r < n (stats_rank: a sample's r-th statistics op, at slot k_r):
+//     stats pass: each pixel runs slots k_(r-1)..k_r - 1 from where rank r - 1 left it (the images
+//                 for r = 0, else the output), feeds k_r's statistics and is stored in the output
+//     finalize:   raw statistics -> mean / min and scale / LUT of (sample, slot k_r)
+//   then the apply pass runs each pixel from the sample's last statistics slot (or 0) to n - 1.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,7 +1,7 @@
-// CUDA kernels of the color family (csrc/color_impl.h): per slot that may need statistics, a stats
-// pass (blocks of samples that do not need them exit at once) and a finalize pass; then one apply
-// pass. Grid: x = chunks of a sample's pixels, y = sample; the sample's program sits in shared
-// memory and every branch on an op id is uniform across the block.
+// CUDA kernels of the color family (csrc/color_impl.h): per statistics rank a stats pass (blocks of
+// samples with fewer statistics ops exit at once) and a finalize pass; then one apply pass. Grid:
+// x = chunks of a sample's pixels, y = sample; the sample's program sits in shared memory and every
+// branch on an op id is uniform across the block.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
