@@ -56,23 +56,23 @@ C10_HOST_DEVICE inline AugStepT<acc_t> aug_step_at(const AugmentParams& P, int64
   return t;
 }
 
-// Output pixel (y, x) of sample b under step s; in / out are the slot's input and output (strides
-// P.is / P.os); st: the sample's statistics of this slot (color ops that need them).
+// The C channel values of output pixel (y, x) of sample b under step s, before the store (v); in is
+// the slot's input (strides P.is); st: the sample's statistics of this slot (color ops that need
+// them).
 template <typename T, int C>
-C10_HOST_DEVICE inline void augment_px(const T* in, T* out, const AugmentParams& P,
-                                       const AugStepT<typename AccOf<T>::type>& s, kernels::ColorStats st,
-                                       int64_t b, int64_t y, int64_t x) {
+C10_HOST_DEVICE inline void augment_value_px(const T* in, const AugmentParams& P,
+                                             const AugStepT<typename AccOf<T>::type>& s, kernels::ColorStats st,
+                                             int64_t b, int64_t y, int64_t x, typename AccOf<T>::type* v) {
   using acc_t = typename AccOf<T>::type;
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
-  const int64_t ib = b * P.is.b, ob = b * P.os.b + y * P.os.y + x * P.os.x;
   if (s.kind == kernels::kAugKindAffine) {
     const float* fill = P.warp.fill ? P.warp.fill + b * C : nullptr;
     with_affine_taps(P.warp.interpolation, [&](auto taps) {
-      warp_affine_output_px<decltype(taps)::value>(in, out, s.m, fill, P.warp, b, y, x);
+      warp_affine_px<decltype(taps)::value, C>(in, s.m, fill, P.warp, b, y, x, [&](int64_t c, acc_t r) { v[c] = r; });
     });
     return;
   }
-  const int64_t io = ib + y * P.is.y + x * P.is.x;
+  const int64_t io = b * P.is.b + y * P.is.y + x * P.is.x;
   if (s.kind == kernels::kAugKindSharpness) {
     const bool interior = y > 0 && x > 0 && y < P.height - 1 && x < P.width - 1;
     acc_t w[9];
@@ -80,23 +80,30 @@ C10_HOST_DEVICE inline void augment_px(const T* in, T* out, const AugmentParams&
     TORCHAUG_UNROLL
     for (int c = 0; c < C; ++c) {
       const T* p = in + io + c * P.is.c;
-      const acc_t v = static_cast<acc_t>(*p);
+      const acc_t x0 = static_cast<acc_t>(*p);
       acc_t sum = acc_t(0);
       if (interior) {
         sum = kernels::window_sum<acc_t>(w, 3, 3, [&](int r, int q) {
           return static_cast<acc_t>(p[(r - 1) * P.is.y + (q - 1) * P.is.x]);
         });
       }
-      out[ob + c * P.os.c] = static_cast<T>(kernels::sharpness_blend<acc_t, kU8>(v, sum, s.om, interior));
+      v[c] = kernels::sharpness_blend<acc_t, kU8>(x0, sum, s.om, interior);
     }
     return;
   }
-  acc_t v[3];
   TORCHAUG_UNROLL
   for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[io + c * P.is.c]);
   if (s.kind == kernels::kAugKindColor) color_slot<T, C>(s.op, v, s.p0, s.p1, s.om, st);
+}
+
+// Stores the values of output pixel (y, x) of sample b in out (strides P.os): the sampler's are
+// rounded (uint8) as warp_affine stores them; the other kinds' are already whole numbers there.
+template <typename T, int C>
+C10_HOST_DEVICE inline void augment_store_px(T* out, const AugmentParams& P, int64_t b, int64_t y, int64_t x,
+                                             const typename AccOf<T>::type* v) {
+  const int64_t ob = b * P.os.b + y * P.os.y + x * P.os.x;
   TORCHAUG_UNROLL
-  for (int c = 0; c < C; ++c) out[ob + c * P.os.c] = static_cast<T>(v[c]);
+  for (int c = 0; c < C; ++c) out[ob + c * P.os.c] = kernels::PixelStore<T>::from(v[c]);
 }
 
 // The backend's passes: lower fills P.steps from (ops, magnitudes); stats runs the color

@@ -170,24 +170,36 @@ C10_HOST_DEVICE inline void with_affine_taps(int64_t interpolation, F&& f) {
   else f(std::integral_constant<int, 4>());
 }
 
-// Output pixel (ox, oy) of sample b, whose inverse matrix is m (6 entries); fill: the sample's C
-// fill values or nullptr (zero padding). N: the tap count of p.interpolation (with_affine_taps).
-template <int N, typename scalar_t>
-C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* out,
-                                                  const typename AccOf<scalar_t>::type* m, const float* fill,
-                                                  const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox) {
+// The channel values of output pixel (ox, oy) of sample b, whose inverse matrix is m (6 entries),
+// passed to f(c, value); fill: the sample's C fill values or nullptr (zero padding). N: the tap
+// count of p.interpolation (with_affine_taps); kC: the channel count at compile time (a caller
+// that keeps the values in registers), or 0 for p.channels.
+template <int N, int kC, typename scalar_t, typename F>
+C10_HOST_DEVICE inline void warp_affine_px(const scalar_t* in, const typename AccOf<scalar_t>::type* m, const float* fill,
+                                           const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox, F&& f) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
   kernels::affine_source(m, ox, oy, &sx, &sy);
   const auto taps = kernels::affine_taps<acc_t, N>(sx, sy, p.in_h, p.in_w);
   const kernels::ImageView v{b * p.is.b, p.in_h, p.in_w, p.is.c, p.is.y, p.is.x};
-  const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
-  for (int64_t c = 0; c < p.channels; ++c) {
+  const int64_t nc = kC > 0 ? kC : p.channels;
+  TORCHAUG_UNROLL
+  for (int64_t c = 0; c < nc; ++c) {
     const acc_t s = kernels::affine_channel(in, v, c, taps);
-    const acc_t f = fill != nullptr ? static_cast<acc_t>(fill[c]) : acc_t(0);
-    const acc_t r = kernels::affine_blend(s, taps.mask, fill != nullptr, f, p.interpolation);
-    out[obase + c * p.os.c] = kernels::PixelStore<scalar_t>::from(r);
+    const acc_t fc = fill != nullptr ? static_cast<acc_t>(fill[c]) : acc_t(0);
+    f(c, kernels::affine_blend(s, taps.mask, fill != nullptr, fc, p.interpolation));
   }
+}
+
+// Output pixel (ox, oy) of sample b (warp_affine_px), stored.
+template <int N, typename scalar_t>
+C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* out,
+                                                  const typename AccOf<scalar_t>::type* m, const float* fill,
+                                                  const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
+  warp_affine_px<N, 0>(in, m, fill, p, b, oy, ox,
+                       [&](int64_t c, acc_t r) { out[obase + c * p.os.c] = kernels::PixelStore<scalar_t>::from(r); });
 }
 
 // Backward of one output pixel (N: as warp_affine_output_px): grad_images via add_img(index, value); returns the six partial

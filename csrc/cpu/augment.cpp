@@ -36,7 +36,11 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
           const int64_t b = i / P.height, y = i % P.height;
           const AugStepT<acc_t> s = aug_step_at<acc_t>(P, b, k);
           const kernels::ColorStats st = aug_stats_at(P, b);
-          for (int64_t x = 0; x < P.width; ++x) augment_px<scalar_t, C>(src, dst, P, s, st, b, y, x);
+          for (int64_t x = 0; x < P.width; ++x) {
+            acc_t v[C];
+            augment_value_px<scalar_t, C>(src, P, s, st, b, y, x, v);
+            augment_store_px<scalar_t, C>(dst, P, b, y, x, v);
+          }
         }
       });
     });

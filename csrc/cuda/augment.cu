@@ -120,10 +120,19 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
     }
     return;
   }
+  // the values of all the thread's pixels computed before the first store: the stores may alias
+  // the image for all the compiler knows, so it would not move the next pixel's loads (the sampler's
+  // gathers, the sharpness window) above them
+  acc_t val[kPix][C];
 #pragma unroll
   for (int r = 0; r < kPix; ++r) {
     const int64_t y = y0 + r * kRows + threadIdx.y;
-    if (y < P.height) augment_px<T, C>(in, out, P, s, st, b, y, x);
+    if (y < P.height) augment_value_px<T, C>(in, P, s, st, b, y, x, val[r]);
+  }
+#pragma unroll
+  for (int r = 0; r < kPix; ++r) {
+    const int64_t y = y0 + r * kRows + threadIdx.y;
+    if (y < P.height) augment_store_px<T, C>(out, P, b, y, x, val[r]);
   }
 }
 
