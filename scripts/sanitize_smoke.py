@@ -51,15 +51,16 @@ for dtype in (torch.uint8, torch.float32, torch.float16, torch.float64):
         F.salt_and_pepper(y, 0.1, seed=s); F.salt_and_pepper(y, 0.1, per_channel=True, seed=s)
         F.erase(y, torch.tensor([0, 5, 60], device=dev), 3, 20, 30, "random", seed=s); F.erase(y, 1, 2, 3, 4, 0.5)
         F.rotate(y, f * 20); F.shear_x(y, f - 1); F.translate_y(y, f * 7)
-# augment: every op id in every slot position, both interpolations, with and without fill
-for dtype in (torch.uint8, torch.float32, torch.float16, torch.float64):
-    for cl in (False, True):
-        y = (torch.randint(0, 256, (19, 3, 33, 47), generator=g).to(dtype) if dtype == torch.uint8 else torch.rand(19, 3, 33, 47, generator=g).to(dtype)).to(dev)
-        if cl:
-            y = y.contiguous(memory_format=torch.channels_last)
-        ops = torch.stack([torch.arange(19), torch.arange(19).flip(0), (torch.arange(19) * 7) % 19], 1).to(dev)
-        mags = (torch.rand(19, 3, generator=g) * 2 - 1).to(dev) * 20
-        F.augment(y, ops, mags, "nearest"); F.augment(y[:, :1], ops, mags, "bilinear", 0.5)
+# augment: every op id in every slot position, both interpolations, with and without fill (a
+# width of whole 32-bit words for the uint8 word path, with a partial tile)
+cases = [(d, cl, 47) for d in (torch.uint8, torch.float32, torch.float16, torch.float64) for cl in (False, True)]
+for dtype, cl, w in cases + [(torch.uint8, False, 36)]:
+    y = (torch.randint(0, 256, (19, 3, 33, w), generator=g).to(dtype) if dtype == torch.uint8 else torch.rand(19, 3, 33, w, generator=g).to(dtype)).to(dev)
+    if cl:
+        y = y.contiguous(memory_format=torch.channels_last)
+    ops = torch.stack([torch.arange(19), torch.arange(19).flip(0), (torch.arange(19) * 7) % 19], 1).to(dev)
+    mags = (torch.rand(19, 3, generator=g) * 2 - 1).to(dev) * 20
+    F.augment(y, ops, mags, "nearest"); F.augment(y[:, :1], ops, mags, "bilinear", 0.5)
 # filter tiles wider and taller than a small 1-channel image (fresh allocations)
 for dtype in (torch.uint8, torch.float32):
     y = torch.randint(0, 256, (4, 1, 5, 7), generator=g).to(dtype).to(dev)
