@@ -81,22 +81,34 @@ TEST(Kernels, BilinearDownscaleByTwoAveragesPairs) {
 
 TEST(Kernels, AffineTapsAndBlend) {
   // bilinear at (1.25, 2.5): four taps, weights sum to 1 inside the image
-  const auto t = affine_taps<float>(1.25f, 2.5f, 5, 5, kBilinear);
+  const auto t = affine_taps<float, 4>(1.25f, 2.5f, 5, 5);
   ASSERT_EQ(t.n, 4);
   EXPECT_FLOAT_EQ(t.w[0] + t.w[1] + t.w[2] + t.w[3], 1.0f);
   EXPECT_FLOAT_EQ(t.w[0], 0.75f * 0.5f);
   EXPECT_FLOAT_EQ(t.mask, 1.0f);
-  // half outside on the left: mask is the weight of the inside taps
-  const auto u = affine_taps<float>(-0.5f, 1.0f, 5, 5, kBilinear);
+  // half outside on the left: mask is the weight of the inside taps (the east ones, at x = 0)
+  const auto u = affine_taps<float, 4>(-0.5f, 1.0f, 5, 5);
   EXPECT_FLOAT_EQ(u.mask, 0.5f);
+  EXPECT_FALSE(u.valid[0]);
+  EXPECT_TRUE(u.valid[1]);
+  EXPECT_EQ(u.ix[1], 0);
+  // far outside or not a number: no tap is valid, none is converted from the float
+  for (const float far : {1e30f, -1e30f, NAN}) {
+    const auto f = affine_taps<float, 4>(far, 1.0f, 5, 5);
+    EXPECT_EQ(f.valid[0] || f.valid[1] || f.valid[2] || f.valid[3], false);
+    EXPECT_FALSE((affine_taps<float, 1>(1.0f, far, 5, 5).valid[0]));
+  }
   // torchvision's blend: mask * (s - fill) + fill
   EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.5f, true, 100.0f, kBilinear), 55.0f);
   EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.5f, false, 100.0f, kBilinear), 10.0f);
   EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.4f, true, 100.0f, kNearest), 100.0f);
-  // nearest rounds half to even, like grid_sample
-  const auto n = affine_taps<float>(2.5f, 1.5f, 5, 5, kNearest);
+  // nearest rounds half to even, like grid_sample; -0.5 rounds to 0 (inside), 4.5 to 4
+  const auto n = affine_taps<float, 1>(2.5f, 1.5f, 5, 5);
+  ASSERT_EQ(n.n, 1);
   EXPECT_EQ(n.ix[0], 2);
   EXPECT_EQ(n.iy[0], 2);
+  EXPECT_TRUE((affine_taps<float, 1>(-0.5f, 4.5f, 5, 5).valid[0]));
+  EXPECT_FALSE((affine_taps<float, 1>(-0.51f, 0.0f, 5, 5).valid[0]));
 }
 
 TEST(Kernels, NormalizeMatchesTorchvisionOrder) {
