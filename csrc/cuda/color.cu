@@ -152,18 +152,17 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* in, T* o
   }
 }
 
-// Raw -> derived statistics of slot k: one block of kThreads per sample. Contrast and autocontrast:
+// Raw -> derived statistics of rank r's slot (stats_rank): one block of kThreads per sample. Contrast and autocontrast:
 // a thread per channel. Equalize: per channel, the 256 bins in parallel (the last non-empty bin by
 // an atomic max, the cumulative counts by a scan), with the arithmetic of
 // kernels::equalize_derive_channel.
 __global__ void __launch_bounds__(kThreads) color_finalize_kernel(ColorParams P, int r) {
+  __shared__ SampleProgram sp;
   const int64_t b = blockIdx.x;
-  int k = -1;
-  for (int j = 0, seen = 0; j < P.n && k < 0; ++j) {
-    if (kernels::color_op_needs_stats(color_op_at(P, b, j)) && seen++ == r) k = j;
-  }
+  load_program_shared(P, b, sp);
+  const int k = stats_rank(sp, r).slot;
   if (k < 0) return;
-  const int op = color_op_at(P, b, k);
+  const int op = sp.op[k];
   const int64_t i = b * P.n + k;
   const uint32_t* raw = P.raw + i * kernels::kColorRawWords;
   const uint64_t* raw64 = reinterpret_cast<const uint64_t*>(raw);
