@@ -96,30 +96,6 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
   const int64_t x = x0 + threadIdx.x;
   if (x >= P.width) return;
   constexpr int kPix = kTileH / kRows;
-  if (use_lut || s.kind == kernels::kAugKindCopy) {
-    // every load of the thread's pixels in flight before the first store
-    T v[kPix][C];
-#pragma unroll
-    for (int r = 0; r < kPix; ++r) {
-      const int64_t y = y0 + r * kRows + threadIdx.y;
-      if (y < P.height) {
-        const int64_t io = b * P.is.b + y * P.is.y + x * P.is.x;
-#pragma unroll
-        for (int c = 0; c < C; ++c) v[r][c] = in[io + c * P.is.c];
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kPix; ++r) {
-      const int64_t y = y0 + r * kRows + threadIdx.y;
-      if (y < P.height) {
-        const int64_t oo = b * P.os.b + y * P.os.y + x * P.os.x;
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-          out[oo + c * P.os.c] = use_lut ? static_cast<T>(lut[c][static_cast<uint8_t>(v[r][c])]) : v[r][c];
-      }
-    }
-    return;
-  }
   if (s.kind == kernels::kAugKindSharpness) {
     // pixel by pixel: holding the 3x3 windows of all the thread's pixels made it slower (H100, one
     // slot of sharpness: 0.181 -> 0.213 ms)
@@ -136,12 +112,19 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
   }
   // the values of all the thread's pixels computed before the first store: the stores may alias
   // the image for all the compiler knows, so it would not move the next pixel's loads (the
-  // sampler's gathers) above them (H100, one slot of rotate: 0.182 -> 0.114 ms)
+  // sampler's gathers, a copy's loads) above them (H100, one slot of rotate: 0.182 -> 0.114 ms)
   acc_t val[kPix][C];
 #pragma unroll
   for (int r = 0; r < kPix; ++r) {
     const int64_t y = y0 + r * kRows + threadIdx.y;
-    if (y < P.height) augment_value_px<T, C>(in, P, s, st, b, y, x, val[r]);
+    if (y >= P.height) continue;
+    if (use_lut) {
+      const int64_t io = b * P.is.b + y * P.is.y + x * P.is.x;
+#pragma unroll
+      for (int c = 0; c < C; ++c) val[r][c] = lut[c][static_cast<uint8_t>(in[io + c * P.is.c])];
+    } else {
+      augment_value_px<T, C>(in, P, s, st, b, y, x, val[r]);
+    }
   }
 #pragma unroll
   for (int r = 0; r < kPix; ++r) {
