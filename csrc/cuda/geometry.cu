@@ -84,19 +84,20 @@ __device__ __forceinline__ float fma_keep_subnormals(float a, float b, float c) 
   return d;
 }
 
-// acc + w * pixel in the tap mode kScaled selects (w already scaled by the table when it does)
+// acc + w * pixel in the tap mode kScaled selects (w already scaled by the table when it does;
+// resized_crop_kernel asserts that scaled taps come with uint8 images and a float accumulator)
 template <bool kScaled, typename acc_t, typename scalar_t>
 __device__ __forceinline__ acc_t add_tap(acc_t acc, acc_t w, scalar_t v) {
-  if constexpr (kScaled && std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value) {
+  if constexpr (kScaled) {
     return fma_keep_subnormals(w, __uint_as_float(static_cast<uint32_t>(v)), acc);
   } else {
     return fma(w, pixel_to_acc<acc_t>(v), acc);  // the FFMA nvcc contracts `acc + w * p` to, spelled out
   }
 }
 
-template <bool kScaled, typename acc_t, typename scalar_t>
+template <bool kScaled, typename acc_t>
 __device__ __forceinline__ acc_t finish_taps(acc_t acc) {
-  if constexpr (kScaled && std::is_same<scalar_t, uint8_t>::value && std::is_same<acc_t, float>::value) {
+  if constexpr (kScaled) {
     return acc * kTapSumScale;
   } else {
     return acc;
@@ -107,12 +108,11 @@ __device__ __forceinline__ acc_t finish_taps(acc_t acc) {
 // common case: antialiased or interior taps of a box inside the image, W contiguous): the taps are
 // loads at immediate offsets from one address per channel, kT of them unrolled and predicated on
 // the column's tap count, all in flight together. Same products, same order as the general loop.
-template <int kT, int kChunk, int kMode, typename scalar_t, typename acc_t>
+template <int kT, int kChunk, bool kScaled, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restrict__ cbase, int64_t stride_y,
                                                        const int64_t* coff, int64_t nc, int ylo, int nrows, int tx,
                                                        int ty, const int64_t* s_xfirst, const int* s_xn,
                                                        const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
-  constexpr bool kScaled = kMode != kTapsExponent;
   // thread (tx, ty) resamples column tx of region rows ty, ty + 8, ...: its weights stay in registers
   const int xn = s_xn[tx];
   acc_t w[kT];
@@ -131,7 +131,7 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
           if (j < xn) acc = add_tap<kScaled>(acc, w[j], pc[j]);
         }
       }
-      s_h[(c * region_rows + r) * kTileX + tx] = finish_taps<kScaled, acc_t, scalar_t>(acc);
+      s_h[(c * region_rows + r) * kTileX + tx] = finish_taps<kScaled>(acc);
     }
   }
 }
@@ -159,7 +159,7 @@ __device__ __forceinline__ void horizontal_general(const scalar_t* __restrict__ 
       }
     }
     TORCHAUG_UNROLL
-    for (int c = 0; c < kChunk; ++c) s_h[(c * region_rows + r) * kTileX + col] = finish_taps<kScaled, acc_t, scalar_t>(acc[c]);
+    for (int c = 0; c < kChunk; ++c) s_h[(c * region_rows + r) * kTileX + col] = finish_taps<kScaled>(acc[c]);
   }
 }
 
@@ -276,13 +276,13 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       for (int c = 0; c < kChunk; ++c) coff[c] = c * v.stride_c;
       const scalar_t* cbase = in + v.offset + c0 * v.stride_c;
       if (s_consecutive && s_xmaxn <= 3) {
-        horizontal_consecutive<3, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<3, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 4) {
-        horizontal_consecutive<4, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<4, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 6) {
-        horizontal_consecutive<6, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<6, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else if (s_consecutive && s_xmaxn <= 8) {
-        horizontal_consecutive<8, kChunk, kTapMode>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<8, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
       } else {
         horizontal_general<kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xoff, s_xn, s_xw, s_h, region_rows);
       }
