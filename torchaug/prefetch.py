@@ -99,6 +99,12 @@ class PrefetchStats:
         for f in self.FIELDS:
             setattr(self, f, 0.0)
 
+    def add_batch(self, loader: float, prepare: float) -> None:
+        """One batch taken from the loader after `loader` seconds and prepared in `prepare`."""
+        self.loader += loader
+        self.prepare += prepare
+        self.batches += 1
+
     def as_dict(self) -> dict:
         return {"batches": self.batches, **{f: getattr(self, f) for f in self.FIELDS}}
 
@@ -327,7 +333,6 @@ def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, c
             _put(q, stop, (_Failed(e), None))
             return
         t1 = time.perf_counter()
-        stats.loader += t1 - t0
         try:
             if any(t.is_cuda for t in _tensors(batch, [])):
                 # a batch already on the GPU may still be written by the consumer's stream; host
@@ -341,8 +346,7 @@ def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, c
             _put(q, stop, (_Failed(e), None))
             return
         t2 = time.perf_counter()
-        stats.prepare += t2 - t1
-        stats.batches += 1
+        stats.add_batch(t1 - t0, t2 - t1)
         if not _put(q, stop, (batch, done)):
             return
         stats.queue_full += time.perf_counter() - t2
@@ -385,9 +389,7 @@ class _PrefetchIterator:
                 raise
             t1 = time.perf_counter()
             batch = owner._prepare(batch)
-            owner.stats.loader += t1 - t0
-            owner.stats.prepare += time.perf_counter() - t1
-            owner.stats.batches += 1
+            owner.stats.add_batch(t1 - t0, time.perf_counter() - t1)
             return batch
         if self._thread is None:
             raise StopIteration
