@@ -194,7 +194,7 @@ enum RangeMode : int { kRangeNone = 0, kRangeTable = 1, kRangeOps = 2 };
 // Rank pass (rank >= 0) or final pass (rank < 0) of a fused program. Blocks as the switch pass:
 // a kTileW x kTileH tile of one sample. N: the affine tap count (the interpolation).
 template <typename T, int C, int N>
-__global__ void __launch_bounds__(kTileW * kRows) augment_segment_kernel(const T* __restrict__ images, T* buf0, T* buf1,
+__global__ void __launch_bounds__(kTileW * kRows, 3) augment_segment_kernel(const T* __restrict__ images, T* buf0, T* buf1,
                                                                          T* __restrict__ out, FusedParams F, int rank,
                                                                          int tiles_x, bool words) {
   using acc_t = typename AccOf<T>::type;
@@ -326,21 +326,27 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_segment_kernel(const T
     } else {
       // sharpness (augment_value_px) with each window pixel computed by the slots before it
       const bool interior = y > 0 && x > 0 && y < P.height - 1 && x < P.width - 1;
-      acc_t w[9];
-      kernels::sharpness_weights(w);
-      acc_t win[9][C];
+      // window_sum's products in its order (row by row from 0), one tap at a time
+      acc_t sum[C], center[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) sum[c] = acc_t(0);
       if (interior) {
+        for (int i = 0; i < 9; ++i) {
+          acc_t t[C];
+          tap_px(y + i / 3 - 1, x + i % 3 - 1, t);
+          const acc_t wi = static_cast<acc_t>(i == 4 ? 5.0 / 13.0 : 1.0 / 13.0);  // kernels::sharpness_weights
 #pragma unroll
-        for (int i = 0; i < 9; ++i) tap_px(y + i / 3 - 1, x + i % 3 - 1, win[i]);
+          for (int c = 0; c < C; ++c) {
+            sum[c] = kernels::fma_of(wi, t[c], sum[c]);
+            if (i == 4) center[c] = t[c];
+          }
+        }
       } else {
-        tap_px(y, x, win[4]);
+        tap_px(y, x, center);
       }
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        acc_t sum = acc_t(0);
-        if (interior) sum = kernels::window_sum<acc_t>(w, 3, 3, [&](int r, int q) { return win[r * 3 + q][c]; });
-        v[c] = kernels::PixelStore<T>::quantize(kernels::sharpness_blend<acc_t, kU8>(win[4][c], sum, s.om, interior));
-      }
+      for (int c = 0; c < C; ++c)
+        v[c] = kernels::PixelStore<T>::quantize(kernels::sharpness_blend<acc_t, kU8>(center[c], sum[c], s.om, interior));
     }
     run_range(post_mode, 1, gather + 1, end, v);
   };

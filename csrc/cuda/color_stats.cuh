@@ -10,11 +10,14 @@ namespace torchaug {
 constexpr int kColorStatsThreads = 256;
 
 // Adds the thread's accumulator of statistics op `op` (and the block's shared equalize histogram
-// `hist`, C * 256 bins) to raw. Every thread of the block calls it with the same op.
+// `hist`, C * 256 bins) to raw. Every thread of the block calls it with the same op (blocks of any
+// shape, a multiple of 32 threads).
 template <bool kU8, int C>
 __device__ inline void color_stats_flush(int op, ColorSlotAccum& acc, const uint32_t* hist, uint32_t* raw) {
   unsigned long long* raw64 = reinterpret_cast<unsigned long long*>(raw);
-  const int lane = threadIdx.x % 32;
+  // blocks of any shape: the bins are split over the block's threads by linear index
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
+  const int lane = tid % 32;
   if (op == kernels::kColorContrast) {
     for (int off = 16; off > 0; off /= 2) {
       acc.usum += __shfl_down_sync(0xffffffffu, acc.usum, off);
@@ -37,7 +40,7 @@ __device__ inline void color_stats_flush(int op, ColorSlotAccum& acc, const uint
     }
   } else {
     __syncthreads();
-    for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
+    for (int i = tid; i < C * 256; i += threads)
       if (hist[i]) atomicAdd(&raw[i], hist[i]);
   }
 }
