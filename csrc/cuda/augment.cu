@@ -143,6 +143,7 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
 
 constexpr int kMaxFused = kernels::kAugMaxFusedSlots;
 constexpr int kPlanWords = 1 + kMaxFused;  // the cut count, then the cuts
+constexpr int kTilesPerBlock = 4;
 
 struct FusedParams {
   AugmentParams a;    // is: the images', os: the output's strides; steps, warp
@@ -169,22 +170,30 @@ __device__ __noinline__ void run_fused_slots(const AugStepT<typename AccOf<T>::t
   }
 }
 
-// One thread per sample: lowers its slots (the step buffer) and writes its cuts (the plan).
-__global__ void augment_plan_kernel(const int64_t* __restrict__ ops, Strides2 os, const float* __restrict__ mags,
-                                    Strides2 ms, double* __restrict__ steps, int32_t* __restrict__ plan, int64_t B,
-                                    int n, int64_t height, int64_t width, double bound, bool bilinear) {
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b >= B) return;
-  int kind[kMaxFused], op[kMaxFused], cuts[kMaxFused];
-  for (int k = 0; k < n; ++k) {
-    const auto s = kernels::lower_aug(static_cast<int>(ops[os.at(b, k)]), mags[ms.at(b, k)], height, width, bound);
-    kernels::store_aug_step(s, steps + (b * n + k) * kernels::kAugStepWords);
-    kind[k] = s.kind;
-    op[k] = s.op;
+// A warp per sample: lane k lowers slot k (the step buffer), then lane 0 writes the sample's cuts
+// (the plan).
+constexpr int kPlanSamplesPerBlock = 4;
+__global__ void __launch_bounds__(32 * kPlanSamplesPerBlock)
+    augment_plan_kernel(const int64_t* __restrict__ ops, Strides2 os, const float* __restrict__ mags, Strides2 ms,
+                        double* __restrict__ steps, int32_t* __restrict__ plan, int64_t B, int n, int64_t height,
+                        int64_t width, double bound, bool bilinear) {
+  __shared__ int s_kind[kPlanSamplesPerBlock][kMaxFused], s_op[kPlanSamplesPerBlock][kMaxFused];
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * kPlanSamplesPerBlock + w;
+  if (b >= B) return;  // a whole warp
+  if (lane < n) {
+    const auto s = kernels::lower_aug(static_cast<int>(ops[os.at(b, lane)]), mags[ms.at(b, lane)], height, width, bound);
+    kernels::store_aug_step(s, steps + (b * n + lane) * kernels::kAugStepWords);
+    s_kind[w][lane] = s.kind;
+    s_op[w][lane] = s.op;
   }
-  const int count = kernels::aug_cuts(kind, op, n, bilinear, cuts);
-  plan[b * kPlanWords] = count;
-  for (int i = 0; i < count; ++i) plan[b * kPlanWords + 1 + i] = cuts[i];
+  __syncwarp();
+  if (lane == 0) {
+    int cuts[kMaxFused];
+    const int count = kernels::aug_cuts(s_kind[w], s_op[w], n, bilinear, cuts);
+    plan[b * kPlanWords] = count;
+    for (int i = 0; i < count; ++i) plan[b * kPlanWords + 1 + i] = cuts[i];
+  }
 }
 
 // How a run of pointwise slots is applied in a segment pass: not at all (copies only), by the
@@ -196,7 +205,7 @@ enum RangeMode : int { kRangeNone = 0, kRangeTable = 1, kRangeOps = 2 };
 template <typename T, int C, int N>
 __global__ void __launch_bounds__(kTileW * kRows, 3) augment_segment_kernel(const T* __restrict__ images, T* buf0, T* buf1,
                                                                          T* __restrict__ out, FusedParams F, int rank,
-                                                                         int tiles_x, bool words) {
+                                                                         int tiles_x, int tiles, bool words) {
   using acc_t = typename AccOf<T>::type;
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   const AugmentParams& P = F.a;
@@ -360,68 +369,71 @@ __global__ void __launch_bounds__(kTileW * kRows, 3) augment_segment_kernel(cons
 #pragma unroll
     for (int c = 0; c < C; ++c) dst[o + c * ds.c] = kernels::PixelStore<T>::from(v[c]);
   };
-  const int64_t x0 = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW;
-  const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
-  bool done = false;
-  if constexpr (kU8) {
-    if (words && gather < 0) {
-      // dense uint8 rows: 4 pixels of one tile row per thread, one 32-bit word per channel
-      done = true;
-      const int64_t x = x0 + (tid % (kTileW / 4)) * 4, y = y0 + tid / (kTileW / 4);
-      if (x < P.width && y < P.height) {
-        const uint8_t* sp = reinterpret_cast<const uint8_t*>(src) + b * ss.b + y * ss.y + x;
-        uint32_t wd[C];
+  // the block's tiles: blockIdx.x, + gridDim.x, ... (its program, tables and statistics set up once)
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t x0 = static_cast<int64_t>(tile % tiles_x) * kTileW;
+    const int64_t y0 = static_cast<int64_t>(tile / tiles_x) * kTileH;
+    bool done = false;
+    if constexpr (kU8) {
+      if (words && gather < 0) {
+        // dense uint8 rows: 4 pixels of one tile row per thread, one 32-bit word per channel
+        done = true;
+        const int64_t x = x0 + (tid % (kTileW / 4)) * 4, y = y0 + tid / (kTileW / 4);
+        if (x < P.width && y < P.height) {
+          const uint8_t* sp = reinterpret_cast<const uint8_t*>(src) + b * ss.b + y * ss.y + x;
+          uint32_t wd[C];
 #pragma unroll
-        for (int c = 0; c < C; ++c) wd[c] = *reinterpret_cast<const uint32_t*>(sp + c * ss.c);
-        if (pre_mode != kRangeNone || stats_op >= 0) {
+          for (int c = 0; c < C; ++c) wd[c] = *reinterpret_cast<const uint32_t*>(sp + c * ss.c);
+          if (pre_mode != kRangeNone || stats_op >= 0) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            float v[3];
+            for (int j = 0; j < 4; ++j) {
+              float v[3];
 #pragma unroll
-            for (int c = 0; c < C; ++c) v[c] = static_cast<float>((wd[c] >> (8 * j)) & 0xffu);
-            run_range(pre_mode, 0, begin, pre_end, v);
-            feed(v);
+              for (int c = 0; c < C; ++c) v[c] = static_cast<float>((wd[c] >> (8 * j)) & 0xffu);
+              run_range(pre_mode, 0, begin, pre_end, v);
+              feed(v);
 #pragma unroll
-            for (int c = 0; c < C; ++c)
-              wd[c] = (wd[c] & ~(0xffu << (8 * j))) | (static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j));
+              for (int c = 0; c < C; ++c)
+                wd[c] = (wd[c] & ~(0xffu << (8 * j))) | (static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j));
+            }
           }
-        }
-        if (store) {
-          uint8_t* dp = reinterpret_cast<uint8_t*>(dst) + b * ds.b + y * ds.y + x;
+          if (store) {
+            uint8_t* dp = reinterpret_cast<uint8_t*>(dst) + b * ds.b + y * ds.y + x;
 #pragma unroll
-          for (int c = 0; c < C; ++c) *reinterpret_cast<uint32_t*>(dp + c * ds.c) = wd[c];
+            for (int c = 0; c < C; ++c) *reinterpret_cast<uint32_t*>(dp + c * ds.c) = wd[c];
+          }
         }
       }
     }
-  }
-  if (!done) {
-    const int64_t x = x0 + threadIdx.x;
-    constexpr int kPix = kTileH / kRows;
-    if (x < P.width) {
-      if (gather >= 0 && st[gather].kind == kernels::kAugKindSharpness) {
-        // pixel by pixel, as the switch pass does sharpness
-        for (int r = 0; r < kPix; ++r) {
-          const int64_t y = y0 + r * kRows + threadIdx.y;
-          if (y >= P.height) continue;
-          acc_t v[C];
-          value_px(y, x, v);
-          feed(v);
-          store_px(y, x, v);
-        }
-      } else {
-        // every value before the first store (the stores may alias the loads for all the compiler knows)
-        acc_t val[kPix][C];
+    if (!done) {
+      const int64_t x = x0 + threadIdx.x;
+      constexpr int kPix = kTileH / kRows;
+      if (x < P.width) {
+        if (gather >= 0 && st[gather].kind == kernels::kAugKindSharpness) {
+          // pixel by pixel, as the switch pass does sharpness
+          for (int r = 0; r < kPix; ++r) {
+            const int64_t y = y0 + r * kRows + threadIdx.y;
+            if (y >= P.height) continue;
+            acc_t v[C];
+            value_px(y, x, v);
+            feed(v);
+            store_px(y, x, v);
+          }
+        } else {
+          // every value before the first store (the stores may alias the loads for all the compiler knows)
+          acc_t val[kPix][C];
 #pragma unroll
-        for (int r = 0; r < kPix; ++r) {
-          const int64_t y = y0 + r * kRows + threadIdx.y;
-          if (y < P.height) value_px(y, x, val[r]);
-        }
+          for (int r = 0; r < kPix; ++r) {
+            const int64_t y = y0 + r * kRows + threadIdx.y;
+            if (y < P.height) value_px(y, x, val[r]);
+          }
 #pragma unroll
-        for (int r = 0; r < kPix; ++r) {
-          const int64_t y = y0 + r * kRows + threadIdx.y;
-          if (y >= P.height) continue;
-          feed(val[r]);
-          store_px(y, x, val[r]);
+          for (int r = 0; r < kPix; ++r) {
+            const int64_t y = y0 + r * kRows + threadIdx.y;
+            if (y >= P.height) continue;
+            feed(val[r]);
+            store_px(y, x, val[r]);
+          }
         }
       }
     }
@@ -471,7 +483,8 @@ void augment_program_cuda(const at::Tensor& images, const at::Tensor& out, const
   P.steps = step_words;
   F.plan = plan_words;
   const double bound = images.scalar_type() == at::kByte ? 255.0 : 1.0;
-  augment_plan_kernel<<<static_cast<unsigned>((B + 127) / 128), 128, 0, stream>>>(
+  augment_plan_kernel<<<static_cast<unsigned>((B + kPlanSamplesPerBlock - 1) / kPlanSamplesPerBlock),
+                        32 * kPlanSamplesPerBlock, 0, stream>>>(
       ops.data_ptr<int64_t>(), strides2(ops), magnitudes.data_ptr<float>(), strides2(magnitudes), step_words, plan_words, B,
       static_cast<int>(n), P.height, P.width, bound, interpolation != kernels::kNearest);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -487,7 +500,9 @@ void augment_program_cuda(const at::Tensor& images, const at::Tensor& out, const
   const int tiles_x = static_cast<int>((P.width + kTileW - 1) / kTileW);
   const int64_t tiles = tiles_x * ((P.height + kTileH - 1) / kTileH);
   TORCHAUG_CHECK(tiles <= 0x7fffffff, "torchaug::augment: images of ", P.height, "x", P.width, " are too large");
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(B));
+  // kTilesPerBlock tiles per block: each block loads its sample's plan and program and builds its
+  // tables once for them
+  const dim3 grid(static_cast<unsigned>((tiles + kTilesPerBlock - 1) / kTilesPerBlock), static_cast<unsigned>(B));
   const dim3 block(kTileW, kRows);
   auto dense_words = [](const at::Tensor& t) {
     return !t.defined() || (t.stride(3) == 1 && t.stride(2) % 4 == 0 && t.stride(1) % 4 == 0 && t.stride(0) % 4 == 0 &&
@@ -506,12 +521,12 @@ void augment_program_cuda(const at::Tensor& images, const at::Tensor& out, const
         scalar_t* o = out.data_ptr<scalar_t>();
         // a sample has at most n cuts
         for (int r = 0; r < n; ++r) {
-          kernel<<<grid, block, 0, stream>>>(in, b0, b1, o, F, r, tiles_x, words);
+          kernel<<<grid, block, 0, stream>>>(in, b0, b1, o, F, r, tiles_x, static_cast<int>(tiles), words);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
           augment_finalize_kernel<<<static_cast<unsigned>(B), kColorStatsThreads, 0, stream>>>(F, r);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
-        kernel<<<grid, block, 0, stream>>>(in, b0, b1, o, F, -1, tiles_x, words);
+        kernel<<<grid, block, 0, stream>>>(in, b0, b1, o, F, -1, tiles_x, static_cast<int>(tiles), words);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
     });
