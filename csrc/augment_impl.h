@@ -108,16 +108,11 @@ C10_HOST_DEVICE inline void augment_store_px(T* out, const AugmentParams& P, int
 
 // The backend's passes: lower fills P.steps from (ops, magnitudes); stats runs the color
 // statistics pass (and finalize) of ColorParams slot 0; slot runs the switch pass of slot k.
-// program, when a backend has it, runs a whole program of at most kernels::kAugMaxFusedSlots
-// slots instead (CUDA: the fused segments of kernels::aug_cuts), with the same results; fill may be
-// undefined.
 struct AugmentBackend {
   void (*lower)(const at::Tensor& ops, const at::Tensor& magnitudes, const at::Tensor& steps, int64_t height,
                 int64_t width, double bound);
   void (*stats)(const at::Tensor& in, ColorParams& P);
   void (*slot)(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k);
-  void (*program)(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops, const at::Tensor& magnitudes,
-                  int64_t interpolation, const at::Tensor& fill);
 };
 
 at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,

@@ -56,11 +56,6 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   if (B == 0 || images.numel() == 0) return out;
   if (n == 0) return out.copy_(images);
 
-  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-  if (be.program != nullptr && n <= kernels::kAugMaxFusedSlots) {
-    be.program(images, out, ops, magnitudes, interpolation, f);
-    return out;
-  }
   const auto opts = images.options();
   const at::Tensor steps = at::empty({B, n, kernels::kAugStepWords}, opts.dtype(at::kDouble));
   const double bound = images.scalar_type() == at::kByte ? 255.0 : 1.0;
@@ -68,6 +63,7 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   at::Tensor raw = at::zeros({n, B, kernels::kColorRawWords}, opts.dtype(at::kInt));
   at::Tensor stats = at::empty({n, B, kernels::kColorStatFloats}, opts.dtype(at::kDouble));
   at::Tensor luts = at::empty({n, B, 3 * 256}, opts.dtype(at::kByte));
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
   at::Tensor tmp = n > 1 ? at::empty_like(out) : at::Tensor();
 
   at::Tensor cur = images;

@@ -14,14 +14,15 @@
 #include "../augment_impl.h"
 #include "../color_impl.h"
 #include "../color_ops.h"
-#include "color_stats.cuh"
 
 namespace torchaug {
 namespace {
 
+using kernels::kColorAutocontrast;
+using kernels::kColorContrast;
 using kernels::kColorEqualize;
 
-constexpr int kThreads = kColorStatsThreads;  // also the size of a uint8 lookup table (color_apply_u8_planar_kernel)
+constexpr int kThreads = 256;  // also the size of a uint8 lookup table (color_apply_u8_planar_kernel)
 constexpr int kApplyPix = 4;   // pixels per thread of the apply pass
 constexpr int kStatsPix = 16;  // pixels per thread of the stats pass
 
@@ -121,20 +122,86 @@ __global__ void __launch_bounds__(kThreads) color_stats_kernel(const T* in, T* o
       }
     }
   }
-  color_stats_flush<kU8, C>(op, acc, hist, P.raw + (b * P.n + k) * kernels::kColorRawWords);
+  uint32_t* raw = P.raw + (b * P.n + k) * kernels::kColorRawWords;
+  unsigned long long* raw64 = reinterpret_cast<unsigned long long*>(raw);
+  const int lane = threadIdx.x % 32;
+  if (op == kColorContrast) {
+    for (int off = 16; off > 0; off /= 2) {
+      acc.usum += __shfl_down_sync(0xffffffffu, acc.usum, off);
+      acc.fsum += __shfl_down_sync(0xffffffffu, acc.fsum, off);
+    }
+    if (lane == 0) {
+      if (kU8) atomicAdd(&raw64[0], static_cast<unsigned long long>(acc.usum));
+      else atomicAdd(reinterpret_cast<double*>(&raw64[0]), acc.fsum);
+    }
+  } else if (op == kColorAutocontrast) {
+    for (int c = 0; c < C; ++c) {
+      for (int off = 16; off > 0; off /= 2) {
+        acc.lo[c] = max(acc.lo[c], static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, acc.lo[c], off)));
+        acc.hi[c] = max(acc.hi[c], static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, acc.hi[c], off)));
+      }
+      if (lane == 0) {
+        atomicMax(&raw64[c], static_cast<unsigned long long>(acc.lo[c]));
+        atomicMax(&raw64[3 + c], static_cast<unsigned long long>(acc.hi[c]));
+      }
+    }
+  } else {
+    __syncthreads();
+    for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
+      if (hist[i]) atomicAdd(&raw[i], hist[i]);
+  }
 }
 
-// Raw -> derived statistics of rank r's slot (stats_rank): one block of kThreads per sample
-// (color_finalize_slot).
+// Raw -> derived statistics of rank r's slot (stats_rank): one block of kThreads per sample. Contrast and autocontrast:
+// a thread per channel. Equalize: per channel, the 256 bins in parallel (the last non-empty bin by
+// an atomic max, the cumulative counts by a scan), with the arithmetic of
+// kernels::equalize_derive_channel.
 __global__ void __launch_bounds__(kThreads) color_finalize_kernel(ColorParams P, int r) {
   __shared__ SampleProgram sp;
   const int64_t b = blockIdx.x;
   load_program_shared(P, b, sp);
   const int k = stats_rank(sp, r).slot;
   if (k < 0) return;
+  const int op = sp.op[k];
   const int64_t i = b * P.n + k;
-  color_finalize_slot(sp.op[k], P.raw + i * kernels::kColorRawWords, P.stats + i * kernels::kColorStatFloats,
-                      P.luts + i * 3 * 256, P.height * P.width, P.channels, P.is_u8, P.is_f64);
+  const uint32_t* raw = P.raw + i * kernels::kColorRawWords;
+  const uint64_t* raw64 = reinterpret_cast<const uint64_t*>(raw);
+  double* f = P.stats + i * kernels::kColorStatFloats;
+  const int64_t n = P.height * P.width;
+  const bool u8 = P.is_u8;
+  const int t = threadIdx.x;
+  if (op == kColorEqualize) {
+    __shared__ unsigned long long scan[kThreads];
+    __shared__ int last;
+    uint8_t* lut = P.luts + i * 3 * 256;
+    for (int c = 0; c < P.channels; ++c) {
+      const uint32_t* hist = raw + c * 256;
+      const uint32_t h = hist[t];
+      if (t == 0) last = 0;
+      scan[t] = h;
+      __syncthreads();
+      if (h != 0) atomicMax(&last, t);
+      for (int off = 1; off < kThreads; off *= 2) {
+        const unsigned long long v = t >= off ? scan[t - off] : 0ull;
+        __syncthreads();
+        scan[t] += v;
+        __syncthreads();
+      }
+      const int64_t step = (n - static_cast<int64_t>(hist[last])) / 255;
+      const int64_t s = step > 0 ? step : 1;
+      const int64_t q = (static_cast<int64_t>(scan[t] - h) + step / 2) / s;  // cumulative count below bin t
+      lut[c * 256 + t] = t == 0 ? 0 : static_cast<uint8_t>(q > 255 ? 255 : q);
+      if (t == 0) f[c] = step != 0 ? 1.0 : 0.0;
+      __syncthreads();
+    }
+    return;
+  }
+  if (t >= P.channels) return;
+  if (op == kColorContrast) {
+    if (t == 0) kernels::contrast_derive(raw64, u8, P.is_f64, n, f);
+  } else {
+    kernels::autocontrast_derive_channel(raw64, t, u8, P.is_f64, f);
+  }
 }
 
 // The slot the apply pass of sample b begins at, and whether it reads the intermediate image the

@@ -177,38 +177,6 @@ TORCHAUG_HOST_DEVICE inline AugStep lower_aug(int op, double mag, int64_t height
   return s;
 }
 
-// The fused execution of a program (CUDA): a sample's slots run as segments, each one pass that
-// reads the image the segment before it stored and computes every pixel of the segment's result.
-// Within a segment, pointwise slots (copy, color ops) run on the pixel, and at most one gather slot
-// (an affine sampler or sharpness's 3x3 window) reads its taps, each computed by the segment's
-// slots before it; a tap outside the image is the fill, which those slots never see, as in a
-// slot-by-slot run. A segment ends before ("a cut at") slot k when
-//   - op k needs statistics of its input (contrast, autocontrast, equalize): the pass that ends
-//     there feeds the statistics while it stores that input;
-//   - slot k gathers and the segment already has a gather slot;
-//   - slot k gathers several taps (sharpness, bilinear affine) and the segment already has a color
-//     slot (which would then run once per tap).
-// Writes the cut slots in increasing order to cuts (n entries at most) and returns their count.
-// kind / op: each slot's AugStep kind and op; bilinear: the affine slots take 4 taps.
-constexpr int kAugMaxFusedSlots = 8;
-
-TORCHAUG_HOST_DEVICE inline int aug_cuts(const int* kind, const int* op, int n, bool bilinear, int* cuts) {
-  int count = 0;
-  bool gather = false, color = false;  // what the open segment holds
-  for (int k = 0; k < n; ++k) {
-    const bool is_gather = kind[k] == kAugKindAffine || kind[k] == kAugKindSharpness;
-    const bool many_taps = kind[k] == kAugKindSharpness || (kind[k] == kAugKindAffine && bilinear);
-    const bool stats = kind[k] == kAugKindColor && color_op_needs_stats(op[k]);
-    if (stats || (is_gather && (gather || (many_taps && color)))) {
-      cuts[count++] = k;
-      gather = color = false;
-    }
-    if (is_gather) gather = true;
-    if (kind[k] == kAugKindColor) color = true;
-  }
-  return count;
-}
-
 // AugStep <-> kAugStepWords doubles (the step buffer of a program).
 TORCHAUG_HOST_DEVICE inline void store_aug_step(const AugStep& s, double* w) {
   w[0] = s.kind;

@@ -2,9 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <vector>
 
-#include "kernels/augment.h"
 #include "kernels/convert.h"
 #include "kernels/geometry.h"
 
@@ -119,31 +117,4 @@ TEST(Kernels, NormalizeMatchesTorchvisionOrder) {
   EXPECT_EQ(normalize_px(v, static_cast<float>(PixelRange<uint8_t>::inv_max), 0.485f, 0.229f), expected);
   EXPECT_EQ(flip_index(0, 10, true), 9);
   EXPECT_EQ(flip_index(3, 10, false), 3);
-}
-
-// The fused CUDA programs' segments (aug_cuts): a cut before statistics ops, before a second
-// gather, and before a many-tap gather that would run a color op once per tap.
-TEST(Kernels, AugmentCutsEndSegmentsWhereAPassMustStore) {
-  auto cuts_of = [](std::initializer_list<int> ops, bool bilinear) {
-    int kind[kAugMaxFusedSlots], op[kAugMaxFusedSlots], cuts[kAugMaxFusedSlots];
-    int n = 0;
-    for (int id : ops) {
-      const AugStep s = lower_aug(id, id == kAugRotate ? 10.0 : 0.3, 32, 32, 255.0);
-      kind[n] = s.kind;
-      op[n] = s.op;
-      ++n;
-    }
-    const int count = aug_cuts(kind, op, n, bilinear, cuts);
-    return std::vector<int>(cuts, cuts + count);
-  };
-  using V = std::vector<int>;
-  EXPECT_EQ(cuts_of({kColorBrightness, kAugRotate, kColorPosterize}, false), V{});  // one segment
-  EXPECT_EQ(cuts_of({kAugRotate, kColorEqualize}, false), V{1});
-  EXPECT_EQ(cuts_of({kColorAutocontrast, kColorContrast}, false), (V{0, 1}));
-  EXPECT_EQ(cuts_of({kAugRotate, kAugShearX, kAugTranslateY}, false), (V{1, 2}));
-  EXPECT_EQ(cuts_of({kColorBrightness, kAugSharpness}, false), V{1});  // 9 taps after a color op
-  EXPECT_EQ(cuts_of({kColorBrightness, kAugRotate}, true), V{1});      // 4 taps after a color op
-  EXPECT_EQ(cuts_of({kAugSharpness, kColorHue, kAugRotate}, false), V{2});
-  EXPECT_EQ(cuts_of({kColorIdentity, kAugSharpness, kColorGrayscale}, false), V{});  // identity is a copy
-  EXPECT_EQ(cuts_of({kAugRotate, kColorEqualize, kAugShearX}, false), V{1});  // the cut opens a new segment
 }
