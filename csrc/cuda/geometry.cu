@@ -47,6 +47,11 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
 // instead: same taps, same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
 
+// The tile kernel's epilogues: resized_crop_store (any output), float32 written out, uint8 written out.
+constexpr int kOutGeneric = 0;
+constexpr int kOutF32 = 1;
+constexpr int kOutU8 = 2;
+
 // Dynamic shared memory for the horizontally resampled rows: region_rows x 32 columns x the
 // channels of a chunk, sized at launch from the tile height and the crop scale bound.
 constexpr int kMaxRegionBytes = 42 * 1024;
@@ -288,12 +293,16 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       }
       __syncthreads();
       // 3. vertical pass and epilogue
-      const auto vertical = [&](auto f32_out) {
+      const auto vertical = [&](auto out_mode) {
         // kF32: float32 output from a float accumulator (the training case): the store is written
         // out here with this tile's normalization constants loaded once (std's reciprocal for
         // rn_div_by) instead of resized_crop_store's per-pixel lookups and output-type switch;
         // the same operations in the same order, so the same values.
-        constexpr bool kF32 = decltype(f32_out)::value;
+        // kU8: uint8 in and out, no normalization (a crop before uint8 ops, auto-augmentation
+        // say): resized_crop_store rounds, multiplies by inv_max == 1 and rounds again, which is
+        // the one rounding PixelStore<uint8_t>::from does; stored here without the output-type switch.
+        constexpr bool kF32 = decltype(out_mode)::value == kOutF32;
+        constexpr bool kU8 = decltype(out_mode)::value == kOutU8;
         acc_t nmean[kChunk], nstd[kChunk], nrcp[kChunk];
         float* obase = nullptr;
         if constexpr (kF32) {
@@ -335,6 +344,13 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
                                   ? kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c])
                                   : val * p.inv_max;
             }
+          } else if constexpr (kU8) {
+            uint8_t* o = static_cast<uint8_t*>(p.out) + b * p.os.b + (row0 + trow) * p.os.y + ox * p.os.x + c0 * p.os.c;
+            TORCHAUG_UNROLL
+            for (int c = 0; c < kChunk; ++c) {
+              if (c >= nc) break;
+              o[c * p.os.c] = kernels::PixelStore<uint8_t>::from(acc[c]);
+            }
           } else {
             const int64_t oy = row0 + trow;
             resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
@@ -343,12 +359,18 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       };
       if constexpr (std::is_same<acc_t, float>::value) {
         if (p.out_kind == kPixF32) {
-          vertical(std::true_type{});
+          vertical(std::integral_constant<int, kOutF32>{});
+        } else if constexpr (std::is_same<scalar_t, uint8_t>::value) {
+          if (p.out_kind == kPixU8 && p.mean == nullptr) {
+            vertical(std::integral_constant<int, kOutU8>{});
+          } else {
+            vertical(std::integral_constant<int, kOutGeneric>{});
+          }
         } else {
-          vertical(std::false_type{});
+          vertical(std::integral_constant<int, kOutGeneric>{});
         }
       } else {
-        vertical(std::false_type{});
+        vertical(std::integral_constant<int, kOutGeneric>{});
       }
       __syncthreads();  // s_h is rewritten by the next channel chunk / sample
     }
