@@ -201,7 +201,6 @@ TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, int64_t x, int64_
 // the image (or NaN) is simply not valid.
 template <typename acc_t, int N>
 struct AffineTaps {
-  static constexpr int n = N;
   int64_t ix[N], iy[N];
   acc_t w[N];
   bool valid[N];
@@ -242,6 +241,8 @@ TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N> affine_taps(acc_t sx, acc_t sy,
   return t;
 }
 
+// Blend of torchvision's _apply_grid_transform: zero padding when there is no fill; with a fill,
+// nearest takes the fill where the tap is outside, bilinear gives mask * (s - fill) + fill.
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t affine_blend(acc_t s, acc_t mask, bool has_fill, acc_t fill, int64_t interpolation) {
   if (!has_fill) return s;
