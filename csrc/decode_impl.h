@@ -32,6 +32,7 @@ struct DecodePlan {
   std::vector<DecodeSample> samples;
   int64_t mode = kModeRGB;
   int64_t total = 0;  // elements of the flat output
+  double hw_load = -1.0;  // CUDA: the share of hardware-decodable samples for the hardware engines (< 0: default)
   at::Tensor out;     // flat uint8 on the target device (the CUDA backend allocates it itself)
 };
 

@@ -86,15 +86,19 @@ void decode_cpu(DecodePlan& plan) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> decode_jpeg(const at::TensorList data, int64_t mode,
                                                                        bool apply_exif_orientation, bool skip_errors,
-                                                                       std::optional<at::Device> device_opt) {
+                                                                       std::optional<at::Device> device_opt,
+                                                                       std::optional<double> hw_load) {
   const char* op = "decode_jpeg";
   const at::Device device = device_opt.value_or(at::Device(at::kCPU));
   TORCHAUG_CHECK(device.is_cpu() || device.is_cuda(), "torchaug::", op, ": device must be cpu or cuda, got ", device);
+  TORCHAUG_CHECK(!hw_load.has_value() || (*hw_load >= 0.0 && *hw_load <= 1.0), "torchaug::", op,
+                 ": hw_load must be in [0, 1] (the hardware decoder's share of the batch), got ", hw_load.value_or(0.0));
   TORCHAUG_CHECK(mode == kModeUnchanged || mode == kModeGray || mode == kModeRGB, "torchaug::", op,
                  ": mode must be 0 (unchanged), 1 (gray) or 3 (rgb), got ", mode);
   const int64_t B = static_cast<int64_t>(data.size());
   DecodePlan plan;
   plan.mode = mode;
+  plan.hw_load = hw_load.value_or(-1.0);
   plan.samples.resize(B);
   std::vector<at::Tensor> contiguous(B);
   for (int64_t b = 0; b < B; ++b) {

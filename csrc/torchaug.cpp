@@ -149,8 +149,11 @@ TORCH_LIBRARY(torchaug, m) {
   // ((B,) and (B, 3) int64, CPU). mode: 0 unchanged (1 channel for grayscale files, else 3),
   // 1 gray, 3 rgb (torchvision's ImageReadMode numbers). status (B,) int32 CPU: 0 decoded, else the
   // reason (csrc/jpeg_header.h: jpeg::Status); a bad sample is an error naming it unless
-  // skip_errors, when it gets no slot (sizes[b] = 0).
+  // skip_errors, when it gets no slot (sizes[b] = 0). hw_load (CUDA, in [0, 1]): the share of the
+  // samples the hardware JPEG engines can take that they get, the rest going to nvJPEG's hybrid
+  // decoder on CPU threads and the GPU's SMs at the same time (DALI's hw_decoder_load); None: the
+  // decoder's default (csrc/cuda/decode.cu).
   m.def(
       "decode_jpeg(Tensor[] data, int mode=3, bool apply_exif_orientation=False, bool skip_errors=False, "
-      "Device? device=None) -> (Tensor, Tensor, Tensor, Tensor)");
+      "Device? device=None, float? hw_load=None) -> (Tensor, Tensor, Tensor, Tensor)");
 }

@@ -4,7 +4,7 @@
 # Compute over the hue / ColorJitter / RandAugment kernels, the resized_crop tap-mode A/B
 # (scripts/rc_taps_ab.py) with Nsight Compute on each mode, and the 1-GPU training rows with GPU
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
-#   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [geometry] [geometry_full] [ncu] [color] [augment]
+#   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [profile]
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -19,6 +19,8 @@ if [[ $steps == *" tests "* ]]; then
   echo "pytest: $(( $(date +%s) - t0 )) s"
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
+[[ $steps == *" decode_split "* ]] && timeout 500 python3 scripts/decode_split.py ${SPLIT_ARGS:-} 2>&1 | tee "$OUT/decode_split.log"
+[[ $steps == *" decode_bench "* ]] && timeout 500 python3 benchmarks/bench_decode.py ${DECODE_ARGS:-} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" > "$OUT/bench_decode.log" 2>&1; [[ $steps == *" decode_bench "* ]] && tail -25 "$OUT/bench_decode.log"
 [[ $steps == *" profile "* ]] && timeout 400 python3 scripts/profile_ops.py 2>&1 | tee "$OUT/profile_ops.log"
 [[ $steps == *" color_ab "* ]] && timeout 300 python3 scripts/color_ab.py 2>&1 | tee "$OUT/color_ab.log"
 [[ $steps == *" geometry "* ]] && python3 benchmarks/bench_geometry.py --quick --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20

@@ -194,8 +194,10 @@ def test_bad_file_is_an_error_naming_the_sample(device, name):
         torch.cuda.synchronize()
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_skip_mode_reports_and_keeps_the_good_ones(device):
+@pytest.mark.parametrize("device,hw_load", [(d, None) for d in DEVICES] + ([("cuda", 0.0)] if CUDA else []))
+def test_skip_mode_reports_and_keeps_the_good_ones(device, hw_load):
+    """hw_load=0.0: every file through the hybrid decoder's lanes (CPU threads), none through the
+    hardware engines."""
     names = sorted(BAD)
     good = [_bytes(KINDS[k]()) for k in ("baseline420", "progressive", "grayscale")]
     batch, expected_bad = [], []
@@ -203,11 +205,11 @@ def test_skip_mode_reports_and_keeps_the_good_ones(device):
         batch.append(good[i % 3])
         batch.append(_bytes(BAD[name][0]) if BAD[name][0] else torch.empty(0, dtype=torch.uint8))
         expected_bad.append((2 * i + 1, BAD[name][1]))
-    images, failures = decode_jpeg(batch, device=device, on_error="skip")
+    images, failures = decode_jpeg(batch, device=device, on_error="skip", hw_load=hw_load)
     assert [i for i, _ in failures] == [i for i, _ in expected_bad]
     for (i, reason), (_, want) in zip(failures, expected_bad):
         assert reason.startswith(want) or want in reason, (i, reason, want)
-    alone = decode_jpeg([batch[i] for i in range(0, len(batch), 2)], device=device)
+    alone = decode_jpeg([batch[i] for i in range(0, len(batch), 2)], device=device, hw_load=hw_load)
     assert len(images) == len(alone)
     for a, b in zip(images, alone):
         assert torch.equal(a, b)
@@ -227,6 +229,12 @@ def test_argument_errors():
         torch.ops.torchaug.decode_jpeg([good], 2, False, False, None)
     with pytest.raises(TypeError, match="input 0 must be a uint8 tensor or bytes"):
         decode_jpeg([3])
+    for bad in (1.5, -0.1, float("nan"), "half", True):
+        with pytest.raises(ValueError, match=r"hw_load must be None or a number in \[0, 1\]"):
+            decode_jpeg(good, hw_load=bad)
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(RuntimeError, match=r"decode_jpeg: hw_load must be in \[0, 1\]"):
+            torch.ops.torchaug.decode_jpeg([good], 3, False, False, None, bad)
     if CUDA:
         with pytest.raises(RuntimeError, match=r"data\[0\] must be a CPU tensor"):
             torch.ops.torchaug.decode_jpeg([good.cuda()], 3, False, False, torch.device("cuda"))
@@ -257,13 +265,75 @@ def test_cuda_agrees_with_cpu(kind, mode):
 
 
 @requires_cuda
-def test_cuda_batch_mixes_every_path():
+@pytest.mark.parametrize("hw_load", [1.0, 0.0])
+def test_cuda_batch_mixes_every_path(hw_load):
     """Hardware-decodable, progressive (hybrid), grayscale and CMYK (libjpeg + copy) files in one
-    batch, with EXIF orientations: each sample equals its own single-file decode."""
+    batch, with EXIF orientations: each sample equals its own single-file decode (hw_load 1: the
+    hardware engines take what they can; 0: the hybrid decoder's lanes take everything)."""
     files = [_bytes(KINDS[k]()) for k in sorted(KINDS)] * 5 + [_bytes(_with_orientation(o)) for o in range(1, 9)]
-    batch = decode_jpeg(files, device="cuda", apply_exif_orientation=True)
+    batch = decode_jpeg(files, device="cuda", apply_exif_orientation=True, hw_load=hw_load)
     for f, got in zip(files, batch):
-        assert torch.equal(got, decode_jpeg(f, device="cuda", apply_exif_orientation=True))
+        assert torch.equal(got, decode_jpeg(f, device="cuda", apply_exif_orientation=True, hw_load=hw_load))
+
+
+def _sized_photos(n):
+    """n baseline 4:2:0 / 4:4:4 / grayscale files of assorted sizes and qualities."""
+    out = []
+    for i in range(n):
+        im = _photo(i, (96 + 37 * (i % 9), 64 + 29 * (i % 7)))
+        if i % 5 == 4:
+            im = im.convert("L")
+        out.append(_encode(im, quality=70 + 3 * (i % 10), subsampling=0 if i % 3 == 0 else 2))
+    return out
+
+
+@requires_cuda
+@pytest.mark.parametrize("mode", ["rgb", "gray"])
+def test_cuda_hardware_and_hybrid_shares_agree_with_cpu(mode):
+    """A batch of 96 files split between the hardware engines and the hybrid decoder's lanes at
+    several shares: every sample within nvJPEG's bound of the CPU decoder, the same share decodes
+    bitwise the same twice (the lanes take samples in any order), the first round(hw_load * n)
+    samples equal their hardware decode (hw_load=1) and the others their hybrid one (hw_load=0)."""
+    data = [_bytes(b) for b in _sized_photos(96)]
+    cpu = decode_jpeg(data, mode=mode)
+    all_hardware = decode_jpeg(data, device="cuda", mode=mode, hw_load=1.0)
+    all_hybrid = decode_jpeg(data, device="cuda", mode=mode, hw_load=0.0)
+    for load in (0.0, 0.3, 0.75, 1.0):
+        first = decode_jpeg(data, device="cuda", mode=mode, hw_load=load)
+        again = decode_jpeg(data, device="cuda", mode=mode, hw_load=load)
+        k = round(load * len(data))
+        for i, (a, b, ref) in enumerate(zip(first, again, cpu)):
+            assert torch.equal(a, b), (load, i)
+            assert torch.equal(a, (all_hardware if i < k else all_hybrid)[i]), (load, i)
+            diff = (a.cpu().int() - ref.int()).abs().float()
+            assert diff.mean() < 0.1 and diff.max() <= 4, (load, i, diff.mean().item(), diff.max().item())
+
+
+@requires_cuda
+def test_cuda_hybrid_lanes_under_concurrent_callers():
+    """Two Python threads decoding at once (the Prefetcher's producer beside a user's call) share
+    the decoder: each gets its own batch right."""
+    import threading
+
+    data = [_bytes(b) for b in _sized_photos(40)]
+    expected = [t.clone() for t in decode_jpeg(data, device="cuda", hw_load=0.0)]
+    errors = []
+
+    def run(k):
+        try:
+            for _ in range(5):
+                got = decode_jpeg(data[k::2], device="cuda", hw_load=0.0)
+                torch.cuda.synchronize()
+                assert all(torch.equal(a, b) for a, b in zip(got, expected[k::2]))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
 
 
 @pytest.mark.skipif(not CUDA or torch.cuda.device_count() < 2, reason="needs 2 CUDA devices (the multi-GPU device machine)")

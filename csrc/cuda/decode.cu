@@ -5,13 +5,17 @@
 //    decoder on the hardware JPEG engines (A100 / H100), RGB ones in one call and grayscale ones in
 //    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
 //    samples' slots;
-//  - the others nvJPEG takes (progressive, 4:1:1, and everything when the GPU has no JPEG engine)
-//    go through nvJPEG's hybrid decoder one by one on the current stream;
+//  - the others nvJPEG takes (progressive, 4:1:1, everything when the GPU has no JPEG engine, and
+//    the share of the hardware-decodable ones that `hw_load` leaves to them) go through nvJPEG's
+//    hybrid decoder on the decoder's lanes: CPU threads, each with its own nvJPEG state and CUDA
+//    stream, that take samples one at a time (Huffman decoding on the thread, the IDCT and colour
+//    conversion on the GPU), while the hardware engines decode their share (DALI's hw_decoder_load);
 //  - CMYK / YCCK and Adobe RGB-coded files are decoded by libjpeg-turbo on the host and copied up.
 // A group that the batched decoder rejects is retried image by image, so that the error names the
 // sample. Samples shown with an EXIF orientation other than 1 are decoded into a scratch buffer and
 // rotated into their slot by one kernel launch for the whole batch (csrc/kernels/decode.h).
-// Nothing here synchronises the host with the GPU except the rare hybrid and libjpeg paths.
+// The host waits for the GPU only inside the lanes (before a lane's next sample reuses its device
+// buffer: the previous sample's IDCT) and on the rare libjpeg path.
 //
 // The hardware decoder does not wait for earlier work on the stream it is given before it writes
 // (seen on H100s: meta-pytorch/torchcodec#1634, pytorch/vision#9606): output memory taken from the
@@ -30,7 +34,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +44,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../decode_impl.h"
 #include "../kernels/decode.h"
@@ -117,19 +125,191 @@ struct Batched {
   explicit Batched(c10::cuda::CUDAStream s) : stream(s) {}
 };
 
+nvjpegOutputFormat_t format_of(const DecodeSample& s) { return s.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB; }
+
+struct Job {
+  DecodeSample* s;
+  nvjpegImage_t dst;
+};
+
+// A lane of nvJPEG's hybrid decoder: its own decoder state, two pinned buffers and two parsed
+// streams (the host decodes sample k+1 while sample k's coefficients are still being copied up),
+// a device buffer and a CUDA stream. Each lane is used by one thread at a time.
+struct Lane {
+  nvjpegJpegDecoder_t decoder = nullptr;
+  nvjpegJpegState_t state = nullptr;
+  nvjpegBufferPinned_t pinned[2] = {nullptr, nullptr};
+  nvjpegJpegStream_t parsed[2] = {nullptr, nullptr};
+  nvjpegBufferDevice_t device_buffer = nullptr;
+  nvjpegDecodeParams_t params = nullptr;
+  c10::cuda::CUDAStream stream;
+  Event done;  // recorded on `stream` after each sample
+  int page = 0;
+  bool used = false;  // decoded a sample in the current call
+
+  Lane(nvjpegHandle_t handle, c10::cuda::CUDAStream s) : stream(s) {
+    TORCHAUG_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_HYBRID, &decoder));
+    TORCHAUG_NVJPEG_CHECK(nvjpegDecoderStateCreate(handle, decoder, &state));
+    for (int i = 0; i < 2; ++i) {
+      TORCHAUG_NVJPEG_CHECK(nvjpegBufferPinnedCreate(handle, nullptr, &pinned[i]));
+      TORCHAUG_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &parsed[i]));
+    }
+    TORCHAUG_NVJPEG_CHECK(nvjpegBufferDeviceCreate(handle, nullptr, &device_buffer));
+    TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachDeviceBuffer(state, device_buffer));
+    TORCHAUG_NVJPEG_CHECK(nvjpegDecodeParamsCreate(handle, &params));
+    done.record(stream.stream());
+  }
+
+  // One sample; a sample nvJPEG refuses gets its status and message, the lane stays usable.
+  void decode(nvjpegHandle_t handle, Job& job) {
+    DecodeSample& s = *job.s;
+    const int p = page;
+    page ^= 1;
+    nvjpegStatus_t st = nvjpegStateAttachPinnedBuffer(state, pinned[p]);
+    if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegJpegStreamParse(handle, s.data, s.size, 0, 0, parsed[p]);
+    if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeParamsSetOutputFormat(params, format_of(s));
+    if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegHost(handle, decoder, state, params, parsed[p]);
+    if (st == NVJPEG_STATUS_SUCCESS) {
+      // the previous sample's IDCT read the device buffer this transfer overwrites; it also
+      // finished with the pinned buffer of two samples back, which the next host phase reuses
+      C10_CUDA_CHECK(cudaEventSynchronize(done.e));
+      st = nvjpegDecodeJpegTransferToDevice(handle, decoder, state, parsed[p], stream.stream());
+      if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegDevice(handle, decoder, state, &job.dst, stream.stream());
+      done.record(stream.stream());
+      used = true;
+    }
+    if (st != NVJPEG_STATUS_SUCCESS) {
+      s.status = sample_status(st);
+      s.message = cat("nvJPEG: ", nvjpeg_status_name(st));
+    }
+  }
+};
+
+// The lanes' threads: lane 0 is the calling thread's, lanes 1.. have a thread each, started on
+// first use and kept for the life of the process (like the decoder). run() hands out the jobs one
+// at a time to whichever lane is free, so that slow samples do not hold up a fixed share.
+class LanePool {
+ public:
+  LanePool(nvjpegHandle_t handle, int device, int lanes) : handle_(handle), device_(device) {
+    const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    for (int i = 0; i < lanes; ++i) {
+      lanes_.push_back(std::make_unique<Lane>(handle, own_stream(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)))));
+    }
+    for (int i = 1; i < lanes; ++i) std::thread([this, i] { serve(i); }).detach();
+  }
+
+  int size() const { return static_cast<int>(lanes_.size()); }
+  Lane& lane(int i) { return *lanes_[i]; }
+
+  // Starts the jobs on lanes 1..; the caller then does other work and calls finish(), where it
+  // joins in as lane 0 and waits for the others.
+  void start(std::vector<Job>& jobs) {
+    for (auto& l : lanes_) l->used = false;
+    if (jobs.empty()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_ = &jobs;
+    next_.store(0);
+    busy_ = size() - 1;
+    error_.clear();
+    ++generation_;
+    wake_.notify_all();
+  }
+
+  void finish(std::vector<Job>& jobs) {
+    if (jobs.empty()) return;
+    work(0);
+    wait();
+    TORCHAUG_CHECK(error_.empty(), "torchaug::decode_jpeg: a decoder lane failed: ", error_);
+  }
+
+  // Waits for lanes 1.. to be done with the jobs (they must not outlive the call that owns them,
+  // also when that call leaves by an exception).
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return busy_ == 0; });
+    jobs_ = nullptr;
+  }
+
+ private:
+  void work(int i) {
+    Lane& lane = *lanes_[i];
+    for (size_t k = next_.fetch_add(1); k < jobs_->size(); k = next_.fetch_add(1)) {
+      try {
+        lane.decode(handle_, (*jobs_)[k]);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (error_.empty()) error_ = e.what();
+      }
+    }
+  }
+
+  void serve(int i) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+      }
+      {
+        const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+        work(i);
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--busy_ == 0) idle_.notify_all();
+    }
+  }
+
+  nvjpegHandle_t handle_;
+  int device_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::vector<Job>* jobs_ = nullptr;
+  std::atomic<size_t> next_{0};
+  int busy_ = 0;
+  uint64_t generation_ = 0;
+  std::string error_;
+};
+
+// How many lanes (CPU threads, the caller's included) the hybrid decoder uses:
+// TORCHAUG_NVJPEG_THREADS, else half the machine's cores, at most 8.
+int lane_count() {
+  if (const char* v = std::getenv("TORCHAUG_NVJPEG_THREADS")) {
+    const int n = std::atoi(v);
+    TORCHAUG_CHECK(n >= 1 && n <= 256, "torchaug::decode_jpeg: TORCHAUG_NVJPEG_THREADS must be an integer in [1, 256], got '",
+                   v, "'");
+    return n;
+  }
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, std::min(8, cores / 2));
+}
+
+// The share of the hardware-decodable samples given to the hardware engines when the caller does not
+// say (hw_load < 0): TORCHAUG_NVJPEG_HW_LOAD, else kDefaultHwLoad.
+constexpr double kDefaultHwLoad = 1.0;
+double default_hw_load() {
+  static const double load = [] {
+    const char* v = std::getenv("TORCHAUG_NVJPEG_HW_LOAD");
+    if (v == nullptr) return kDefaultHwLoad;
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    TORCHAUG_CHECK(end != v && *end == '\0' && x >= 0.0 && x <= 1.0,
+                   "torchaug::decode_jpeg: TORCHAUG_NVJPEG_HW_LOAD must be a number in [0, 1], got '", v, "'");
+    return x;
+  }();
+  return load;
+}
+
 // One per device, created on first use and kept for the life of the process (as torchvision does:
 // destroying nvJPEG objects from an atexit hook can run after the CUDA runtime has shut down).
 struct Decoder {
   nvjpegHandle_t handle = nullptr;
   bool hardware = false;
   bool interpolated = false;
-  nvjpegJpegDecoder_t hybrid = nullptr;
-  nvjpegJpegState_t hybrid_state = nullptr;
-  nvjpegBufferPinned_t pinned = nullptr;
-  nvjpegBufferDevice_t device_buffer = nullptr;
-  nvjpegJpegStream_t stream_info = nullptr;
-  nvjpegDecodeParams_t params = nullptr;
   std::unique_ptr<Batched> batched_;
+  std::unique_ptr<LanePool> lanes_;
+  Event allocated;  // recorded on the batched stream for the lanes' streams to wait on
   std::mutex mutex;
 
   Decoder() {
@@ -160,14 +340,6 @@ struct Decoder {
       }
       TORCHAUG_CHECK(handle != nullptr, "torchaug::decode_jpeg: nvjpegCreateEx failed for every backend");
     }
-    TORCHAUG_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_DEFAULT, &hybrid));
-    TORCHAUG_NVJPEG_CHECK(nvjpegDecoderStateCreate(handle, hybrid, &hybrid_state));
-    TORCHAUG_NVJPEG_CHECK(nvjpegBufferPinnedCreate(handle, nullptr, &pinned));
-    TORCHAUG_NVJPEG_CHECK(nvjpegBufferDeviceCreate(handle, nullptr, &device_buffer));
-    TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachPinnedBuffer(hybrid_state, pinned));
-    TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachDeviceBuffer(hybrid_state, device_buffer));
-    TORCHAUG_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &stream_info));
-    TORCHAUG_NVJPEG_CHECK(nvjpegDecodeParamsCreate(handle, &params));
   }
 
   Batched& batched(const at::Device& device) {
@@ -176,6 +348,11 @@ struct Decoder {
       TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_->state));
     }
     return *batched_;
+  }
+
+  LanePool& lanes(const at::Device& device) {
+    if (!lanes_) lanes_ = std::make_unique<LanePool>(handle, device.index(), lane_count());
+    return *lanes_;
   }
 };
 
@@ -218,8 +395,6 @@ bool needs_libjpeg(const jpeg::Info& info) {
   return info.components == 4 || (info.components == 3 && info.adobe_transform == 0);
 }
 
-nvjpegOutputFormat_t format_of(const DecodeSample& s) { return s.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB; }
-
 nvjpegImage_t destination(uint8_t* base, const DecodeSample& s) {
   nvjpegImage_t img;
   const int64_t plane = stored_height(s) * stored_width(s);
@@ -228,28 +403,6 @@ nvjpegImage_t destination(uint8_t* base, const DecodeSample& s) {
     img.pitch[c] = c < s.channels ? static_cast<unsigned int>(stored_width(s)) : 0;
   }
   return img;
-}
-
-struct Job {
-  DecodeSample* s;
-  nvjpegImage_t dst;
-};
-
-// One sample through nvJPEG's hybrid decoder on `stream` (synchronises with it: the slow path).
-void decode_hybrid(Decoder& d, Job& job, cudaStream_t stream) {
-  DecodeSample& s = *job.s;
-  nvjpegStatus_t st = nvjpegJpegStreamParse(d.handle, s.data, s.size, 0, 0, d.stream_info);
-  if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeParamsSetOutputFormat(d.params, format_of(s));
-  if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegHost(d.handle, d.hybrid, d.hybrid_state, d.params, d.stream_info);
-  if (st == NVJPEG_STATUS_SUCCESS) {
-    C10_CUDA_CHECK(cudaStreamSynchronize(stream));  // the pinned buffer is reused by the next sample
-    st = nvjpegDecodeJpegTransferToDevice(d.handle, d.hybrid, d.hybrid_state, d.stream_info, stream);
-  }
-  if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegDevice(d.handle, d.hybrid, d.hybrid_state, &job.dst, stream);
-  if (st != NVJPEG_STATUS_SUCCESS) {
-    s.status = sample_status(st);
-    s.message = cat("nvJPEG: ", nvjpeg_status_name(st));
-  }
 }
 
 // One group through the hardware batched decoder; false when nvJPEG rejected it.
@@ -375,23 +528,60 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     }
   }
 
-  // the batched groups on the decoder's stream (they need not wait for the caller's stream: their
-  // memory is the decoder's); the caller's stream waits for them
+  // the share of the hardware-decodable samples past `hw_load` goes to the lanes as well
+  const double load = plan.hw_load < 0 ? default_hw_load() : plan.hw_load;
+  for (auto* group : {&hw_rgb, &hw_y}) {
+    const size_t keep = static_cast<size_t>(std::llround(load * static_cast<double>(group->size())));
+    hybrid.insert(hybrid.end(), group->begin() + static_cast<std::ptrdiff_t>(keep), group->end());
+    group->resize(keep);
+  }
+
+  // the lanes start on their samples; their streams first wait for the batched stream, from whose
+  // pool the output came
+  LanePool& lanes = d.lanes(device);
   Batched& batched = d.batched(device);
+  auto after_batched = [&] {  // the lanes' streams wait for everything queued on the batched stream
+    d.allocated.record(batched.stream.stream());
+    for (int i = 0; i < lanes.size(); ++i) d.allocated.block(lanes.lane(i).stream.stream());
+  };
+  std::vector<Job> retry;
+  struct Waiter {  // the lanes are done with the jobs before they go out of scope
+    LanePool& pool;
+    ~Waiter() { pool.wait(); }
+  } waiter{lanes};
+  if (!hybrid.empty()) after_batched();
+  trace(dev, "lanes", static_cast<int64_t>(hybrid.size()));
+  lanes.start(hybrid);
+
+  // meanwhile the batched groups on the decoder's stream (they need not wait for the caller's
+  // stream: their memory is the decoder's); the caller's stream waits for them
   bool queued = false;
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
     if (!decode_batched(d, batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
-      hybrid.insert(hybrid.end(), group->begin(), group->end());  // retried one by one
+      retry.insert(retry.end(), group->begin(), group->end());  // retried one by one on the lanes
     }
     queued = true;
   }
   if (queued) batched.done.block(current.stream());
-  trace(dev, "batched done", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
+  trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
-  // the slow paths, in order on the current stream
-  trace(dev, "hybrid", static_cast<int64_t>(hybrid.size()));
-  for (auto& job : hybrid) decode_hybrid(d, job, current.stream());
+  // the caller's thread joins the lanes until every sample is taken, then the caller's stream waits
+  // for the lanes' last samples
+  auto join = [&](std::vector<Job>& jobs) {
+    lanes.finish(jobs);
+    for (int i = 0; i < lanes.size(); ++i) {
+      if (lanes.lane(i).used) lanes.lane(i).done.block(current.stream());
+    }
+  };
+  join(hybrid);
+  if (!retry.empty()) {
+    trace(dev, "retry", static_cast<int64_t>(retry.size()));
+    after_batched();  // a rejected batch may have queued work on these samples' memory
+    lanes.start(retry);
+    join(retry);
+  }
+  trace(dev, "lanes done", static_cast<int64_t>(hybrid.size()));
   if (!host.empty()) {
     int64_t host_size = 0;
     for (auto& job : host) host_size += job.s->channels * stored_height(*job.s) * stored_width(*job.s);

@@ -5,8 +5,10 @@ import torch
 
 
 @torch.library.register_fake("torchaug::decode_jpeg")
-def _decode_jpeg_fake(data, mode=3, apply_exif_orientation=False, skip_errors=False, device=None):
+def _decode_jpeg_fake(data, mode=3, apply_exif_orientation=False, skip_errors=False, device=None, hw_load=None):
     torch._check(mode in (0, 1, 3), lambda: f"torchaug::decode_jpeg: mode must be 0 (unchanged), 1 (gray) or 3 (rgb), got {mode}")
+    torch._check(hw_load is None or 0.0 <= hw_load <= 1.0,
+                 lambda: f"torchaug::decode_jpeg: hw_load must be in [0, 1] (the hardware decoder's share of the batch), got {hw_load}")
     for i, t in enumerate(data):
         torch._check(t.dtype == torch.uint8 and t.dim() == 1,
                      lambda: f"torchaug::decode_jpeg: data[{i}] must be a 1-D uint8 tensor, got {t.dtype} {tuple(t.shape)}")

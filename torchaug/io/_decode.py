@@ -53,7 +53,9 @@ def _as_byte_tensors(data) -> List[torch.Tensor]:
     return out
 
 
-def _decode(data, device, mode, apply_exif_orientation, on_error):
+def _decode(data, device, mode, apply_exif_orientation, on_error, hw_load=None):
+    if hw_load is not None and (isinstance(hw_load, bool) or not isinstance(hw_load, (int, float)) or not 0 <= hw_load <= 1):
+        raise ValueError(f"torchaug.io.decode_jpeg: hw_load must be None or a number in [0, 1], got {hw_load!r}")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"torchaug.io.decode_jpeg: on_error must be 'raise' or 'skip', got {on_error!r}")
     tensors = _as_byte_tensors(data)
@@ -61,7 +63,8 @@ def _decode(data, device, mode, apply_exif_orientation, on_error):
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     flat, offsets, sizes, status = torch.ops.torchaug.decode_jpeg(
-        tensors, _mode_code(mode), bool(apply_exif_orientation), on_error == "skip", device)
+        tensors, _mode_code(mode), bool(apply_exif_orientation), on_error == "skip", device,
+        None if hw_load is None else float(hw_load))
     failures = [DecodeFailure((i, _STATUS.get(int(s), f"status {int(s)}"))) for i, s in enumerate(status.tolist()) if s != 0]
     return flat, offsets.tolist(), sizes.tolist(), failures
 
@@ -73,6 +76,7 @@ def decode_jpeg(
     mode="rgb",
     apply_exif_orientation: bool = False,
     on_error: str = "raise",
+    hw_load=None,
 ):
     """Decodes JPEG files: `input` is one 1-D uint8 tensor of a file's bytes (or bytes), a list of
     them, or an EncodedImages batch. Returns a (C, H, W) uint8 tensor for one file, a list of them
@@ -84,9 +88,16 @@ def decode_jpeg(
     torchvision ImageReadMode. apply_exif_orientation: rotate / mirror as the file's EXIF
     orientation says. on_error="raise": a bad file raises a RuntimeError naming its index and what
     is wrong; "skip": returns (images, failures), images holding only the files that decoded and
-    failures a list of (index, reason)."""
+    failures a list of (index, reason).
+
+    hw_load (CUDA only): the share, in [0, 1], of the files nvJPEG's hardware engines can take that
+    they get; the rest go at the same time through nvJPEG's hybrid decoder (Huffman decoding on CPU
+    threads, TORCHAUG_NVJPEG_THREADS of them, the rest on the GPU), as DALI's hw_decoder_load.
+    None: the decoder's default (TORCHAUG_NVJPEG_HW_LOAD, else measured best on an H100, see
+    benchmarks/RESULTS.md). Where the GPU has no JPEG engines every file takes the hybrid decoder.
+    The two decoders' pixels differ by a level or so, so a file's pixels can depend on the share."""
     single = isinstance(input, (torch.Tensor, bytes, bytearray, memoryview))
-    flat, offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error)
+    flat, offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
     images = [flat[o:o + c * h * w].view(c, h, w) for o, (c, h, w) in zip(offsets, sizes) if c > 0]
     if single and on_error == "raise":
         return images[0]
@@ -94,13 +105,13 @@ def decode_jpeg(
 
 
 def decode_jpeg_ragged(
-    input, *, device="cpu", mode="rgb", apply_exif_orientation: bool = False, on_error: str = "raise"
+    input, *, device="cpu", mode="rgb", apply_exif_orientation: bool = False, on_error: str = "raise", hw_load=None
 ):
     """decode_jpeg returning the batch as one RaggedImages (the flat buffer and the sizes) instead of
     a list: what RandomResizedCrop / Resize turn into a dense batch in one launch. Every image must
     have the same channel count (mode "rgb" or "gray"). With on_error="skip": (RaggedImages,
     failures)."""
-    flat, _offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error)
+    flat, _offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
     kept = [(c, h, w) for c, h, w in sizes if c > 0]
     channels = {c for c, _, _ in kept}
     if len(channels) > 1:
