@@ -115,6 +115,8 @@ bool env_on(const char* name) {
 
 // The batched (hardware) decoder's state and the stream it decodes on.
 struct Batched {
+  nvjpegHandle_t handle = nullptr;
+  bool hardware = true;  // the hardware backend's (else the GPU-Huffman hybrid backend's)
   nvjpegJpegState_t state = nullptr;
   c10::cuda::CUDAStream stream;
   int batch = -1;
@@ -122,7 +124,9 @@ struct Batched {
   bool preallocated = false;
   Event done;  // recorded on `stream` after each batched decode
   bool pending = false;
-  explicit Batched(c10::cuda::CUDAStream s) : stream(s) {}
+  Batched(nvjpegHandle_t h, bool hw, c10::cuda::CUDAStream s) : handle(h), hardware(hw), stream(s) {
+    TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &state));
+  }
 };
 
 nvjpegOutputFormat_t format_of(const DecodeSample& s) { return s.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB; }
@@ -147,7 +151,13 @@ struct Lane {
   int page = 0;
   bool used = false;  // decoded a sample in the current call
 
-  Lane(nvjpegHandle_t handle, c10::cuda::CUDAStream s) : stream(s) {
+  nvjpegHandle_t handle = nullptr;  // a handle of the lane's own: lanes sharing the hardware decoder's
+                                    // handle ran one after the other and after the hardware batch
+
+  Lane(unsigned int flags, c10::cuda::CUDAStream s) : stream(s) {
+    if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &handle) != NVJPEG_STATUS_SUCCESS) {
+      TORCHAUG_NVJPEG_CHECK(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &handle));
+    }
     TORCHAUG_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_HYBRID, &decoder));
     TORCHAUG_NVJPEG_CHECK(nvjpegDecoderStateCreate(handle, decoder, &state));
     for (int i = 0; i < 2; ++i) {
@@ -161,7 +171,7 @@ struct Lane {
   }
 
   // One sample; a sample nvJPEG refuses gets its status and message, the lane stays usable.
-  void decode(nvjpegHandle_t handle, Job& job) {
+  void decode(Job& job) {
     DecodeSample& s = *job.s;
     const int p = page;
     page ^= 1;
@@ -190,10 +200,10 @@ struct Lane {
 // at a time to whichever lane is free, so that slow samples do not hold up a fixed share.
 class LanePool {
  public:
-  LanePool(nvjpegHandle_t handle, int device, int lanes) : handle_(handle), device_(device) {
+  LanePool(unsigned int flags, int device, int lanes) : device_(device) {
     const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     for (int i = 0; i < lanes; ++i) {
-      lanes_.push_back(std::make_unique<Lane>(handle, own_stream(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)))));
+      lanes_.push_back(std::make_unique<Lane>(flags, own_stream(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)))));
     }
     for (int i = 1; i < lanes; ++i) std::thread([this, i] { serve(i); }).detach();
   }
@@ -235,7 +245,7 @@ class LanePool {
     Lane& lane = *lanes_[i];
     for (size_t k = next_.fetch_add(1); k < jobs_->size(); k = next_.fetch_add(1)) {
       try {
-        lane.decode(handle_, (*jobs_)[k]);
+        lane.decode((*jobs_)[k]);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (error_.empty()) error_ = e.what();
@@ -260,7 +270,6 @@ class LanePool {
     }
   }
 
-  nvjpegHandle_t handle_;
   int device_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::mutex mutex_;
@@ -307,7 +316,9 @@ struct Decoder {
   nvjpegHandle_t handle = nullptr;
   bool hardware = false;
   bool interpolated = false;
+  unsigned int flags = NVJPEG_FLAGS_DEFAULT;
   std::unique_ptr<Batched> batched_;
+  std::unique_ptr<Batched> gpu_batched_;
   std::unique_ptr<LanePool> lanes_;
   Event allocated;  // recorded on the batched stream for the lanes' streams to wait on
   std::mutex mutex;
@@ -319,22 +330,24 @@ struct Decoder {
     // asks for nvJPEG's default (a diagnostic: what the interpolation costs in speed)
     const char* up = std::getenv("TORCHAUG_NVJPEG_UPSAMPLING");
     const bool replicate = up != nullptr && std::string(up) == "replicate";
-    const unsigned int flags[2] = {replicate ? NVJPEG_FLAGS_DEFAULT : NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+    const unsigned int choices[2] = {replicate ? NVJPEG_FLAGS_DEFAULT : NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
                                    NVJPEG_FLAGS_DEFAULT};
     // TORCHAUG_NVJPEG_HARDWARE=0 leaves the hardware decoder out (every sample takes the hybrid path)
     const bool try_hardware = env_on("TORCHAUG_NVJPEG_HARDWARE");
-    for (unsigned int f : flags) {
+    for (unsigned int f : choices) {
       if (!try_hardware) break;
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
         hardware = true;
         interpolated = f != NVJPEG_FLAGS_DEFAULT;
+        flags = f;
         break;
       }
     }
     if (!hardware) {
-      for (unsigned int f : flags) {
+      for (unsigned int f : choices) {
         if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
           interpolated = f != NVJPEG_FLAGS_DEFAULT;
+          flags = f;
           break;
         }
       }
@@ -343,15 +356,25 @@ struct Decoder {
   }
 
   Batched& batched(const at::Device& device) {
-    if (!batched_) {
-      batched_ = std::make_unique<Batched>(own_stream(device));
-      TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_->state));
-    }
+    if (!batched_) batched_ = std::make_unique<Batched>(handle, hardware, own_stream(device));
     return *batched_;
   }
 
+  // nvJPEG's batched decoder on its GPU-Huffman backend (NVJPEG_BACKEND_GPU_HYBRID: the Huffman
+  // decoding on the SMs for batches of more than 50), with a handle and stream of its own
+  Batched& gpu_batched(const at::Device& device) {
+    if (!gpu_batched_) {
+      nvjpegHandle_t h = nullptr;
+      if (nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &h) != NVJPEG_STATUS_SUCCESS) {
+        TORCHAUG_NVJPEG_CHECK(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &h));
+      }
+      gpu_batched_ = std::make_unique<Batched>(h, false, own_stream(device));
+    }
+    return *gpu_batched_;
+  }
+
   LanePool& lanes(const at::Device& device) {
-    if (!lanes_) lanes_ = std::make_unique<LanePool>(handle, device.index(), lane_count());
+    if (!lanes_) lanes_ = std::make_unique<LanePool>(flags, device.index(), lane_count());
     return *lanes_;
   }
 };
@@ -406,7 +429,7 @@ nvjpegImage_t destination(uint8_t* base, const DecodeSample& s) {
 }
 
 // One group through the hardware batched decoder; false when nvJPEG rejected it.
-bool decode_batched(Decoder& d, Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
+bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
   const int n = static_cast<int>(jobs.size());
   // The previous batch finished on the GPU before the state is used again, as nvImageCodec's
   // hardware decoder plugin does (cudaEventSynchronize of the last batch's event before the next
@@ -421,7 +444,7 @@ bool decode_batched(Decoder& d, Batched& b, std::vector<Job>& jobs, nvjpegOutput
   // first runs, as DALI and nvImageCodec do ("memory pool for HW decoder ... >20% for 8GPU training"
   // in nvImageCodec); nvJPEG grows them later itself. TORCHAUG_NVJPEG_PREALLOCATE=0 leaves it out.
   static const bool preallocate = env_on("TORCHAUG_NVJPEG_PREALLOCATE");
-  if (preallocate && !b.preallocated) {
+  if (preallocate && b.hardware && !b.preallocated) {
     int width = 1, height = 1;
     for (const auto& job : jobs) {
       width = std::max<int>(width, static_cast<int>(stored_width(*job.s)));
@@ -429,12 +452,12 @@ bool decode_batched(Decoder& d, Batched& b, std::vector<Job>& jobs, nvjpegOutput
     }
     trace(b.stream.device_index(), "nvjpegDecodeBatchedPreAllocate", n);
     // a hint: a refusal leaves nvJPEG allocating as it goes
-    (void)nvjpegDecodeBatchedPreAllocate(d.handle, b.state, n, width, height, NVJPEG_CSS_444, format);
+    (void)nvjpegDecodeBatchedPreAllocate(b.handle, b.state, n, width, height, NVJPEG_CSS_444, format);
     b.preallocated = true;
   }
   if (b.batch != n || b.format != format) {
     trace(b.stream.device_index(), "nvjpegDecodeBatchedInitialize", n);
-    if (nvjpegDecodeBatchedInitialize(d.handle, b.state, n, 1, format) != NVJPEG_STATUS_SUCCESS) return false;
+    if (nvjpegDecodeBatchedInitialize(b.handle, b.state, n, 1, format) != NVJPEG_STATUS_SUCCESS) return false;
     b.batch = n;
     b.format = format;
   }
@@ -451,7 +474,7 @@ bool decode_batched(Decoder& d, Batched& b, std::vector<Job>& jobs, nvjpegOutput
   }
   trace(b.stream.device_index(), "nvjpegDecodeBatched", n);
   const nvjpegStatus_t status =
-      nvjpegDecodeBatched(d.handle, b.state, data.data(), lengths.data(), dst, b.stream.stream());
+      nvjpegDecodeBatched(b.handle, b.state, data.data(), lengths.data(), dst, b.stream.stream());
   b.done.record(b.stream.stream());  // a failed batch may have queued work too
   b.pending = true;
   if (status != NVJPEG_STATUS_SUCCESS) {
@@ -528,11 +551,18 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     }
   }
 
-  // the share of the hardware-decodable samples past `hw_load` goes to the lanes as well
+  // the share of the hardware-decodable samples past `hw_load` goes to the lanes as well, or with
+  // TORCHAUG_NVJPEG_SPLIT_TO=gpu to the GPU-Huffman batched decoder (an experiment)
+  static const bool split_to_gpu = [] {
+    const char* v = std::getenv("TORCHAUG_NVJPEG_SPLIT_TO");
+    return v != nullptr && std::string(v) == "gpu";
+  }();
   const double load = plan.hw_load < 0 ? default_hw_load() : plan.hw_load;
+  std::vector<Job> gpu_rgb, gpu_y;
   for (auto* group : {&hw_rgb, &hw_y}) {
     const size_t keep = static_cast<size_t>(std::llround(load * static_cast<double>(group->size())));
-    hybrid.insert(hybrid.end(), group->begin() + static_cast<std::ptrdiff_t>(keep), group->end());
+    auto& rest = !split_to_gpu ? hybrid : (group == &hw_y ? gpu_y : gpu_rgb);
+    rest.insert(rest.end(), group->begin() + static_cast<std::ptrdiff_t>(keep), group->end());
     group->resize(keep);
   }
 
@@ -549,7 +579,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     LanePool& pool;
     ~Waiter() { pool.wait(); }
   } waiter{lanes};
-  if (!hybrid.empty()) after_batched();
+  if (!hybrid.empty() || !gpu_rgb.empty() || !gpu_y.empty()) after_batched();
   trace(dev, "lanes", static_cast<int64_t>(hybrid.size()));
   lanes.start(hybrid);
 
@@ -558,12 +588,23 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   bool queued = false;
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
-    if (!decode_batched(d, batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
+    if (!decode_batched(batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
       retry.insert(retry.end(), group->begin(), group->end());  // retried one by one on the lanes
     }
     queued = true;
   }
   if (queued) batched.done.block(current.stream());
+  if (!gpu_rgb.empty() || !gpu_y.empty()) {
+    Batched& gpu = d.gpu_batched(device);
+    d.allocated.block(gpu.stream.stream());
+    for (auto* group : {&gpu_rgb, &gpu_y}) {
+      if (group->empty()) continue;
+      if (!decode_batched(gpu, *group, group == &gpu_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
+        retry.insert(retry.end(), group->begin(), group->end());
+      }
+    }
+    gpu.done.block(current.stream());
+  }
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
   // the caller's thread joins the lanes until every sample is taken, then the caller's stream waits
@@ -578,6 +619,9 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   if (!retry.empty()) {
     trace(dev, "retry", static_cast<int64_t>(retry.size()));
     after_batched();  // a rejected batch may have queued work on these samples' memory
+    if (d.gpu_batched_) {
+      for (int i = 0; i < lanes.size(); ++i) d.gpu_batched_->done.block(lanes.lane(i).stream.stream());
+    }
     lanes.start(retry);
     join(retry);
   }
