@@ -4,10 +4,7 @@
 files of ~110 KB and ~67 KB, with torchvision.io.decode_jpeg (batched, CUDA) timed in every process
 as the peer.
 
-    python3 scripts/decode_split.py [--threads 4,8,12] [--loads 1,0.8,0.7,0.6,0.5,0] [--to lanes,gpu]
-
---to gpu sends the share past hw_load to nvJPEG's GPU-Huffman batched decoder instead of the lanes
-(TORCHAUG_NVJPEG_SPLIT_TO=gpu, an experiment).
+    python3 scripts/decode_split.py [--threads 4,8,12] [--loads 1,0.8,0.7,0.6,0.5,0]
 """
 import json
 import os
@@ -49,19 +46,16 @@ def main():
         threads = [int(x) for x in args[args.index("--threads") + 1].split(",")]
     if "--loads" in args:
         loads = args[args.index("--loads") + 1]
-    to = args[args.index("--to") + 1].split(",") if "--to" in args else ["lanes"]
     results = {}
-    for dest in to:
-        for n in threads:
-            label = f"{dest}, {n} lanes"
-            r, err = run_child(__file__, {"TORCHAUG_NVJPEG_THREADS": str(n), "SPLIT_LOADS": loads,
-                                          "TORCHAUG_NVJPEG_SPLIT_TO": dest}, timeout=400)
-            if r is None:
-                print(f"{label}: FAILED\n{err}", flush=True)
-                continue
-            results[label] = r
-            for name, row in r.items():
-                print(f"{label}, {name}: " + "  ".join(f"{k} {v:8,.0f}" for k, v in row.items()), flush=True)
+    for n in threads:
+        label = f"{n} lanes"
+        r, err = run_child(__file__, {"TORCHAUG_NVJPEG_THREADS": str(n), "SPLIT_LOADS": loads}, timeout=400)
+        if r is None:
+            print(f"{label}: FAILED\n{err}", flush=True)
+            continue
+        results[label] = r
+        for name, row in r.items():
+            print(f"{label}, {name}: " + "  ".join(f"{k} {v:8,.0f}" for k, v in row.items()), flush=True)
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "decode_split.json"), "w") as f:

@@ -116,7 +116,7 @@ bool env_on(const char* name) {
 // The batched (hardware) decoder's state and the stream it decodes on.
 struct Batched {
   nvjpegHandle_t handle = nullptr;
-  bool hardware = true;  // the hardware backend's (else the GPU-Huffman hybrid backend's)
+  bool hardware = true;  // the hardware backend's handle (else the default backend's)
   nvjpegJpegState_t state = nullptr;
   c10::cuda::CUDAStream stream;
   int batch = -1;
@@ -318,7 +318,6 @@ struct Decoder {
   bool interpolated = false;
   unsigned int flags = NVJPEG_FLAGS_DEFAULT;
   std::unique_ptr<Batched> batched_;
-  std::unique_ptr<Batched> gpu_batched_;
   std::unique_ptr<LanePool> lanes_;
   Event allocated;  // recorded on the batched stream for the lanes' streams to wait on
   std::mutex mutex;
@@ -360,19 +359,6 @@ struct Decoder {
     return *batched_;
   }
 
-  // nvJPEG's batched decoder on its GPU-Huffman backend (NVJPEG_BACKEND_GPU_HYBRID: the Huffman
-  // decoding on the SMs for batches of more than 50), with a handle and stream of its own
-  Batched& gpu_batched(const at::Device& device) {
-    if (!gpu_batched_) {
-      nvjpegHandle_t h = nullptr;
-      if (nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &h) != NVJPEG_STATUS_SUCCESS) {
-        TORCHAUG_NVJPEG_CHECK(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &h));
-      }
-      gpu_batched_ = std::make_unique<Batched>(h, false, own_stream(device));
-    }
-    return *gpu_batched_;
-  }
-
   LanePool& lanes(const at::Device& device) {
     if (!lanes_) lanes_ = std::make_unique<LanePool>(flags, device.index(), lane_count());
     return *lanes_;
@@ -404,10 +390,14 @@ void trace(int device, const char* step, int64_t n = -1) {
 }
 
 // Whether nvJPEG's hardware batched decoder takes the sample (its documented limits: baseline
-// Huffman, 8-bit, a single interleaved scan, no 4:1:1 / 4:1:0).
+// Huffman, 8-bit, a single interleaved scan, no 4:1:1 / 4:1:0). Grayscale files must also give
+// their one component sampling factors 1x1: on the H100 the hardware decoder returned rows of
+// wrong pixels and zeros (up to 255 levels off) for grayscale files whose component said 2x2 (as
+// PIL writes with subsampling=2, and jpegtran -grayscale keeps from a 4:2:0 file), which the hybrid
+// decoder and libjpeg-turbo decode right (scripts/decode_diag.py).
 bool hardware_decodable(const jpeg::Info& info) {
   if (!info.baseline()) return false;
-  if (info.components == 1) return true;
+  if (info.components == 1) return info.h[0] == 1 && info.v[0] == 1;
   if (info.components != 3 || info.adobe_transform == 0) return false;
   if (info.h[1] != 1 || info.v[1] != 1 || info.h[2] != 1 || info.v[2] != 1) return false;
   return (info.h[0] == 1 || info.h[0] == 2) && (info.v[0] == 1 || info.v[0] == 2);
@@ -551,18 +541,11 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     }
   }
 
-  // the share of the hardware-decodable samples past `hw_load` goes to the lanes as well, or with
-  // TORCHAUG_NVJPEG_SPLIT_TO=gpu to the GPU-Huffman batched decoder (an experiment)
-  static const bool split_to_gpu = [] {
-    const char* v = std::getenv("TORCHAUG_NVJPEG_SPLIT_TO");
-    return v != nullptr && std::string(v) == "gpu";
-  }();
+  // the share of the hardware-decodable samples past `hw_load` goes to the lanes as well
   const double load = plan.hw_load < 0 ? default_hw_load() : plan.hw_load;
-  std::vector<Job> gpu_rgb, gpu_y;
   for (auto* group : {&hw_rgb, &hw_y}) {
     const size_t keep = static_cast<size_t>(std::llround(load * static_cast<double>(group->size())));
-    auto& rest = !split_to_gpu ? hybrid : (group == &hw_y ? gpu_y : gpu_rgb);
-    rest.insert(rest.end(), group->begin() + static_cast<std::ptrdiff_t>(keep), group->end());
+    hybrid.insert(hybrid.end(), group->begin() + static_cast<std::ptrdiff_t>(keep), group->end());
     group->resize(keep);
   }
 
@@ -579,7 +562,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     LanePool& pool;
     ~Waiter() { pool.wait(); }
   } waiter{lanes};
-  if (!hybrid.empty() || !gpu_rgb.empty() || !gpu_y.empty()) after_batched();
+  if (!hybrid.empty()) after_batched();
   trace(dev, "lanes", static_cast<int64_t>(hybrid.size()));
   lanes.start(hybrid);
 
@@ -594,17 +577,6 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     queued = true;
   }
   if (queued) batched.done.block(current.stream());
-  if (!gpu_rgb.empty() || !gpu_y.empty()) {
-    Batched& gpu = d.gpu_batched(device);
-    d.allocated.block(gpu.stream.stream());
-    for (auto* group : {&gpu_rgb, &gpu_y}) {
-      if (group->empty()) continue;
-      if (!decode_batched(gpu, *group, group == &gpu_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
-        retry.insert(retry.end(), group->begin(), group->end());
-      }
-    }
-    gpu.done.block(current.stream());
-  }
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
   // the caller's thread joins the lanes until every sample is taken, then the caller's stream waits
@@ -619,9 +591,6 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   if (!retry.empty()) {
     trace(dev, "retry", static_cast<int64_t>(retry.size()));
     after_batched();  // a rejected batch may have queued work on these samples' memory
-    if (d.gpu_batched_) {
-      for (int i = 0; i < lanes.size(); ++i) d.gpu_batched_->done.block(lanes.lane(i).stream.stream());
-    }
     lanes.start(retry);
     join(retry);
   }
