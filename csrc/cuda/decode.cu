@@ -91,7 +91,7 @@ int32_t sample_status(nvjpegStatus_t s) {
 // A CUDA event (c10 only: ATen's CUDA headers pull in cuSPARSE / cuBLAS, absent from CI's compile check).
 struct Event {
   cudaEvent_t e = nullptr;
-  Event() { C10_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
+  explicit Event(unsigned int flags = cudaEventDisableTiming) { C10_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags)); }
   ~Event() { cudaEventDestroy(e); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -147,7 +147,10 @@ struct Lane {
   nvjpegBufferDevice_t device_buffer = nullptr;
   nvjpegDecodeParams_t params = nullptr;
   c10::cuda::CUDAStream stream;
-  Event done;  // recorded on `stream` after each sample
+  // recorded on `stream` after each sample; a lane waiting on it sleeps rather than spins (beside 7
+  // busy lanes the hardware batch call took 18-28 ms of host time against 12-13 ms alone,
+  // scripts/decode_trace.py; lanes spinning in the driver are one suspect)
+  Event done{cudaEventDisableTiming | cudaEventBlockingSync};
   int page = 0;
   bool used = false;  // decoded a sample in the current call
 
