@@ -147,9 +147,9 @@ struct Lane {
   nvjpegBufferDevice_t device_buffer = nullptr;
   nvjpegDecodeParams_t params = nullptr;
   c10::cuda::CUDAStream stream;
-  // recorded on `stream` after each sample; a lane waiting on it sleeps rather than spins (beside 7
-  // busy lanes the hardware batch call took 18-28 ms of host time against 12-13 ms alone,
-  // scripts/decode_trace.py; lanes spinning in the driver are one suspect)
+  // recorded on `stream` after each sample; a lane waiting on it sleeps rather than spins. (Beside 7
+  // busy lanes the hardware batch call takes 18-28 ms of host time against 12-13 ms alone,
+  // scripts/decode_trace.py; sleeping lanes did not change that: 24.4 ms against 13.2.)
   Event done{cudaEventDisableTiming | cudaEventBlockingSync};
   int page = 0;
   bool used = false;  // decoded a sample in the current call
@@ -298,7 +298,9 @@ int lane_count() {
 }
 
 // The share of the hardware-decodable samples given to the hardware engines when the caller does not
-// say (hw_load < 0): TORCHAUG_NVJPEG_HW_LOAD, else kDefaultHwLoad.
+// say (hw_load < 0): TORCHAUG_NVJPEG_HW_LOAD, else kDefaultHwLoad. 1: on the H100 every smaller
+// share measured slower, in 3 sweeps on 3 machines (RESULTS.md, case 6, session 15): the hardware batch
+// call slows down beside busy lanes, so the two do not add up.
 constexpr double kDefaultHwLoad = 1.0;
 double default_hw_load() {
   static const double load = [] {

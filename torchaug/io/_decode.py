@@ -93,8 +93,9 @@ def decode_jpeg(
     hw_load (CUDA only): the share, in [0, 1], of the files nvJPEG's hardware engines can take that
     they get; the rest go at the same time through nvJPEG's hybrid decoder (Huffman decoding on CPU
     threads, TORCHAUG_NVJPEG_THREADS of them, the rest on the GPU), as DALI's hw_decoder_load.
-    None: the decoder's default (TORCHAUG_NVJPEG_HW_LOAD, else measured best on an H100, see
-    benchmarks/RESULTS.md). Where the GPU has no JPEG engines every file takes the hybrid decoder.
+    None: the decoder's default (TORCHAUG_NVJPEG_HW_LOAD, else 1.0: on an H100 every smaller share
+    measured slower, benchmarks/RESULTS.md case 6). Where the GPU has no JPEG engines every file
+    takes the hybrid decoder.
     The two decoders' pixels differ by a level or so, so a file's pixels can depend on the share."""
     single = isinstance(input, (torch.Tensor, bytes, bytearray, memoryview))
     flat, offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
