@@ -154,8 +154,9 @@ struct Lane {
   int page = 0;
   bool used = false;  // decoded a sample in the current call
 
-  nvjpegHandle_t handle = nullptr;  // a handle of the lane's own: lanes sharing the hardware decoder's
-                                    // handle ran one after the other and after the hardware batch
+  // a handle of the lane's own (nvJPEG allows one handle across threads; own handles were tried
+  // against the hardware call's slowdown beside the lanes, which they did not remove)
+  nvjpegHandle_t handle = nullptr;
 
   Lane(unsigned int flags, c10::cuda::CUDAStream s) : stream(s) {
     if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &handle) != NVJPEG_STATUS_SUCCESS) {
@@ -199,8 +200,8 @@ struct Lane {
 };
 
 // The lanes' threads: lane 0 is the calling thread's, lanes 1.. have a thread each, started on
-// first use and kept for the life of the process (like the decoder). run() hands out the jobs one
-// at a time to whichever lane is free, so that slow samples do not hold up a fixed share.
+// first use and kept for the life of the process (like the decoder). start() / finish() hand out
+// the jobs one at a time to whichever lane is free, so that slow samples do not hold up a fixed share.
 class LanePool {
  public:
   LanePool(unsigned int flags, int device, int lanes) : device_(device) {
