@@ -82,7 +82,7 @@ TEST(Kernels, BilinearDownscaleByTwoAveragesPairs) {
 TEST(Kernels, AffineTapsAndBlend) {
   // bilinear at (1.25, 2.5): four taps, weights sum to 1 inside the image
   const auto t = affine_taps<float, 4>(1.25f, 2.5f, 5, 5);
-  ASSERT_EQ(t.n, 4);
+  static_assert(sizeof(t.w) / sizeof(t.w[0]) == 4, "bilinear: four taps");
   EXPECT_FLOAT_EQ(t.w[0] + t.w[1] + t.w[2] + t.w[3], 1.0f);
   EXPECT_FLOAT_EQ(t.w[0], 0.75f * 0.5f);
   EXPECT_FLOAT_EQ(t.mask, 1.0f);
@@ -104,7 +104,7 @@ TEST(Kernels, AffineTapsAndBlend) {
   EXPECT_FLOAT_EQ(affine_blend(10.0f, 0.4f, true, 100.0f, kNearest), 100.0f);
   // nearest rounds half to even, like grid_sample; -0.5 rounds to 0 (inside), 4.5 to 4
   const auto n = affine_taps<float, 1>(2.5f, 1.5f, 5, 5);
-  ASSERT_EQ(n.n, 1);
+  static_assert(sizeof(n.w) / sizeof(n.w[0]) == 1, "nearest: one tap");
   EXPECT_EQ(n.ix[0], 2);
   EXPECT_EQ(n.iy[0], 2);
   EXPECT_TRUE((affine_taps<float, 1>(-0.5f, 4.5f, 5, 5).valid[0]));
