@@ -116,7 +116,6 @@ bool env_on(const char* name) {
 // The batched (hardware) decoder's state and the stream it decodes on.
 struct Batched {
   nvjpegHandle_t handle = nullptr;
-  bool hardware = true;  // the hardware backend's handle (else the default backend's)
   nvjpegJpegState_t state = nullptr;
   c10::cuda::CUDAStream stream;
   int batch = -1;
@@ -124,7 +123,7 @@ struct Batched {
   bool preallocated = false;
   Event done;  // recorded on `stream` after each batched decode
   bool pending = false;
-  Batched(nvjpegHandle_t h, bool hw, c10::cuda::CUDAStream s) : handle(h), hardware(hw), stream(s) {
+  Batched(nvjpegHandle_t h, c10::cuda::CUDAStream s) : handle(h), stream(s) {
     TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &state));
   }
 };
@@ -321,7 +320,6 @@ double default_hw_load() {
 struct Decoder {
   nvjpegHandle_t handle = nullptr;
   bool hardware = false;
-  bool interpolated = false;
   unsigned int flags = NVJPEG_FLAGS_DEFAULT;
   std::unique_ptr<Batched> batched_;
   std::unique_ptr<LanePool> lanes_;
@@ -343,7 +341,6 @@ struct Decoder {
       if (!try_hardware) break;
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
         hardware = true;
-        interpolated = f != NVJPEG_FLAGS_DEFAULT;
         flags = f;
         break;
       }
@@ -351,7 +348,6 @@ struct Decoder {
     if (!hardware) {
       for (unsigned int f : choices) {
         if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
-          interpolated = f != NVJPEG_FLAGS_DEFAULT;
           flags = f;
           break;
         }
@@ -361,7 +357,7 @@ struct Decoder {
   }
 
   Batched& batched(const at::Device& device) {
-    if (!batched_) batched_ = std::make_unique<Batched>(handle, hardware, own_stream(device));
+    if (!batched_) batched_ = std::make_unique<Batched>(handle, own_stream(device));
     return *batched_;
   }
 
@@ -440,7 +436,7 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   // first runs, as DALI and nvImageCodec do ("memory pool for HW decoder ... >20% for 8GPU training"
   // in nvImageCodec); nvJPEG grows them later itself. TORCHAUG_NVJPEG_PREALLOCATE=0 leaves it out.
   static const bool preallocate = env_on("TORCHAUG_NVJPEG_PREALLOCATE");
-  if (preallocate && b.hardware && !b.preallocated) {
+  if (preallocate && !b.preallocated) {
     int width = 1, height = 1;
     for (const auto& job : jobs) {
       width = std::max<int>(width, static_cast<int>(stored_width(*job.s)));
