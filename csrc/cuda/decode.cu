@@ -551,22 +551,36 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     group->resize(keep);
   }
 
-  // the lanes start on their samples; their streams first wait for the batched stream, from whose
-  // pool the output came
-  LanePool& lanes = d.lanes(device);
+  // the lanes (made on the first call that needs them: a handle, buffers and a thread each) start on
+  // their samples; their streams first wait for everything queued on the batched stream, from whose
+  // pool the output came (and, on a retry, where a rejected batch may have queued work on it)
   Batched& batched = d.batched(device);
-  auto after_batched = [&] {  // the lanes' streams wait for everything queued on the batched stream
-    d.allocated.record(batched.stream.stream());
-    for (int i = 0; i < lanes.size(); ++i) d.allocated.block(lanes.lane(i).stream.stream());
-  };
   std::vector<Job> retry;
+  LanePool* lanes = nullptr;
   struct Waiter {  // the lanes are done with the jobs before they go out of scope
-    LanePool& pool;
-    ~Waiter() { pool.wait(); }
+    LanePool*& pool;
+    ~Waiter() {
+      if (pool != nullptr) pool->wait();
+    }
   } waiter{lanes};
-  if (!hybrid.empty()) after_batched();
+  auto start_lanes = [&](std::vector<Job>& jobs) {
+    if (jobs.empty()) return;
+    if (lanes == nullptr) lanes = &d.lanes(device);
+    d.allocated.record(batched.stream.stream());
+    for (int i = 0; i < lanes->size(); ++i) d.allocated.block(lanes->lane(i).stream.stream());
+    lanes->start(jobs);
+  };
+  // the caller's thread joins the lanes until every sample is taken, then the caller's stream waits
+  // for the lanes' last samples
+  auto join_lanes = [&](std::vector<Job>& jobs) {
+    if (jobs.empty()) return;
+    lanes->finish(jobs);
+    for (int i = 0; i < lanes->size(); ++i) {
+      if (lanes->lane(i).used) lanes->lane(i).done.block(current.stream());
+    }
+  };
   trace(dev, "lanes", static_cast<int64_t>(hybrid.size()));
-  lanes.start(hybrid);
+  start_lanes(hybrid);
 
   // meanwhile the batched groups on the decoder's stream (they need not wait for the caller's
   // stream: their memory is the decoder's); the caller's stream waits for them
@@ -581,21 +595,10 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   if (queued) batched.done.block(current.stream());
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
-  // the caller's thread joins the lanes until every sample is taken, then the caller's stream waits
-  // for the lanes' last samples
-  auto join = [&](std::vector<Job>& jobs) {
-    lanes.finish(jobs);
-    for (int i = 0; i < lanes.size(); ++i) {
-      if (lanes.lane(i).used) lanes.lane(i).done.block(current.stream());
-    }
-  };
-  join(hybrid);
-  if (!retry.empty()) {
-    trace(dev, "retry", static_cast<int64_t>(retry.size()));
-    after_batched();  // a rejected batch may have queued work on these samples' memory
-    lanes.start(retry);
-    join(retry);
-  }
+  join_lanes(hybrid);
+  trace(dev, "retry", static_cast<int64_t>(retry.size()));
+  start_lanes(retry);
+  join_lanes(retry);
   trace(dev, "lanes done", static_cast<int64_t>(hybrid.size()));
   if (!host.empty()) {
     int64_t host_size = 0;
