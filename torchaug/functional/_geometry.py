@@ -6,6 +6,7 @@ from typing import List, Optional, Sequence
 import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
+from ..io._ragged import RaggedImages
 from ._utils import (
     InterpolationMode,
     as_batch,
@@ -42,13 +43,18 @@ def resized_crop_boxes(
     """Crop boxes (B, 4) [top, left, height, width] (int64) of each image and resize them to `size`
     in one pass; optionally flip (B,) bool horizontally and normalize ((x * scale - mean) / std with
     mean, std broadcastable to (B, C)) and cast to `out_dtype` in the same pass. `images` is a
-    (B, C, H, W) tensor or a list of (C, H_i, W_i) tensors (a ragged batch); the output is always a
+    (B, C, H, W) tensor, or a ragged batch: a list of (C, H_i, W_i) tensors or a
+    torchaug.io.RaggedImages (read in place, with no Python work per image); the output is always a
     dense (B, C, h, w) batch. The result equals torchvision's
     normalize(to_dtype(hflip(resized_crop(img, *box, size, interpolation, antialias)))) per sample."""
     op = "resized_crop"
     code = interpolation_code(interpolation, op)
     out_size = pair(size, "size", op)
-    if isinstance(images, (list, tuple)):
+    if isinstance(images, RaggedImages):
+        if len(images) == 0:
+            raise ValueError(f"torchaug.{op}: the RaggedImages batch is empty")
+        batch, channels, device, dtype = len(images), images.channels, images.device, images.data.dtype
+    elif isinstance(images, (list, tuple)):
         imgs, hwc = image_list(images, op)
         batch, channels, device, dtype = len(imgs), imgs[0].shape[0], imgs[0].device, imgs[0].dtype
     else:
@@ -66,6 +72,12 @@ def resized_crop_boxes(
         std = per_sample_rows(std, batch, channels, device, torch.float32, "std", op)
         if out_dtype is None:
             out_dtype = dtype if dtype.is_floating_point else torch.float32
+    if isinstance(images, RaggedImages):
+        offsets, sizes = images.host_layout()
+        return _ops_ns.resized_crop_ragged(
+            images.data, offsets, sizes, channels, images.channels_last, boxes, out_size, code, antialias, flip, mean, std,
+            out_dtype, memory_format
+        )
     if isinstance(images, (list, tuple)):
         flat, offsets = ragged_buffer(imgs, hwc)
         sizes = torch.tensor([[t.shape[1], t.shape[2]] for t in imgs], dtype=torch.int64)
@@ -92,7 +104,9 @@ def resized_crop(
     size). Keyword arguments of resized_crop_boxes (flip, mean, std, out_dtype, memory_format)
     fuse those stages into the same pass."""
     op = "resized_crop"
-    if isinstance(images, (list, tuple)):
+    if isinstance(images, RaggedImages):
+        batch, device = len(images), images.device
+    elif isinstance(images, (list, tuple)):
         batch, device = len(images), images[0].device if len(images) else torch.device("cpu")
     else:
         x, _ = as_batch(images, op)
@@ -132,15 +146,26 @@ def _compute_resized_output_size(height: int, width: int, size, max_size: Option
     return [int(size[0]), int(size[1])]
 
 
+def _ragged_sizes(images, op: str):
+    """([(H_i, W_i)], device) of a ragged batch (a list of (C, H_i, W_i) tensors, checked, or a
+    RaggedImages); None for a tensor."""
+    if isinstance(images, RaggedImages):
+        return images.sizes, images.device
+    if isinstance(images, (list, tuple)):
+        imgs, _ = image_list(images, op)
+        return [(t.shape[1], t.shape[2]) for t in imgs], imgs[0].device
+    return None
+
+
 def resize(images, size, interpolation=InterpolationMode.BILINEAR, max_size: Optional[int] = None, antialias: bool = True, **fused):
     """torchvision.transforms.v2.functional.resize; `images` may also be a list of (C, H_i, W_i)
-    tensors when size is [height, width] (a ragged batch resized into a dense one)."""
-    if isinstance(images, (list, tuple)):
-        imgs, _ = image_list(images, "resize")
+    tensors or a RaggedImages when size is [height, width] (a ragged batch resized into a dense one)."""
+    ragged = _ragged_sizes(images, "resize")
+    if ragged is not None:
         if isinstance(size, numbers.Integral) or len(size) != 2:
             raise ValueError("torchaug.resize: a list of images of different sizes needs size=[height, width]")
-        boxes = torch.tensor([[0, 0, t.shape[1], t.shape[2]] for t in imgs], dtype=torch.int64).to(imgs[0].device)
-        return resized_crop_boxes(imgs, boxes, size, interpolation, antialias, validate=False, **fused)
+        boxes = torch.tensor([[0, 0, h, w] for h, w in ragged[0]], dtype=torch.int64).to(ragged[1], non_blocking=True)
+        return resized_crop_boxes(images, boxes, size, interpolation, antialias, validate=False, **fused)
     x, single = as_batch(images, "resize")
     h, w = x.shape[-2:]
     out_size = _compute_resized_output_size(h, w, size, max_size)
@@ -168,12 +193,14 @@ def _center_crop_box(height: int, width: int, crop_h: int, crop_w: int) -> List[
 
 
 def center_crop(images, output_size, **fused) -> torch.Tensor:
-    """torchvision.transforms.v2.functional.center_crop; also takes a list of (C, H_i, W_i) tensors."""
+    """torchvision.transforms.v2.functional.center_crop; also takes a list of (C, H_i, W_i) tensors or
+    a RaggedImages."""
     ch, cw = pair(output_size, "output_size", "center_crop")
-    if isinstance(images, (list, tuple)):
-        imgs, _ = image_list(images, "center_crop")
-        boxes = torch.tensor([_center_crop_box(t.shape[1], t.shape[2], ch, cw) for t in imgs], dtype=torch.int64)
-        return resized_crop_boxes(imgs, boxes.to(imgs[0].device), [ch, cw], InterpolationMode.NEAREST, False, validate=False, **fused)
+    ragged = _ragged_sizes(images, "center_crop")
+    if ragged is not None:
+        boxes = torch.tensor([_center_crop_box(h, w, ch, cw) for h, w in ragged[0]], dtype=torch.int64)
+        return resized_crop_boxes(images, boxes.to(ragged[1], non_blocking=True), [ch, cw], InterpolationMode.NEAREST, False,
+                                  validate=False, **fused)
     x, single = as_batch(images, "center_crop")
     box = torch.tensor(_center_crop_box(x.shape[-2], x.shape[-1], ch, cw), dtype=torch.int64, device=x.device)
     return unbatch(resized_crop_boxes(x, box, [ch, cw], InterpolationMode.NEAREST, False, validate=False, **fused), single)

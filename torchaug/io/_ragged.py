@@ -13,8 +13,10 @@ class RaggedImages:
     PIL / numpy write: `channels_last`).
 
     DataLoader's pin_memory=True pins it (pin_memory()), `.to(device, non_blocking=True)` moves it in
-    one copy, and `.images()` gives the list of (C, H_i, W_i) views that torchaug's transforms take
-    (RandomResizedCrop / Resize turn it into a dense batch in one launch)."""
+    one copy. The crop-like transforms (RandomResizedCrop, Resize, CenterCrop) and
+    torchaug.functional.resized_crop_boxes take it as it is and turn it into a dense batch in one
+    launch, with no Python work per image; the other transforms see `.images()`, the list of
+    (C, H_i, W_i) views."""
 
     def __init__(self, data: torch.Tensor, sizes: Sequence[Sequence[int]], channels: int, channels_last: bool):
         if not isinstance(data, torch.Tensor) or data.dim() != 1:
@@ -23,6 +25,7 @@ class RaggedImages:
         self.sizes = [(int(h), int(w)) for h, w in sizes]
         self.channels = int(channels)
         self.channels_last = bool(channels_last)
+        self._layout = None
         numels = [h * w * self.channels for h, w in self.sizes]
         self.offsets = np.concatenate([[0], np.cumsum(numels)]).astype(np.int64).tolist()
         if self.offsets[-1] != data.numel():
@@ -73,6 +76,14 @@ class RaggedImages:
     def device(self) -> torch.device:
         return self.data.device
 
+    def host_layout(self):
+        """(offsets (B,), sizes (B, 2) [H, W]) as int64 CPU tensors: the batch description that
+        torchaug::resized_crop_ragged takes with `data`."""
+        if getattr(self, "_layout", None) is None:
+            self._layout = (torch.tensor(self.offsets[:-1], dtype=torch.int64),
+                            torch.tensor(self.sizes, dtype=torch.int64).reshape(-1, 2))
+        return self._layout
+
     def pin_memory(self, device=None) -> "RaggedImages":
         return self._with(self.data.pin_memory())
 
@@ -82,6 +93,7 @@ class RaggedImages:
     def _with(self, data: torch.Tensor) -> "RaggedImages":
         out = RaggedImages.__new__(RaggedImages)
         out.data, out.sizes, out.channels, out.channels_last, out.offsets = data, self.sizes, self.channels, self.channels_last, self.offsets
+        out._layout = getattr(self, "_layout", None)
         return out
 
     def images(self) -> List[torch.Tensor]:

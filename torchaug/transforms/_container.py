@@ -8,7 +8,7 @@ from .. import functional as F
 from ._geometry import RandomHorizontalFlip, _CropLike
 from ._misc import Normalize, ToDtype
 from . import _script as S
-from ._transform import Transform
+from ._transform import Transform, as_input
 
 
 def _is_scaling_to_float(t) -> bool:
@@ -24,7 +24,11 @@ class Compose(Transform):
     pass, with the same result as running them one by one (fuse=False does that).
     forward(images, *targets, params=None, return_params=False): params is the list of each
     transform's parameters (None for plain callables); targets (boxes, masks, keypoints) follow
-    each transform in turn, and then the output is (images, *targets)."""
+    each transform in turn, and then the output is (images, *targets). A RaggedImages batch goes as
+    it is to the transforms that read it in place (the crop-like ones) and as its list of images to
+    the others."""
+
+    _TAKES_RAGGED = True
 
     def __init__(self, transforms: Sequence[Callable], fuse: bool = True):
         super().__init__()
@@ -58,6 +62,7 @@ class Compose(Transform):
         x = images
         i = 0
         while i < len(ts):
+            x = as_input(ts[i], x)
             end = self._fusable_run(i)
             if end - i > 1:
                 out = self._run_fused(x, i, end, params, drawn)

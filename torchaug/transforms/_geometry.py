@@ -25,7 +25,10 @@ def _sizes(info: BatchInfo):
 
 class _CropLike(Transform):
     """Transforms whose output is a crop box of each input resized to a fixed size. Compose fuses
-    such a transform with a following horizontal flip, ToDtype and Normalize into one launch."""
+    such a transform with a following horizontal flip, ToDtype and Normalize into one launch. A
+    ragged batch (a list of images, or a RaggedImages read in place) becomes a dense one."""
+
+    _TAKES_RAGGED = True
 
     def crop_boxes(self, images, params: Dict[str, Any]) -> Tuple[torch.Tensor, List[int], Any, bool]:
         raise NotImplementedError

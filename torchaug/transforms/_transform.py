@@ -8,19 +8,29 @@ import torch
 from torch import nn
 
 from ..functional._utils import generator_device
+from ..io._ragged import RaggedImages
 from . import _script as S
 from . import _targets
 
 
 class BatchInfo:
     """What make_params needs to know of its input: batch size, device, and image sizes (uniform,
-    or per sample for a list of images of different sizes)."""
+    or per sample for a list of images of different sizes or a RaggedImages batch)."""
 
     def __init__(self, images):
         if isinstance(images, BatchInfo):  # a copy (what make_params saw, for the targets)
             self.__dict__.update(images.__dict__)
             return
-        if isinstance(images, (list, tuple)):
+        if isinstance(images, RaggedImages):  # the sizes without a tensor per image
+            if len(images) == 0:
+                raise ValueError("torchaug: empty RaggedImages batch")
+            self.batch = len(images)
+            self.device = images.device
+            self.channels = images.channels
+            self.host_sizes = images.sizes
+            self.uniform_size = None
+            self.ragged = True
+        elif isinstance(images, (list, tuple)):
             if len(images) == 0:
                 raise ValueError("torchaug: empty list of images")
             self.batch = len(images)
@@ -57,6 +67,10 @@ class Transform(nn.Module):
     dicts per sample; see _targets.py) follow the geometric transforms and pass through the
     others; with targets the output is (images, *targets)."""
 
+    # whether make_params / transform take a RaggedImages batch as it is; the others get its list
+    # of (C, H_i, W_i) views (RaggedImages.images()), as if the caller had passed the list
+    _TAKES_RAGGED = False
+
     def __init__(self, generator: Optional[torch.Generator] = None):
         super().__init__()
         self.generator = generator
@@ -68,6 +82,7 @@ class Transform(nn.Module):
         raise NotImplementedError
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        images = as_input(self, images)
         if params is None:
             params = self.make_params(images)
         out = self.transform(images, params)
@@ -124,6 +139,14 @@ class Transform(nn.Module):
 
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
         return S.uniform_on(list(shape), low, high, torch.device(device), *self._gen(), dtype)
+
+
+def as_input(transform, images):
+    """images as `transform` takes them: a RaggedImages batch stays one for the transforms that take
+    it (_TAKES_RAGGED) and becomes its list of views for the others (plain callables included)."""
+    if isinstance(images, RaggedImages) and not getattr(transform, "_TAKES_RAGGED", False):
+        return images.images()
+    return images
 
 
 def scriptable_transforms() -> List[str]:
