@@ -309,6 +309,78 @@ def test_ragged_images_pack_and_views():
         collate_ragged([])
 
 
+def _no_views(monkeypatch):
+    """Make RaggedImages.images() (a tensor per image, Python work per image) an error."""
+    def fail(self):
+        raise AssertionError("RaggedImages.images() called: the batch was not read in place")
+    monkeypatch.setattr(RaggedImages, "images", fail)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["hwc", "chw", "gray"])
+def test_crop_transforms_read_ragged_images_in_place(device, layout, monkeypatch):
+    """RandomResizedCrop, Resize, CenterCrop (alone and fused with flip / ToDtype / Normalize) and the
+    functional crops take a RaggedImages as it is and give what they give for its list of images."""
+    rng = np.random.default_rng(3)
+    if layout == "gray":
+        arrays = [rng.integers(0, 256, (9 + i, 13 + 2 * i), dtype=np.uint8) for i in range(6)]
+    else:
+        arrays = [rng.integers(0, 256, (9 + i, 13 + 2 * i, 3), dtype=np.uint8) for i in range(6)]
+    packed = arrays if layout != "chw" else [torch.from_numpy(a).permute(2, 0, 1).contiguous() for a in arrays]
+    ragged = RaggedImages.from_images(packed).to(device)
+    views = ragged.images()
+    mean, std = [0.4] * ragged.channels, [0.3] * ragged.channels
+    rrc = T.RandomResizedCrop(8, generator=torch.Generator().manual_seed(1))
+    boxes = rrc.make_params(views)["boxes"]
+    fused = T.Compose([rrc, T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
+    _, fused_params = fused(views, return_params=True)
+    cases = [
+        (lambda x: rrc(x, params={"boxes": boxes})),
+        (lambda x: T.Resize([7, 11])(x)),
+        (lambda x: T.CenterCrop([10, 12])(x)),
+        (lambda x: fused(x, params=fused_params)),
+        (lambda x: torchaug.functional.resized_crop_boxes(x, boxes, [5, 6], flip=torch.ones(6, dtype=torch.bool, device=device),
+                                                          mean=mean, std=std, out_dtype=torch.bfloat16)),
+        (lambda x: torchaug.functional.resize(x, [6, 6])),
+        (lambda x: torchaug.functional.center_crop(x, [11, 11])),
+    ]
+    expected = [fn(views) for fn in cases]
+    _no_views(monkeypatch)
+    for k, (fn, ex) in enumerate(zip(cases, expected)):
+        got = fn(ragged)
+        assert got.device.type == device and got.dtype == ex.dtype and torch.equal(got, ex), f"case {k}"
+    # the draws for a RaggedImages are those for its list (make_params reads the sizes only)
+    a, b = (T.RandomResizedCrop(8, generator=torch.Generator().manual_seed(9)) for _ in range(2))
+    assert torch.equal(a.make_params(ragged)["boxes"], b.make_params(views)["boxes"])
+
+
+def test_other_transforms_see_the_list_of_a_ragged_batch():
+    ragged = RaggedImages.from_images([torch.zeros(3, 4, 5, dtype=torch.uint8), torch.ones(3, 6, 2, dtype=torch.uint8)])
+    seen = []
+    out = T.Compose([lambda x: seen.append(x) or x, T.Resize([3, 3])])(ragged)
+    assert isinstance(seen[0], list) and [tuple(v.shape) for v in seen[0]] == [(3, 4, 5), (3, 6, 2)] and out.shape == (2, 3, 3, 3)
+    with pytest.raises(Exception) as from_list:
+        T.RandomHorizontalFlip()(ragged.images())
+    with pytest.raises(type(from_list.value), match="flip"):
+        T.RandomHorizontalFlip()(ragged)
+    with pytest.raises(ValueError, match="empty RaggedImages"):
+        T.RandomResizedCrop(4)(RaggedImages(torch.zeros(0, dtype=torch.uint8), [], 3, False))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_prefetcher_reads_ragged_batches_in_place(device, monkeypatch):
+    """A RaggedImages batch reaches the crop as it is (no tensor per image in the producer): the
+    output equals the synchronous chain over its list of images."""
+    expected = reference(list(DataLoader(RaggedDataset(), batch_size=6, collate_fn=collate_ragged)), 5, device)
+    _no_views(monkeypatch)
+    loader = DataLoader(RaggedDataset(), batch_size=6, collate_fn=collate_ragged, pin_memory=device == "cuda")
+    pf = torchaug.Prefetcher(loader, chain(5), device=device, mean=MEAN, std=STD, memory_format=torch.channels_last)
+    got = list(pf)
+    assert len(got) == len(expected) == 4
+    for (x, y), (ex, ey) in zip(got, expected):
+        assert torch.equal(x, ex) and torch.equal(y.cpu(), ey)
+
+
 # -- CUDA: stream safety and memory -------------------------------------------------------------------
 cuda_only = pytest.mark.skipif(not CUDA, reason="needs CUDA")
 
