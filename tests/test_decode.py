@@ -482,6 +482,39 @@ def test_prefetcher_decodes_encoded_batches(folder, device):
         assert torch.equal(x, expected.cpu()) and torch.equal(y, labels)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_prefetcher_decodes_into_one_ragged_batch(folder, device, monkeypatch):
+    """The decoded batch reaches the crop as one RaggedImages (no tensor per image in the producer),
+    also in skip mode; mode "unchanged" (1- and 3-channel images mixed) still gives the list."""
+    from torchaug.io import RaggedImages
+    ds = ImageFolderBytes(str(folder))
+    batches = list(torch.utils.data.DataLoader(ds, batch_size=5, collate_fn=collate_encoded))
+    crop = torchaug.transforms.Resize([24, 20])
+    expected = [crop(decode_jpeg(e, device=device)).cpu() for e, _ in batches]
+    gray = [decode_jpeg(e, device=device, mode="unchanged") for e, _ in batches]
+
+    def fail(self):
+        raise AssertionError("RaggedImages.images() called")
+    monkeypatch.setattr(RaggedImages, "images", fail)
+    for on_error in ("raise", "skip"):
+        got = [x.cpu() for x, _ in torchaug.Prefetcher(batches, crop, device=device, on_decode_error=on_error)]
+        assert all(torch.equal(g, e) for g, e in zip(got, expected)) and len(got) == 2
+    monkeypatch.undo()
+    got = list(torchaug.Prefetcher(batches, None, device=device, decode_mode="unchanged"))
+    for (images, _), ref in zip(got, gray):
+        assert isinstance(images, list) and all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(images, ref))
+    with pytest.raises(ValueError, match="mode"):
+        torchaug.Prefetcher(batches, crop, decode_mode="cmyk")
+
+
+def test_encoded_images_views_include_empty_files():
+    files = [b"\xff\xd8abc", b"", b"xyz!"]
+    e = EncodedImages.from_bytes(files)
+    views = e.tensors()
+    assert [bytes(v.numpy()) for v in views] == files and all(v.data_ptr() >= e.data.data_ptr() for v in views if v.numel())
+    assert EncodedImages.from_bytes([]).tensors() == []
+
+
 def test_prefetcher_skips_bad_files_and_their_labels():
     files = [_bytes(_good()), _bytes(BAD["truncated_scan"][0]), _bytes(_good()), _bytes(b"nope")]
     batch = (EncodedImages.from_bytes(files), torch.tensor([10, 11, 12, 13]), ["a", "b", "c", "d"])

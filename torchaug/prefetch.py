@@ -14,8 +14,10 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from .io import EncodedImages, RaggedImages, decode_jpeg
+from .io import EncodedImages, RaggedImages, decode_jpeg, decode_jpeg_ragged
+from .io._decode import _mode_code
 from .transforms import Compose, Normalize, ToDtype
+from .transforms._transform import as_input
 
 __all__ = ["Prefetcher", "PrefetchStats"]
 
@@ -188,6 +190,7 @@ class Prefetcher:
         self.image_key = image_key
         if on_decode_error not in ("raise", "skip"):
             raise ValueError(f"torchaug.Prefetcher: on_decode_error must be 'raise' or 'skip', got {on_decode_error!r}")
+        _mode_code(decode_mode)  # checks it
         self.decode_mode = decode_mode
         self.on_decode_error = on_decode_error
         self.decode_failures = []
@@ -221,15 +224,18 @@ class Prefetcher:
         return batch
 
     def _decode(self, batch):
-        """The batch with its EncodedImages decoded on the device (a list of (C, H_i, W_i) images)."""
+        """The batch with its EncodedImages decoded on the device: one RaggedImages (the decoder's
+        buffer and the sizes, no tensor per image), or a list of (C, H_i, W_i) images for
+        decode_mode="unchanged" (which may mix 1- and 3-channel images)."""
         encoded = self._images(batch)
+        decode = decode_jpeg if _mode_code(self.decode_mode) == 0 else decode_jpeg_ragged
         if self.on_decode_error == "raise":
-            return self._replace_images(batch, decode_jpeg(encoded, device=self.device, mode=self.decode_mode))
-        images, failures = decode_jpeg(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
+            return self._replace_images(batch, decode(encoded, device=self.device, mode=self.decode_mode))
+        images, failures = decode(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
         if not failures:
             return self._replace_images(batch, images)
         self.decode_failures += [(self._batches - 1, i, reason) for i, reason in failures]
-        if not images:
+        if not len(images):
             raise RuntimeError(f"torchaug.Prefetcher: no file of batch {self._batches - 1} decoded: {failures[0][1]} (and {len(failures) - 1} more)")
         bad = {i for i, _ in failures}
         keep = [i for i in range(len(encoded)) if i not in bad]
@@ -262,10 +268,9 @@ class Prefetcher:
         raise TypeError(f"torchaug.Prefetcher: a batch must be a tensor, a tuple, a list or a dict, got {type(batch).__name__}")
 
     def _apply_to_images(self, batch, fn):
-        images = self._images(batch)
-        if isinstance(images, RaggedImages):
-            images = images.images()
-        return self._replace_images(batch, fn(images))
+        # a RaggedImages batch reaches the chain as it is (its crop reads it in place) and plain
+        # callables as its list of images
+        return self._replace_images(batch, fn(as_input(fn, self._images(batch))))
 
     def _replace_images(self, batch, out):
         if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages)):

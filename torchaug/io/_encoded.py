@@ -67,7 +67,8 @@ class EncodedImages:
         return len(self.lengths)
 
     def tensors(self) -> List[torch.Tensor]:
-        return [self.data[self.offsets[i]:self.offsets[i + 1]] for i in range(len(self.lengths))]
+        # one split (views made in C++) rather than a Python slice per file
+        return list(self.data.split(self.lengths)) if self.lengths else []
 
     def pin_memory(self, device=None) -> "EncodedImages":
         return EncodedImages(self.data.pin_memory(), self.lengths)
