@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from torchaug.io import ImageFolderBytes, collate_encoded, decode_jpeg  # noqa: E402
+from torchaug.io import ImageFolderBytes, collate_encoded, decode_jpeg, decode_jpeg_ragged  # noqa: E402
 
 ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -41,6 +41,34 @@ def make_files(n, quality, grain, seed=0, size=(500, 375)):
         im.save(buf, "JPEG", quality=quality)
         out.append(torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8))
     return out
+
+
+class Repeated(torch.utils.data.Dataset):
+    """`length` samples cycling over `ds` (an epoch as long as a real data set's, from a few files)."""
+
+    def __init__(self, ds, length):
+        self.ds, self.length = ds, length
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, i):
+        return self.ds[i % len(self.ds)]
+
+
+def host_ms(chain, decode, iters=20):
+    """Host time per call of chain(decode(i)) spent in the chain (its Python and launches), the
+    decode done beforehand and the GPU idle at each call's start."""
+    total = 0.0
+    for i in range(iters + 3):
+        x = decode(i)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        chain(x)
+        dt = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        total += dt if i >= 3 else 0.0
+    return 1e3 * total / iters
 
 
 def batches_of(files, b):
@@ -72,41 +100,53 @@ def main():
         t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cpu"), iters=len(bs), warmup=1, repeats=3)
         res.add(case, "torchaug CPU libjpeg-turbo (16 threads, one call)", B, t)
 
-    # decode + the augmentation chain, bytes already in memory
+    # decode + the augmentation chain, bytes already in memory: the decoded batch as one RaggedImages
+    # (what the Prefetcher does), and as a list of per-image views (the path before it; the same GPU
+    # work, a tensor per image on the host)
     files = sets["110KB"]
     bs = batches_of(files, B)
     chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
                        T.Normalize(MEAN, STD)])
     case = "decode + RRC + flip + RandAugment(2,9) + normalize"
-    t = time_cuda(lambda i: chain(decode_jpeg(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
+    t = time_cuda(lambda i: chain(decode_jpeg_ragged(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
     res.add(case, "torchaug (bytes in memory, one process)", B, t, target=20000)
+    t = time_cuda(lambda i: chain(decode_jpeg(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
+    res.add(case, "torchaug, decoded batch as a list of views", B, t, note="the path before RaggedImages was read in place")
+    host = host_ms(chain, lambda i: decode_jpeg_ragged(bs[i % len(bs)], device="cuda"))
+    host_list = host_ms(chain, lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"))
+    res.add(case + ": host time of the chain", "torchaug, RaggedImages in place", B, {"ms": host},
+            note="host ms per batch of the chain's Python and launches (decode call excluded)")
+    res.add(case + ": host time of the chain", "torchaug, list of views", B, {"ms": host_list},
+            note="host ms per batch of the chain's Python and launches (decode call excluded)")
 
-    # the whole input pipeline: workers read files, the Prefetcher decodes and augments on the GPU
+    # the whole input pipeline: workers read files, the Prefetcher decodes and augments on the GPU;
+    # one long epoch (the files repeated), timed after its first batches (the workers' start and
+    # the decoder's allocations), so that the rows are the steady state, not an epoch's start
     root = tempfile.mkdtemp(prefix="torchaug_decode_")
     for i, f in enumerate(files):
         os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
         with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
             fh.write(f.numpy().tobytes())
+    n_batches, skip = (16, 4) if args.quick else (48, 8)
     for workers in (1, 2):
-        ds = ImageFolderBytes(root)
+        ds = Repeated(ImageFolderBytes(root), n_batches * B)
         loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
-                                             drop_last=True, persistent_workers=True, prefetch_factor=4,
-                                             collate_fn=collate_encoded)
+                                             drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
         pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
                                  device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
-        for _ in pf:  # warm-up epoch (workers start, nvJPEG allocates)
-            pass
-        torch.cuda.synchronize()
-        epochs = 2 if args.quick else 4
-        t0 = time.perf_counter()
-        count = 0
-        for _ in range(epochs):
-            for x, y in pf:
+        count, t0, stats0 = 0, None, None
+        for k, (x, y) in enumerate(pf):
+            if k == skip:
+                torch.cuda.synchronize()
+                t0, stats0 = time.perf_counter(), pf.stats.as_dict()
+            elif k > skip:
                 count += x.shape[0]
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
+        st = pf.stats.per_batch_ms(stats0)
         res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}", B,
-                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 else None)
+                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 else None,
+                note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))
 
     # the CPU DataLoader peer: 16 workers decode with PIL and run torchvision v2's chain
     class PilFolder(torch.utils.data.Dataset):

@@ -1,0 +1,110 @@
+"""Training throughput, synthetic vs torchaug (GPU decode), in interleaved rounds so that drift
+between processes shows as spread (issue 5), with an A/B of the producer's ragged path:
+
+- "torchaug": the Prefetcher as it is (the decoded batch stays one RaggedImages; the crop reads it
+  in place);
+- "torchaug, list path": the same run with the Prefetcher patched back to what it did before
+  (decode into a list of per-image views, the chain given that list: a tensor per image and the
+  list checks on the host, in the producer thread, beside the training loop's Python).
+
+Every row is one run of examples/train.py in its own process.
+
+    python scripts/train_ab.py [--models efficientnet_b0,resnet50] [--rounds 2] [--steps 200] [--warmup 40]
+        [--configs synthetic,torchaug,list] [--json out.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+
+def patch_list_path():
+    """The Prefetcher's decode and hand-over as before RaggedImages was read in place."""
+    import torchaug.prefetch as P
+    from torchaug.io import EncodedImages, RaggedImages, decode_jpeg
+
+    P.decode_jpeg_ragged = decode_jpeg
+    P.as_input = lambda fn, x: x.images() if isinstance(x, RaggedImages) else x
+    EncodedImages.tensors = lambda self: [self.data[self.offsets[i]:self.offsets[i + 1]] for i in range(len(self.lengths))]
+
+
+def child(argv):
+    if argv and argv[0] == "--list-path":
+        patch_list_path()
+        argv = argv[1:]
+    import train
+    train.main(argv)
+
+
+def run(train_args, list_path=False):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child"] + (["--list-path"] if list_path else []) + train_args
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
+    if p.returncode != 0 or not lines:
+        print(p.stdout[-1500:], p.stderr[-3000:], flush=True)
+        raise SystemExit(f"train_ab: {' '.join(cmd)} failed (rc {p.returncode})")
+    return json.loads(lines[-1])
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child(sys.argv[2:])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="efficientnet_b0,resnet50")
+    ap.add_argument("--configs", default="synthetic,torchaug,list")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=200, help="timed steps per run")
+    ap.add_argument("--warmup", type=int, default=40)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    from bench_train import make_jpeg_folder
+
+    data = tempfile.mkdtemp(prefix="torchaug_ab_")
+    kb = make_jpeg_folder(data, n=1024) / 1e3
+    total = args.warmup + args.steps
+    common = ["--data", data, "--batch-size", str(args.batch_size), "--warmup", str(args.warmup), "--steps", str(total),
+              "--length", str(args.batch_size * (total + 2))]
+    runs = {
+        "synthetic": lambda m: run(["--model", m, "--loader", "synthetic"] + common),
+        "torchaug": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common),
+        "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                              list_path=True),
+    }
+    configs = args.configs.split(",")
+    rows = []
+    print(f"train_ab: 1,024 JPEGs of 500x375, mean {kb:.0f} KB; {args.warmup} warm-up + {args.steps} timed steps; "
+          f"batch {args.batch_size}; {args.workers} byte-reading workers", flush=True)
+    for model in args.models.split(","):
+        for r in range(args.rounds):
+            for c in configs:
+                res = runs[c](model)
+                st = res.get("prefetch_ms_per_batch") or {}
+                rows.append({"model": model, "round": r, "config": c, "img_per_s": res["img_per_s"], "prefetch_ms_per_batch": st})
+                print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  "
+                      + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
+    print("\n| model | config | img/s per round | median | % of synthetic (median) |\n| --- | --- | --- | ---: | ---: |")
+    for model in args.models.split(","):
+        synth = [x["img_per_s"] for x in rows if x["model"] == model and x["config"] == "synthetic"]
+        base = statistics.median(synth) if synth else None
+        for c in configs:
+            v = [x["img_per_s"] for x in rows if x["model"] == model and x["config"] == c]
+            med = statistics.median(v)
+            pct = f"{med / base:.1%}" if base else ""
+            print(f"| {model} | {c} | {', '.join(f'{x:,.0f}' for x in v)} | {med:,.0f} | {pct} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "mean_kb": kb, "args": vars(args)}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
