@@ -2,10 +2,11 @@
 between processes shows as spread (issue 5), with an A/B of the producer's ragged path:
 
 - "torchaug": the Prefetcher as it is (the decoded batch stays one RaggedImages; the crop reads it
-  in place);
-- "torchaug, list path": the same run with the Prefetcher patched back to what it did before
-  (decode into a list of per-image views, the chain given that list: a tensor per image and the
-  list checks on the host, in the producer thread, beside the training loop's Python).
+  in place; batches prepared below the autograd dispatch keys);
+- "autograd": the same with the producer's ops dispatched through autograd again (each torchaug
+  op through its Python autograd kernel);
+- "list": also the decoded batch as a list of per-image views, the chain given that list (a
+  tensor per image and the list checks on the host): the Prefetcher before both changes.
 
 Every row is one run of examples/train.py in its own process.
 
@@ -36,16 +37,23 @@ def patch_list_path():
     EncodedImages.tensors = lambda self: [self.data[self.offsets[i]:self.offsets[i + 1]] for i in range(len(self.lengths))]
 
 
+def patch_autograd_dispatch():
+    """The Prefetcher's producer as before it prepared batches below the autograd keys (every
+    torchaug op call went through its Python autograd kernel)."""
+    import torchaug.prefetch as P
+    P.Prefetcher._prepare = P.Prefetcher._prepare_batch
+
+
 def child(argv):
-    if argv and argv[0] == "--list-path":
-        patch_list_path()
+    while argv and argv[0] in ("--list-path", "--with-autograd"):
+        (patch_list_path if argv[0] == "--list-path" else patch_autograd_dispatch)()
         argv = argv[1:]
     import train
     train.main(argv)
 
 
-def run(train_args, list_path=False):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child"] + (["--list-path"] if list_path else []) + train_args
+def run(train_args, *patches):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", *patches] + train_args
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
     if p.returncode != 0 or not lines:
@@ -59,7 +67,7 @@ def main():
         return child(sys.argv[2:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="efficientnet_b0,resnet50")
-    ap.add_argument("--configs", default="synthetic,torchaug,list")
+    ap.add_argument("--configs", default="synthetic,torchaug,autograd,list")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=200, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=40)
@@ -77,8 +85,10 @@ def main():
     runs = {
         "synthetic": lambda m: run(["--model", m, "--loader", "synthetic"] + common),
         "torchaug": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common),
+        "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                  "--with-autograd"),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                              list_path=True),
+                              "--list-path", "--with-autograd"),
     }
     configs = args.configs.split(",")
     rows = []

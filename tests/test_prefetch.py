@@ -309,6 +309,27 @@ def test_ragged_images_pack_and_views():
         collate_ragged([])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_batches_are_prepared_below_autograd(device):
+    """No graph is recorded in the producer, and torchaug's ops are dispatched below autograd (their
+    Python autograd kernels, a GIL round trip each, are skipped): an op given a leaf that requires
+    grad returns a plain tensor there, and one with a grad_fn outside."""
+    seen = []
+
+    def probe(x):
+        leaf = x.float().requires_grad_()
+        y = torchaug.functional.adjust_brightness(leaf, 1.5)
+        seen.append((torch.is_grad_enabled(), y.requires_grad, y.grad_fn))
+        return x
+
+    batches = [torch.randint(0, 256, (2, 3, 8, 8), dtype=torch.uint8) for _ in range(3)]
+    out = list(torchaug.Prefetcher(batches, probe, device=device))
+    assert len(out) == 3 and not any(o.requires_grad for o in out)
+    assert seen == [(False, False, None)] * 3
+    leaf = batches[0].float().requires_grad_()
+    assert torchaug.functional.adjust_brightness(leaf, 1.5).grad_fn is not None
+
+
 def _no_views(monkeypatch):
     """Make RaggedImages.images() (a tensor per image, Python work per image) an error."""
     def fail(self):

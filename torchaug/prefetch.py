@@ -147,7 +147,8 @@ class Prefetcher:
     is (its Python stack), instead of a wait without end (a stalled loader or decode; under DDP the
     other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
     the same chain runs inline (and timeout does not apply). `stats` (a PrefetchStats) says where
-    the host time went: waiting for the loader, preparing, or one side waiting for the other."""
+    the host time went: waiting for the loader, preparing, or one side waiting for the other.
+    Batches are prepared without autograd (no graph is recorded, outputs never require grad)."""
 
     def __init__(
         self,
@@ -210,6 +211,13 @@ class Prefetcher:
 
     # -- one batch, on whatever stream is current ------------------------------------------------
     def _prepare(self, batch):
+        # Preparing data records no autograd graph. Below the autograd dispatch keys torchaug's ops
+        # also skip their Python autograd kernels (torch.library.register_autograd): each call
+        # would otherwise take the GIL again, beside the training loop's thread.
+        with torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+            return self._prepare_batch(batch)
+
+    def _prepare_batch(self, batch):
         self._batches += 1
         if isinstance(self._images(batch), EncodedImages):
             batch = self._decode(batch)
