@@ -8,7 +8,7 @@ import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ._color import COLOR_OPS
-from ._utils import as_batch, fill_tensor, interpolation_code, unbatch
+from ._utils import _as, as_batch, fill_tensor, interpolation_code, unbatch
 
 _ops_ns = torch.ops.torchaug
 
@@ -80,7 +80,7 @@ def augment(
             raise ValueError(f"torchaug.{op}: ops must have shape (B, n) with B={b}, got {tuple(ops.shape)}")
         if ops.dtype.is_floating_point or ops.dtype == torch.bool:
             raise TypeError(f"torchaug.{op}: ops must be an integer tensor of op ids, got {ops.dtype}")
-        ops = ops.to(device=x.device, dtype=torch.int64).expand(b, -1)
+        ops = _as(ops, (b, ops.shape[1]), x.device, torch.int64)
     elif isinstance(ops, Sequence) and not isinstance(ops, str):
         ids = [augment_op_id(o) if isinstance(o, str) else int(o) for o in ops]
         ops = torch.tensor(ids, dtype=torch.int64).to(x.device, non_blocking=True).expand(b, len(ids))
@@ -97,7 +97,7 @@ def augment(
         magnitudes = magnitudes.unsqueeze(0)
     if magnitudes.dim() != 2 or magnitudes.shape[0] not in (1, b) or magnitudes.shape[1] != n:
         raise ValueError(f"torchaug.{op}: magnitudes must have shape (B, n) = ({b}, {n}) like ops, got {tuple(magnitudes.shape)}")
-    magnitudes = magnitudes.to(device=x.device, dtype=torch.float32).expand(b, n)
+    magnitudes = _as(magnitudes, (b, n), x.device, torch.float32)
     if validate and ops.numel():
         bad = (ops < 0) | (ops >= len(AUGMENT_OPS))
         if bool(bad.any()):

@@ -62,6 +62,15 @@ def unbatch(out: torch.Tensor, single: bool) -> torch.Tensor:
     return out[0] if single else out
 
 
+def _as(value: torch.Tensor, shape: Tuple[int, ...], device, dtype) -> torch.Tensor:
+    """value.to(device, dtype).expand(shape), skipping the calls that would change nothing (each
+    is a dispatch, and a GIL release and re-acquisition in a producer thread beside the training
+    loop)."""
+    if value.dtype != dtype or value.device != device:
+        value = value.to(device=device, dtype=dtype)
+    return value if tuple(value.shape) == shape else value.expand(shape)
+
+
 def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Tensor:
     """A (B,) tensor from a number, a 0-d, (1,) or (B,) tensor (on `device`)."""
     if isinstance(value, torch.Tensor):
@@ -71,7 +80,7 @@ def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Te
             raise ValueError(f"torchaug.{op}: {name} must be a number or have shape (B,) or (1,) with B={batch}, got {tuple(value.shape)}")
         if value.device != torch.device(device) and value.numel() > 1 and value.device.type != "cpu":
             raise ValueError(f"torchaug.{op}: {name} must be on the images' device {device}, got {value.device}")
-        return value.to(device=device, dtype=dtype).expand(batch)
+        return _as(value, (batch,), device, dtype)
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
         if not (isinstance(value, bool) and dtype == torch.bool):
             raise TypeError(f"torchaug.{op}: {name} must be a number or a tensor, got {type(value).__name__}")
@@ -95,7 +104,7 @@ def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str
             values = tuple(float(v) for v in value) * (k if len(value) == 1 else 1)
             if torch.compiler.is_compiling():  # traced: a constant of the graph
                 return torch.tensor(values, dtype=dtype, device=device).unsqueeze(0).expand(batch, k)
-            return _constant_row(values, torch.device(device), dtype).expand(batch, k)
+            return _constant_rows(values, torch.device(device), dtype, batch)
         value = torch.as_tensor(value, dtype=dtype)
     if value.dim() == 0:
         value = value.reshape(1).expand(k)
@@ -107,7 +116,13 @@ def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str
         value = value.unsqueeze(0)
     if value.dim() != 2 or value.shape[1] != k or value.shape[0] not in (1, batch):
         raise ValueError(f"torchaug.{op}: {name} must have shape (B, {k}) or ({k},) with B={batch}, got {tuple(value.shape)}")
-    return value.to(device=device, dtype=dtype).expand(batch, k)
+    return _as(value, (batch, k), device, dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _constant_rows(values: tuple, device: torch.device, dtype: torch.dtype, batch: int) -> torch.Tensor:
+    # the (B, k) stride-0 view of a constant row, made once per batch size
+    return _constant_row(values, device, dtype).expand(batch, len(values))
 
 
 def fill_tensor(fill, batch: int, channels: int, device, op: str) -> Optional[torch.Tensor]:

@@ -26,25 +26,31 @@ from ..functional._utils import draw_device, generator_device
 MEMORY_FORMATS = [torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d]
 
 
+def _moved(t: Tensor, device: torch.device) -> Tensor:
+    """t on `device` (no call when it is there already: a dispatch, and a GIL round trip in a
+    producer thread)."""
+    return t if t.device == device else t.to(device, non_blocking=True)
+
+
 def rand_on(shape: List[int], device: torch.device, generator: Optional[torch.Generator], gen_device: str,
             dtype: torch.dtype = torch.float32) -> Tensor:
     """Uniform [0, 1) numbers on `device`, drawn on the generator's device (gen_device, "" without
     a generator) and copied when that is another device (draw_device): a CPU generator gives the same
     draws for CPU and CUDA images. The Python transforms draw through these too."""
     g = draw_device(device, gen_device)
-    return torch.rand(shape, device=g, dtype=dtype, generator=generator).to(device, non_blocking=True)
+    return _moved(torch.rand(shape, device=g, dtype=dtype, generator=generator), device)
 
 
 def bernoulli_on(shape: List[int], p: float, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
     """Bool coins with P(True) = p on `device` (generator rules as rand_on)."""
     g = draw_device(device, gen_device)
-    return torch.empty(shape, dtype=torch.bool, device=g).bernoulli_(p, generator=generator).to(device, non_blocking=True)
+    return _moved(torch.empty(shape, dtype=torch.bool, device=g).bernoulli_(p, generator=generator), device)
 
 
 def randint_on(high: int, shape: List[int], device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
     """int64 uniform in [0, high) on `device` (generator rules as rand_on)."""
     g = draw_device(device, gen_device)
-    return torch.randint(high, shape, device=g, generator=generator).to(device, non_blocking=True)
+    return _moved(torch.randint(high, shape, device=g, generator=generator), device)
 
 
 def uniform_on(shape: List[int], low: float, high: float, device: torch.device, generator: Optional[torch.Generator],
