@@ -3,6 +3,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 
 - "torchaug": the Prefetcher as it is (the decoded batch stays one RaggedImages; the crop reads it
   in place; batches prepared below the autograd dispatch keys);
+- "dispatches": the same with the transforms' no-op .to() / .expand() calls back (~35 GIL-releasing
+  torch calls per batch instead of ~20);
 - "autograd": the same with the producer's ops dispatched through autograd again (each torchaug
   op through its Python autograd kernel);
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
@@ -44,9 +46,25 @@ def patch_autograd_dispatch():
     P.Prefetcher._prepare = P.Prefetcher._prepare_batch
 
 
+def patch_noop_dispatches():
+    """The transforms' host path as before it skipped .to() / .expand() calls that change nothing."""
+    import torchaug.functional._augment as A
+    import torchaug.functional._utils as U
+    import torchaug.transforms._script as S
+
+    def as_old(value, shape, device, dtype):
+        return value.to(device=device, dtype=dtype).expand(shape)
+    U._as = A._as = as_old
+    U._constant_rows = lambda values, device, dtype, batch: U._constant_row(values, device, dtype).expand(batch, len(values))
+    S._moved = lambda t, device: t.to(device, non_blocking=True)
+
+
+PATCHES = {"--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+
+
 def child(argv):
-    while argv and argv[0] in ("--list-path", "--with-autograd"):
-        (patch_list_path if argv[0] == "--list-path" else patch_autograd_dispatch)()
+    while argv and argv[0] in PATCHES:
+        PATCHES[argv[0]]()
         argv = argv[1:]
     import train
     train.main(argv)
@@ -85,6 +103,8 @@ def main():
     runs = {
         "synthetic": lambda m: run(["--model", m, "--loader", "synthetic"] + common),
         "torchaug": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common),
+        "dispatches": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                    "--with-noop-dispatches"),
         "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                   "--with-autograd"),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
