@@ -18,24 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from torchaug.io import EncodedImages, ImageFolderBytes, TarShards, collate_encoded, write_tar_shards  # noqa: E402
+from bench_decode import Repeated, make_files  # noqa: E402
 
 B = 256
-
-
-class Repeated(torch.utils.data.Dataset):
-    def __init__(self, ds, length):
-        self.ds, self.length = ds, length
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, i):
-        return self.ds[i % len(self.ds)]
-
-    def __getitems__(self, indices):
-        if hasattr(self.ds, "__getitems__"):
-            return self.ds.__getitems__([i % len(self.ds) for i in indices])
-        return [self[i] for i in indices]
 
 
 def ms(fn, n=10):
@@ -66,7 +51,6 @@ def main():
     args = ap.parse_args()
     root = args.root
     if root is None:
-        from bench_decode import make_files
         root = tempfile.mkdtemp(prefix="torchaug_probe_")
         for i, f in enumerate(make_files(1024, 97, 4.5)):
             os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
