@@ -79,7 +79,7 @@ class RaggedImages:
     def host_layout(self):
         """(offsets (B,), sizes (B, 2) [H, W]) as int64 CPU tensors: the batch description that
         torchaug::resized_crop_ragged takes with `data`."""
-        if getattr(self, "_layout", None) is None:
+        if self._layout is None:
             self._layout = (torch.tensor(self.offsets[:-1], dtype=torch.int64),
                             torch.tensor(self.sizes, dtype=torch.int64).reshape(-1, 2))
         return self._layout
@@ -93,7 +93,7 @@ class RaggedImages:
     def _with(self, data: torch.Tensor) -> "RaggedImages":
         out = RaggedImages.__new__(RaggedImages)
         out.data, out.sizes, out.channels, out.channels_last, out.offsets = data, self.sizes, self.channels, self.channels_last, self.offsets
-        out._layout = getattr(self, "_layout", None)
+        out._layout = self._layout
         return out
 
     def images(self) -> List[torch.Tensor]:

@@ -28,6 +28,7 @@ class BatchInfo:
             self.device = images.device
             self.channels = images.channels
             self.host_sizes = images.sizes
+            self._host_sizes_t = images.host_layout()[1]  # the tensor its crop passes to the op too
             self.uniform_size = None
             self.ragged = True
         elif isinstance(images, (list, tuple)):
@@ -37,6 +38,7 @@ class BatchInfo:
             self.device = images[0].device
             self.channels = images[0].shape[0]
             self.host_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in images]
+            self._host_sizes_t = None
             self.uniform_size: Optional[Tuple[int, int]] = None
             self.ragged = True
         elif isinstance(images, torch.Tensor) and images.dim() in (3, 4):
@@ -54,7 +56,10 @@ class BatchInfo:
     def sizes(self) -> torch.Tensor:
         """(B, 2) int64 [H, W] on the images' device."""
         if self.ragged:
-            return torch.tensor(self.host_sizes, dtype=torch.int64).to(self.device, non_blocking=True)
+            host = self._host_sizes_t
+            if host is None:
+                host = torch.tensor(self.host_sizes, dtype=torch.int64)
+            return host.to(self.device, non_blocking=True)
         return torch.tensor(self.uniform_size, dtype=torch.int64, device=self.device).expand(self.batch, 2)
 
 
