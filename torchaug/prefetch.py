@@ -191,7 +191,8 @@ class Prefetcher:
         self.image_key = image_key
         if on_decode_error not in ("raise", "skip"):
             raise ValueError(f"torchaug.Prefetcher: on_decode_error must be 'raise' or 'skip', got {on_decode_error!r}")
-        _mode_code(decode_mode)  # checks it
+        # one RaggedImages per decoded batch, except for "unchanged" (1- and 3-channel images mixed)
+        self._decode_fn = decode_jpeg if _mode_code(decode_mode) == 0 else decode_jpeg_ragged
         self.decode_mode = decode_mode
         self.on_decode_error = on_decode_error
         self.decode_failures = []
@@ -236,7 +237,7 @@ class Prefetcher:
         buffer and the sizes, no tensor per image), or a list of (C, H_i, W_i) images for
         decode_mode="unchanged" (which may mix 1- and 3-channel images)."""
         encoded = self._images(batch)
-        decode = decode_jpeg if _mode_code(self.decode_mode) == 0 else decode_jpeg_ragged
+        decode = self._decode_fn
         if self.on_decode_error == "raise":
             return self._replace_images(batch, decode(encoded, device=self.device, mode=self.decode_mode))
         images, failures = decode(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
