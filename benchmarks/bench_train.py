@@ -35,9 +35,12 @@ def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=
     return total / n
 
 
-def run(args_list):
-    cmd = [sys.executable, os.path.join(ROOT, "examples", "train.py")] + args_list
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+def run(args_list, script=None, timeout=900):
+    """One training run in a process of its own: `script` (default examples/train.py; a script that
+    calls train.main with the same arguments, as scripts/train_ab.py's child) with args_list.
+    Returns the JSON summary train.py prints last."""
+    cmd = [sys.executable] + (script or [os.path.join(ROOT, "examples", "train.py")]) + args_list
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
         print(proc.stdout[-2000:], proc.stderr[-4000:], flush=True)

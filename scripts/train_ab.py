@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -71,13 +70,8 @@ def child(argv):
 
 
 def run(train_args, *patches):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", *patches] + train_args
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
-    if p.returncode != 0 or not lines:
-        print(p.stdout[-1500:], p.stderr[-3000:], flush=True)
-        raise SystemExit(f"train_ab: {' '.join(cmd)} failed (rc {p.returncode})")
-    return json.loads(lines[-1])
+    from bench_train import run as run_train
+    return run_train(train_args, script=[os.path.abspath(__file__), "--child", *patches], timeout=600)
 
 
 def main():
