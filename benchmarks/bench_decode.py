@@ -128,7 +128,10 @@ def main():
         with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
             fh.write(f.numpy().tobytes())
     n_batches, skip = (16, 4) if args.quick else (48, 8)
-    for workers in (1, 2):
+    # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
+    # the path before the pool), in the same process
+    for workers, pool in ((1, True), (2, True), (2, False)):
+        os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
         ds = Repeated(ImageFolderBytes(root), n_batches * B)
         loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
                                              drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
@@ -144,9 +147,12 @@ def main():
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         st = pf.stats.per_batch_ms(stats0)
-        res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}", B,
-                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 else None,
+        res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
+                + ("" if pool else ", a new shared-memory segment per batch"), B,
+                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool else None,
                 note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))
+        del pf, loader
+    os.environ.pop("TORCHAUG_SHM_POOL")
 
     # the CPU DataLoader peer: 16 workers decode with PIL and run torchvision v2's chain
     class PilFolder(torch.utils.data.Dataset):

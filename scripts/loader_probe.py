@@ -1,6 +1,7 @@
 """Where a byte-reading DataLoader worker's time goes (issue 6: the Prefetcher rows are bound by the
 2 workers): reading 256 files, packing them into one shared-memory EncodedImages, and DataLoader
-throughput with 1 and 2 workers, with and without pin_memory, on ImageFolderBytes and TarShards.
+throughput with 1 and 2 workers, with and without pin_memory, with the workers' shared-memory
+segments reused (torchaug.io._shm) and made per batch, on ImageFolderBytes and TarShards.
 No GPU work except the pinning.
 
     python scripts/loader_probe.py [--root DIR]   (default: 1,024 generated 500x375 JPEGs of ~110 KB)
@@ -70,8 +71,12 @@ def main():
             for pin in (False, True):
                 if pin and not torch.cuda.is_available():
                     continue
-                print(f"{name}: DataLoader {workers} worker(s), pin_memory={pin}: {loader_ms(ds, workers, pin):.1f} ms per batch",
-                      flush=True)
+                for pool in ("8", "0"):  # the workers' segments reused, or one made per batch (the old path)
+                    os.environ["TORCHAUG_SHM_POOL"] = pool
+                    print(f"{name}: DataLoader {workers} worker(s), pin_memory={pin}, "
+                          f"{'segments reused' if pool != '0' else 'a new segment per batch'}: "
+                          f"{loader_ms(ds, workers, pin):.1f} ms per batch", flush=True)
+        os.environ.pop("TORCHAUG_SHM_POOL")
     e = collate_encoded([folder[i] for i in idx])[0]
     if torch.cuda.is_available():
         print(f"pin_memory of one EncodedImages: {ms(lambda: e.pin_memory()):.1f} ms", flush=True)

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ._ragged import collate_first_field
+from ._shm import SharedBatch, shared_bytes
 
 __all__ = ["EncodedImages", "collate_encoded", "ImageFolderBytes", "TarShards", "write_tar_shards"]
 
@@ -33,7 +34,7 @@ def _as_array(d, i: int) -> np.ndarray:
     raise TypeError(f"torchaug.io.EncodedImages: file {i} must be bytes, a 1-D uint8 tensor or array, got {type(d).__name__}")
 
 
-class EncodedImages:
+class EncodedImages(SharedBatch):
     """B encoded files back to back in one 1-D uint8 tensor `data`, file i of `lengths[i]` bytes.
     DataLoader's pin_memory=True pins it in one copy; it stays in host memory (the decoder reads the
     bytes there), and tensors() gives the per-file views that torchaug.io.decode_jpeg takes."""
@@ -50,18 +51,15 @@ class EncodedImages:
     @classmethod
     def from_bytes(cls, files: Sequence) -> "EncodedImages":
         """Packs files (bytes, 1-D uint8 tensors or arrays) into one buffer; inside a DataLoader
-        worker the buffer is allocated in shared memory, so handing it over copies nothing."""
+        worker the buffer lies in shared memory, one of the worker's reused segments (torchaug.io._shm),
+        so handing it over copies nothing."""
         arrays = [_as_array(d, i) for i, d in enumerate(files)]
-        total = sum(a.size for a in arrays)
-        if torch.utils.data.get_worker_info() is not None and total > 0:
-            # as default_collate does in a worker: the batch goes to the main process without a copy
-            empty = torch.empty(0, dtype=torch.uint8)
-            data = empty.new(empty._typed_storage()._new_shared(total, device="cpu")).view(-1)
-        else:
-            data = torch.empty(total, dtype=torch.uint8)
+        data, lease = shared_bytes(sum(a.size for a in arrays))
         if arrays:
             np.concatenate(arrays, out=data.numpy())
-        return cls(data, [a.size for a in arrays])
+        out = cls(data, [a.size for a in arrays])
+        out._lease = lease
+        return out
 
     def __len__(self) -> int:
         return len(self.lengths)

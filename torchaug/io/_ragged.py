@@ -6,8 +6,10 @@ from typing import List, Sequence
 import numpy as np
 import torch
 
+from ._shm import SharedBatch, shared_bytes
 
-class RaggedImages:
+
+class RaggedImages(SharedBatch):
     """B images of one dtype and channel count, sample i of shape (C, H_i, W_i), stored back to back
     in `data` (1-D) from `offsets[i]`, either CHW (as torchvision.io.decode_jpeg writes) or HWC (as
     PIL / numpy write: `channels_last`).
@@ -61,13 +63,12 @@ class RaggedImages:
             tensors.append(t)
             sizes.append((h, w))
         flat = [t.reshape(-1) for t in tensors]
-        out = None
-        if torch.utils.data.get_worker_info() is not None:
-            # in a DataLoader worker: write straight into shared memory, as default_collate does,
-            # so that handing the batch to the main process does not copy it again
-            numel = sum(t.numel() for t in flat)
-            out = flat[0].new(flat[0]._typed_storage()._new_shared(numel, device="cpu")).view(-1)
-        return cls(torch.cat(flat, out=out), sizes, channels, channels_last)
+        # in a DataLoader worker the batch is written straight into shared memory (one of the
+        # worker's reused segments), so handing it to the main process does not copy it again
+        out, lease = shared_bytes(sum(t.numel() for t in flat) * flat[0].element_size())
+        packed = cls(torch.cat(flat, out=out.view(flat[0].dtype)), sizes, channels, channels_last)
+        packed._lease = lease
+        return packed
 
     def __len__(self) -> int:
         return len(self.sizes)
