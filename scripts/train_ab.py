@@ -7,6 +7,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   torch calls per batch instead of ~20);
 - "autograd": the same with the producer's ops dispatched through autograd again (each torchaug
   op through its Python autograd kernel);
+- "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
+  instead of reusing theirs;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -58,7 +60,12 @@ def patch_noop_dispatches():
     S._moved = lambda t, device: t.to(device, non_blocking=True)
 
 
-PATCHES = {"--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+def patch_no_shm_pool():
+    """The workers' collate as before they reused their shared-memory segments (a new one per batch)."""
+    os.environ["TORCHAUG_SHM_POOL"] = "0"
+
+
+PATCHES = {"--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -101,6 +108,8 @@ def main():
                                     "--with-noop-dispatches"),
         "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                   "--with-autograd"),
+        "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                "--no-shm-pool"),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                               "--list-path", "--with-autograd"),
     }
