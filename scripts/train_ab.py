@@ -7,6 +7,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   torch calls per batch instead of ~20);
 - "autograd": the same with the producer's ops dispatched through autograd again (each torchaug
   op through its Python autograd kernel);
+- "lowprio": the same with the Prefetcher's side stream and the decoder's stream at the default
+  priority (TORCHAUG_HIGH_PRIORITY=0) instead of the highest;
 - "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
   instead of reusing theirs;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
@@ -65,7 +67,12 @@ def patch_no_shm_pool():
     os.environ["TORCHAUG_SHM_POOL"] = "0"
 
 
-PATCHES = {"--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+def patch_low_priority():
+    """The Prefetcher's side stream and the decoder's stream at the default priority, as before."""
+    os.environ["TORCHAUG_HIGH_PRIORITY"] = "0"
+
+
+PATCHES = {"--low-priority": patch_low_priority, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -108,6 +115,8 @@ def main():
                                     "--with-noop-dispatches"),
         "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                   "--with-autograd"),
+        "lowprio": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                 "--low-priority"),
         "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--no-shm-pool"),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,

@@ -5,6 +5,7 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
+import os
 import queue
 import sys
 import threading
@@ -148,7 +149,8 @@ class Prefetcher:
     other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
     the same chain runs inline (and timeout does not apply). `stats` (a PrefetchStats) says where
     the host time went: waiting for the loader, preparing, or one side waiting for the other.
-    Batches are prepared without autograd (no graph is recorded, outputs never require grad)."""
+    Batches are prepared without autograd (no graph is recorded, outputs never require grad), on a
+    stream of the device's highest priority, so that the model's queued kernels do not hold them up."""
 
     def __init__(
         self,
@@ -198,7 +200,14 @@ class Prefetcher:
         self.decode_failures = []
         self.stats = PrefetchStats()
         self._batches = 0
-        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        # the side stream has the device's highest priority (as the decoder's own stream has): beside
+        # a training step that fills the GPU, the next batch's kernels run as SMs free up instead
+        # of queueing behind the model's blocks, so a batch takes about as long to prepare as alone
+        # (torch clamps a large negative priority to the highest its stream pools have;
+        # TORCHAUG_HIGH_PRIORITY=0 gives the default priority, here and to the decoder's stream)
+        high = os.environ.get("TORCHAUG_HIGH_PRIORITY", "1") != "0"
+        self._stream = (torch.cuda.Stream(self.device, priority=-(1 << 10) if high else 0)
+                        if self.device.type == "cuda" else None)
         self._live = None
 
     def __len__(self) -> int:
