@@ -5,7 +5,7 @@
 # (scripts/rc_taps_ab.py) with Nsight Compute on each mode, and the 1-GPU training rows with GPU
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
-#                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [profile]
+#                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile]
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
@@ -37,6 +37,7 @@ if [[ $steps == *" ncu_rc "* ]]; then
 fi
 [[ $steps == *" train "* ]] && timeout 420 python3 benchmarks/bench_train.py --quick --models efficientnet_b0 --configs input_gpu,torchaug_gpu \
   --json "$OUT/bench_train.json" --markdown "$OUT/bench_train.md" > "$OUT/bench_train.log" 2>&1; [[ $steps == *" train "* ]] && tail -12 "$OUT/bench_train.log"
+[[ $steps == *" contention "* ]] && timeout 200 python3 scripts/decode_contention.py --sizes 2>&1 | tee "$OUT/contention.log"
 [[ $steps == *" loader_probe "* ]] && timeout 200 python3 scripts/loader_probe.py 2>&1 | tee "$OUT/loader_probe.log"
 [[ $steps == *" train_ab "* ]] && timeout 580 python3 scripts/train_ab.py ${TRAIN_AB_ARGS:-} --json "$OUT/train_ab.json" 2>&1 | tee "$OUT/train_ab.log"
 [[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"

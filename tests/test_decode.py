@@ -525,3 +525,69 @@ def test_prefetcher_skips_bad_files_and_their_labels():
     assert [(b, i) for b, i, _ in pf.decode_failures] == [(0, 1), (0, 3)]
     with pytest.raises(RuntimeError, match="sample 1"):
         list(torchaug.Prefetcher([batch], torchaug.transforms.Resize([16, 16]), device="cpu"))
+
+
+def _batches_with_bad_files(n=7, per=3, bad=((2, 1), (5, 2))):
+    """n batches of `per` files (sizes vary) with labels and names; (batch, index) of the bad files."""
+    out = []
+    for b in range(n):
+        files = [_bytes(_encode(_photo(b * per + j, (40 + 3 * j + b, 30 + 2 * b)), quality=90)) for j in range(per)]
+        for bb, j in bad:
+            if bb == b:
+                files[j] = _bytes(BAD["truncated_scan"][0]) if j % 2 else _bytes(b"nope")
+        out.append((EncodedImages.from_bytes(files), torch.arange(b * per, (b + 1) * per), [f"{b}-{j}" for j in range(per)]))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["rgb", "gray", "unchanged"])
+def test_prefetcher_decode_group_equals_batch_by_batch(mode):
+    """One decoder call for several batches gives each batch what decoding it alone gives: its images
+    (a RaggedImages view of the call's buffer, or the list for "unchanged") and its failures,
+    indexed within the batch."""
+    batches = _batches_with_bad_files()
+    pf = torchaug.Prefetcher(batches, None, device="cpu", decode_mode=mode, on_decode_error="skip")
+    single = decode_jpeg if mode == "unchanged" else decode_jpeg_ragged
+    for (images, failures), (encoded, _, _) in zip(pf._decode_group(batches), batches):
+        ref, ref_failures = single(encoded, device="cpu", mode=mode, on_error="skip")
+        assert failures == ref_failures
+        if mode == "unchanged":
+            assert len(images) == len(ref) and all(torch.equal(a, b) for a, b in zip(images, ref))
+        else:
+            assert images.sizes == ref.sizes and images.channels == ref.channels and torch.equal(images.data, ref.data)
+
+
+def test_prefetcher_decode_batches_is_checked():
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="decode_batches must be an int >= 1"):
+            torchaug.Prefetcher([], None, device="cpu", decode_batches=bad)
+
+
+@requires_cuda
+@pytest.mark.parametrize("group", [2, 3, 8])
+def test_cuda_prefetcher_decodes_batches_in_groups(group, monkeypatch):
+    """decode_batches > 1: the producer decodes that many batches per decoder call, and the batches,
+    their labels and names, the dropped files and the random chain's draws are those of decoding
+    batch by batch; in raise mode the batches before a bad one arrive, then its error."""
+    import torchaug.prefetch as P
+    batches = _batches_with_bad_files()
+    chain = torchaug.transforms.Compose([torchaug.transforms.RandomResizedCrop(24), torchaug.transforms.RandAugment()])
+
+    def run(k, on_error="skip"):
+        torch.manual_seed(0)
+        pf = torchaug.Prefetcher(batches, chain, device="cuda", decode_batches=k, on_decode_error=on_error)
+        return [(x.cpu(), y.cpu(), names) for x, y, names in pf], pf.decode_failures
+
+    expected, expected_failures = run(1)
+    calls = []
+    real = P._decode_files
+    monkeypatch.setattr(P, "_decode_files", lambda files, *a: calls.append(len(files)) or real(files, *a))
+    got, failures = run(group)
+    assert calls == [3 * min(group, 7 - i) for i in range(0, 7, group) if min(group, 7 - i) > 1]
+    assert len(got) == 7 and failures == expected_failures and [(b, i) for b, i, _ in failures] == [(2, 1), (5, 2)]
+    for (x, y, n), (ex, ey, en) in zip(got, expected):
+        assert torch.equal(x, ex) and torch.equal(y, ey) and n == en
+    delivered = []
+    with pytest.raises(RuntimeError, match="sample 1 of batch 2 did not decode: (truncated|corrupt) JPEG"):
+        for x, _, _ in torchaug.Prefetcher(batches, chain, device="cuda", decode_batches=group):
+            delivered.append(x)
+    assert len(delivered) == 2
