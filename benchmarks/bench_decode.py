@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded, decode_jpeg, decode_jpeg_ragged  # noqa: E402
+from torchaug.io import ImageFolderBytes, collate_encoded, decode_jpeg, decode_jpeg_ragged  # noqa: E402
 
 ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -93,11 +93,6 @@ def main():
         case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
         t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchaug nvJPEG hardware", B, t, target=25000 if name == "110KB" else None)
-        # two batches per decoder call: what the Prefetcher does by default (decode_batches=2)
-        b2 = batches_of(files, 2 * B)
-        t = time_cuda(lambda i: decode_jpeg(b2[i % len(b2)], device="cuda"), iters=len(b2) * 2, warmup=3, repeats=5)
-        res.add(case, "torchaug nvJPEG hardware, 512 files per call", 2 * B, t, target=25000 if name == "110KB" else None,
-                note="the Prefetcher's default: 2 loader batches per decoder call")
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)
@@ -117,16 +112,6 @@ def main():
     res.add(case, "torchaug (bytes in memory, one process)", B, t, target=20000)
     t = time_cuda(lambda i: chain(decode_jpeg(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
     res.add(case, "torchaug, decoded batch as a list of views", B, t, note="the path before RaggedImages was read in place")
-    # two batches per decoder call, the chain on each (Prefetcher(decode_batches=2)'s work)
-    pairs = [(EncodedImages.from_bytes(bs[i]), EncodedImages.from_bytes(bs[(i + 1) % len(bs)])) for i in range(0, len(bs), 2)]
-    grouper = torchaug.Prefetcher([], None, device="cuda")
-
-    def two_batches(i):
-        for images, _ in grouper._decode_group(pairs[i % len(pairs)]):
-            chain(images)
-    t = time_cuda(two_batches, iters=len(pairs) * 2, warmup=3, repeats=5)
-    res.add(case, "torchaug (bytes in memory, one process), 2 batches per decoder call", 2 * B, t, target=20000,
-            note="the Prefetcher's default decode_batches=2")
     host = host_ms(chain, lambda i: decode_jpeg_ragged(bs[i % len(bs)], device="cuda"))
     host_list = host_ms(chain, lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"))
     res.add(case + ": host time of the chain", "torchaug, RaggedImages in place", B, {"ms": host},
@@ -145,15 +130,13 @@ def main():
     n_batches, skip = (16, 4) if args.quick else (48, 8)
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process
-    # and 2 batches per decoder call (the default) or 1
-    for workers, pool, group in ((1, True, 2), (2, True, 2), (2, True, 1), (2, False, 2)):
+    for workers, pool in ((1, True), (2, True), (2, False)):
         os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
         ds = Repeated(ImageFolderBytes(root), n_batches * B)
         loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
                                              drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
         pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
-                                 device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last,
-                                 decode_batches=group)
+                                 device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
         count, t0, stats0 = 0, None, None
         for k, (x, y) in enumerate(pf):
             if k == skip:
@@ -165,8 +148,8 @@ def main():
         dt = time.perf_counter() - t0
         st = pf.stats.per_batch_ms(stats0)
         res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
-                + ("" if pool else ", a new shared-memory segment per batch") + ("" if group == 2 else ", 1 batch per decoder call"), B,
-                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and group == 2 else None,
+                + ("" if pool else ", a new shared-memory segment per batch"), B,
+                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool else None,
                 note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))
         del pf, loader
     os.environ.pop("TORCHAUG_SHM_POOL")

@@ -13,7 +13,8 @@ device (cudaFree / cudaFreeHost); one that is slowed by matmuls only shares the 
 
     [TORCHAUG_DECODE_TRACE=1] python3 scripts/decode_contention.py [--sizes]
 
---sizes: calls of 64 to 512 files, idle, beside queued matmuls and beside queued ResNet-50 steps.
+--sizes: calls of 64 to 512 files, idle, beside queued matmuls and beside queued ResNet-50 steps,
+timed to the decode's completion on its stream.
 """
 import os
 import statistics
@@ -103,6 +104,7 @@ def main():
             def dec():
                 with torch.cuda.stream(side):
                     decode_jpeg_ragged(batch, device="cuda")
+                side.synchronize()  # the decode done, not only its host call (the load's streams not waited for)
             dec()
             out = []
             for load in ("idle", "matmul", "resnet50"):

@@ -7,9 +7,6 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   torch calls per batch instead of ~20);
 - "autograd": the same with the producer's ops dispatched through autograd again (each torchaug
   op through its Python autograd kernel);
-- "group1": the same with one loader batch per decoder call (decode_batches=1) instead of two;
-- "lowprio": the same with the Prefetcher's side stream and the decoder's stream at the default
-  priority (TORCHAUG_HIGH_PRIORITY=0) instead of the highest;
 - "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
   instead of reusing theirs;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
@@ -68,23 +65,7 @@ def patch_no_shm_pool():
     os.environ["TORCHAUG_SHM_POOL"] = "0"
 
 
-def patch_low_priority():
-    """The Prefetcher's side stream and the decoder's stream at the default priority, as before."""
-    os.environ["TORCHAUG_HIGH_PRIORITY"] = "0"
-
-
-def patch_one_batch_per_decode():
-    """The Prefetcher decoding one loader batch per decoder call, as before decode_batches=2."""
-    import torchaug.prefetch as P
-    init = P.Prefetcher.__init__
-
-    def one(self, *args, **kwargs):
-        kwargs["decode_batches"] = 1
-        init(self, *args, **kwargs)
-    P.Prefetcher.__init__ = one
-
-
-PATCHES = {"--one-batch-per-decode": patch_one_batch_per_decode, "--low-priority": patch_low_priority, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -127,10 +108,6 @@ def main():
                                     "--with-noop-dispatches"),
         "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                   "--with-autograd"),
-        "group1": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                "--one-batch-per-decode"),
-        "lowprio": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                 "--low-priority"),
         "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--no-shm-pool"),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,

@@ -439,21 +439,6 @@ def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_
 
 
 @cuda_only
-def test_batches_are_prepared_on_a_high_priority_stream():
-    """The chain runs on a side stream of the highest priority torch's pools have (below the default
-    stream's 0), so that a model step queued on the consumer's stream does not hold it up."""
-    seen = []
-
-    def transform(x):
-        seen.append((torch.cuda.current_stream().priority, torch.cuda.current_stream() != torch.cuda.default_stream()))
-        return x + 1
-
-    out = list(torchaug.Prefetcher(_batches(3), transform, device="cuda"))
-    highest = torch.cuda.Stream(priority=-(1 << 10)).priority
-    assert len(out) == 3 and highest < 0 and seen == [(highest, True)] * 3
-
-
-@cuda_only
 def test_no_host_synchronisation_in_the_chain():
     """RandomResizedCrop of a ragged batch + flip + RandAugment + normalize on the side stream: no
     cudaStreamSynchronize / blocking copy (it would make the host wait for the model's step)."""

@@ -5,7 +5,6 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
-import os
 import queue
 import sys
 import threading
@@ -16,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from .io import EncodedImages, RaggedImages, decode_jpeg, decode_jpeg_ragged
-from .io._decode import DecodeFailure, _decode as _decode_files, _mode_code
+from .io._decode import _mode_code
 from .transforms import Compose, Normalize, ToDtype
 from .transforms._transform import as_input
 
@@ -139,11 +138,7 @@ class Prefetcher:
     (and the rows of the batch's other tensors and lists that belong to them) and records them in
     `decode_failures` as (batch number, index, reason), "raise" makes them an error. The images are the
     batch itself when it is a tensor, its first element when it is a tuple or list, and
-    batch[image_key] when it is a dict. On CUDA the producer decodes `decode_batches` consecutive
-    EncodedImages batches in one decoder call (then transforms each batch on its own, in order): a
-    call of nvJPEG's hardware decoder takes about as long for 512 files as for 256 beside a training
-    step that fills the GPU (it waits for SMs a fixed number of times), and 1.3x less per file alone.
-    The outputs are those of decoding each batch alone; 1 decodes batch by batch.
+    batch[image_key] when it is a dict.
 
     Re-iterable across epochs, len() when the loader has one, and a loop that breaks early shuts
     the loader's iterator down (or call close() on the iterator). An exception in the loader or a
@@ -153,8 +148,7 @@ class Prefetcher:
     other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
     the same chain runs inline (and timeout does not apply). `stats` (a PrefetchStats) says where
     the host time went: waiting for the loader, preparing, or one side waiting for the other.
-    Batches are prepared without autograd (no graph is recorded, outputs never require grad), on a
-    stream of the device's highest priority, so that the model's queued kernels do not hold them up."""
+    Batches are prepared without autograd (no graph is recorded, outputs never require grad)."""
 
     def __init__(
         self,
@@ -171,15 +165,12 @@ class Prefetcher:
         image_key: str = "image",
         decode_mode: str = "rgb",
         on_decode_error: str = "raise",
-        decode_batches: int = 2,
         timeout: float = 0,
     ):
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"torchaug.Prefetcher: depth must be an int >= 1, got {depth!r}")
-        if isinstance(decode_batches, bool) or not isinstance(decode_batches, int) or decode_batches < 1:
-            raise ValueError(f"torchaug.Prefetcher: decode_batches must be an int >= 1, got {decode_batches!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise ValueError(f"torchaug.Prefetcher: timeout must be a number of seconds >= 0 (0: wait without end), got {timeout!r}")
         if batch_transform is not None and not callable(batch_transform):
@@ -204,18 +195,10 @@ class Prefetcher:
         self._decode_fn = decode_jpeg if _mode_code(decode_mode) == 0 else decode_jpeg_ragged
         self.decode_mode = decode_mode
         self.on_decode_error = on_decode_error
-        self.decode_batches = decode_batches
         self.decode_failures = []
         self.stats = PrefetchStats()
         self._batches = 0
-        # the side stream has the device's highest priority (as the decoder's own stream has): beside
-        # a training step that fills the GPU, the next batch's kernels run as SMs free up instead
-        # of queueing behind the model's blocks, so a batch takes about as long to prepare as alone
-        # (torch clamps a large negative priority to the highest its stream pools have;
-        # TORCHAUG_HIGH_PRIORITY=0 gives the default priority, here and to the decoder's stream)
-        high = os.environ.get("TORCHAUG_HIGH_PRIORITY", "1") != "0"
-        self._stream = (torch.cuda.Stream(self.device, priority=-(1 << 10) if high else 0)
-                        if self.device.type == "cuda" else None)
+        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._live = None
 
     def __len__(self) -> int:
@@ -228,20 +211,16 @@ class Prefetcher:
         return self._live
 
     # -- one batch, on whatever stream is current ------------------------------------------------
-    def _prepare(self, batch, decoded=None):
+    def _prepare(self, batch):
         # Preparing data records no autograd graph. Below the autograd dispatch keys torchaug's ops
         # also skip their Python autograd kernels (torch.library.register_autograd): each call
         # would otherwise take the GIL again, beside the training loop's thread.
         with torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
-            return self._prepare_batch(batch, decoded)
+            return self._prepare_batch(batch)
 
-    def _prepare_batch(self, batch, decoded=None):
-        """decoded: (images, failures) of the batch's EncodedImages when _decode_group decoded it
-        with others."""
+    def _prepare_batch(self, batch):
         self._batches += 1
-        if decoded is not None:
-            batch = self._with_decoded(batch, *decoded)
-        elif isinstance(self._images(batch), EncodedImages):
+        if isinstance(self._images(batch), EncodedImages):
             batch = self._decode(batch)
         if self._stream is not None:
             batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
@@ -261,45 +240,9 @@ class Prefetcher:
         decode = self._decode_fn
         if self.on_decode_error == "raise":
             return self._replace_images(batch, decode(encoded, device=self.device, mode=self.decode_mode))
-        return self._with_decoded(batch, *decode(encoded, device=self.device, mode=self.decode_mode, on_error="skip"))
-
-    def _decode_group(self, batches):
-        """(images, failures) for each batch of `batches` (all EncodedImages), from one decoder call:
-        images as decoding the batch alone gives them (one RaggedImages, a view of the call's buffer,
-        or the list for decode_mode "unchanged"), failures as (index in the batch, reason)."""
-        encoded = [self._images(b) for b in batches]
-        files = [t for e in encoded for t in e.tensors()]
-        flat, offsets, sizes, failures = _decode_files(files, self.device, self.decode_mode, False, "skip")
-        bad = dict(failures)
-        out, start = [], 0
-        for e in encoded:
-            idx = range(start, start + len(e))
-            start += len(e)
-            fails = [DecodeFailure((i - idx.start, bad[i])) for i in idx if i in bad]
-            kept = [i for i in idx if i not in bad]
-            views = [(offsets[i], sizes[i]) for i in kept]
-            if self._decode_fn is decode_jpeg:
-                images = [flat[o:o + c * h * w].view(c, h, w) for o, (c, h, w) in views]
-            else:
-                # mode "rgb" or "gray": one channel count; the batch's images lie back to back
-                lo = views[0][0] if views else 0
-                hi = views[-1][0] + views[-1][1][0] * views[-1][1][1] * views[-1][1][2] if views else 0
-                images = RaggedImages(flat[lo:hi], [(h, w) for _, (_, h, w) in views],
-                                      views[0][1][0] if views else 3, channels_last=False)
-            out.append((images, fails))
-        return out
-
-    def _with_decoded(self, batch, images, failures):
-        """The batch with its decoded images; files that failed raise (on_decode_error "raise") or
-        are dropped with their rows of the batch's other tensors and lists ("skip")."""
+        images, failures = decode(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
         if not failures:
             return self._replace_images(batch, images)
-        if self.on_decode_error == "raise":
-            i, reason = failures[0]
-            raise RuntimeError(f"torchaug.Prefetcher: sample {i} of batch {self._batches - 1} did not decode: {reason}"
-                               + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else "")
-                               + "; on_decode_error='skip' drops such files")
-        encoded = self._images(batch)
         self.decode_failures += [(self._batches - 1, i, reason) for i, reason in failures]
         if not len(images):
             raise RuntimeError(f"torchaug.Prefetcher: no file of batch {self._batches - 1} decoded: {failures[0][1]} (and {len(failures) - 1} more)")
@@ -394,49 +337,33 @@ def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, c
     stats = owner.stats
     torch.cuda.set_device(owner.device)
     while not stop.is_set():
-        # a group: one batch, or up to decode_batches batches of EncodedImages decoded in one call;
-        # `last` is what ends the group early (the loader's end or error), sent after its batches
         t0 = time.perf_counter()
-        group, last = [], None
-        while len(group) < owner.decode_batches:
-            try:
-                batch = next(it)
-            except StopIteration:
-                last = _END
-                break
-            except Exception as e:  # a worker's error
-                last = (_Failed(e), None)
-                break
-            group.append(batch)
-            if not isinstance(owner._images(batch), EncodedImages):
-                break
-        t1 = time.perf_counter()
-        decoded = [None] * len(group)
-        for k, batch in enumerate(group):
-            t2 = time.perf_counter()
-            try:
-                if any(t.is_cuda for t in _tensors(batch, [])):
-                    # a batch already on the GPU may still be written by the consumer's stream; host
-                    # batches need no wait (the side stream must not queue behind the model's step)
-                    stream.wait_stream(consumer)
-                with torch.cuda.stream(stream):
-                    if k == 0 and len(group) > 1 and all(isinstance(owner._images(b), EncodedImages) for b in group):
-                        with torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
-                            decoded = owner._decode_group(group)
-                    batch = owner._prepare(batch, decoded[k])
-                    done = torch.cuda.Event()
-                    done.record(stream)
-            except Exception as e:
-                _put(q, stop, (_Failed(e), None))
-                return
-            t3 = time.perf_counter()
-            stats.add_batch((t1 - t0) / len(group), t3 - t2)
-            if not _put(q, stop, (batch, done)):
-                return
-            stats.queue_full += time.perf_counter() - t3
-        if last is not None:
-            _put(q, stop, last)
+        try:
+            batch = next(it)
+        except StopIteration:
+            _put(q, stop, _END)
             return
+        except Exception as e:  # a worker's error
+            _put(q, stop, (_Failed(e), None))
+            return
+        t1 = time.perf_counter()
+        try:
+            if any(t.is_cuda for t in _tensors(batch, [])):
+                # a batch already on the GPU may still be written by the consumer's stream; host
+                # batches need no wait (the side stream must not queue behind the model's step)
+                stream.wait_stream(consumer)
+            with torch.cuda.stream(stream):
+                batch = owner._prepare(batch)
+                done = torch.cuda.Event()
+                done.record(stream)
+        except Exception as e:
+            _put(q, stop, (_Failed(e), None))
+            return
+        t2 = time.perf_counter()
+        stats.add_batch(t1 - t0, t2 - t1)
+        if not _put(q, stop, (batch, done)):
+            return
+        stats.queue_full += time.perf_counter() - t2
 
 
 class _PrefetchIterator:

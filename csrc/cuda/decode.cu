@@ -99,24 +99,18 @@ struct Event {
   void block(cudaStream_t s) const { C10_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0)); }
 };
 
+// A stream of the decoder's own (not one of PyTorch's pool streams, which other code shares), never
+// destroyed, like the decoder.
+c10::cuda::CUDAStream own_stream(const at::Device& device) {
+  cudaStream_t s = nullptr;
+  C10_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return c10::cuda::getStreamFromExternal(s, device.index());
+}
+
 // A switch read once from the environment: unset or anything but "0" means on.
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr || std::string(v) != "0";
-}
-
-// A stream of the decoder's own (not one of PyTorch's pool streams, which other code shares), never
-// destroyed, like the decoder. It has the device's highest priority: beside a training step that
-// fills the GPU, the decoder's kernels (and the hardware decode call that waits for them) would
-// otherwise queue behind the model's blocks. TORCHAUG_HIGH_PRIORITY=0 gives it the default priority
-// (the Prefetcher's side stream reads the same switch).
-c10::cuda::CUDAStream own_stream(const at::Device& device) {
-  cudaStream_t s = nullptr;
-  int least = 0, greatest = 0;
-  C10_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  static const bool high = env_on("TORCHAUG_HIGH_PRIORITY");
-  C10_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, high ? greatest : least));
-  return c10::cuda::getStreamFromExternal(s, device.index());
 }
 
 // The batched (hardware) decoder's state and the stream it decodes on.
