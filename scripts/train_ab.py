@@ -7,6 +7,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   torch calls per batch instead of ~20);
 - "autograd": the same with the producer's ops dispatched through autograd again (each torchaug
   op through its Python autograd kernel);
+- "hwload": the same with 30% of each batch's files on nvJPEG's hybrid decoder (CPU lanes) beside
+  the hardware engines (TORCHAUG_NVJPEG_HW_LOAD=0.7, or as set);
 - "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
   instead of reusing theirs;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
@@ -65,7 +67,13 @@ def patch_no_shm_pool():
     os.environ["TORCHAUG_SHM_POOL"] = "0"
 
 
-PATCHES = {"--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+def patch_hw_load():
+    """A share of each batch's files decoded by nvJPEG's hybrid decoder on CPU lanes beside the
+    hardware engines (TORCHAUG_NVJPEG_HW_LOAD, default 0.7 here; the decoder's default is 1)."""
+    os.environ.setdefault("TORCHAUG_NVJPEG_HW_LOAD", "0.7")
+
+
+PATCHES = {"--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -108,6 +116,8 @@ def main():
                                     "--with-noop-dispatches"),
         "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                   "--with-autograd"),
+        "hwload": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                "--hw-load"),
         "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--no-shm-pool"),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
