@@ -16,6 +16,7 @@
 #include <torch/library.h>
 
 #include "color_impl.h"
+#include "convert_impl.h"
 #include "geometry_impl.h"
 #include "kernels/augment.h"
 #include "kernels/filter.h"
@@ -113,10 +114,19 @@ struct AugmentBackend {
                 int64_t width, double bound);
   void (*stats)(const at::Tensor& in, ColorParams& P);
   void (*slot)(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k);
+  // The whole program in one pass where the backend can (CUDA: uint8 images that fit in a block's
+  // shared memory); false: it did nothing, and the passes above run. fill: (B, C) contiguous or
+  // undefined. norm: the fused normalize (its plan's output is written instead of out), or nullptr.
+  // nullptr: never.
+  bool (*resident)(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
+                   const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
+                   const NormalizeParams* norm);
 };
 
 at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
-                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill);
+                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill,
+                      const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                      std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format);
 
 // The color family's statistics pass of slot 0 of a ColorParams (csrc/cpu/color.cpp,
 // csrc/cuda/color.cu), used by the augment passes.
@@ -126,8 +136,10 @@ void color_stats_cuda(const at::Tensor& images, ColorParams& P);
 template <const AugmentBackend& be>
 void register_augment_ops(torch::Library& m) {
   m.impl("augment", [](const at::Tensor& images, const at::Tensor& ops, const at::Tensor& magnitudes,
-                       int64_t interpolation, const std::optional<at::Tensor>& fill) {
-    return augment_op(be, images, ops, magnitudes, interpolation, fill);
+                       int64_t interpolation, const std::optional<at::Tensor>& fill,
+                       const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                       std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+    return augment_op(be, images, ops, magnitudes, interpolation, fill, mean, std, out_dtype, memory_format);
   });
 }
 

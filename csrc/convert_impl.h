@@ -25,9 +25,10 @@ struct NormalizePlan {
   NormalizeParams p;
 };
 
+// op: the op named in error messages (augment plans its fused normalize here too).
 NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
                                     std::optional<at::ScalarType> out_dtype,
-                                    std::optional<at::MemoryFormat> memory_format);
+                                    std::optional<at::MemoryFormat> memory_format, const char* op = "normalize");
 
 // Output element (b, c, y, x).
 template <typename scalar_t>

@@ -267,8 +267,7 @@ std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& 
 
 NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
                                     std::optional<at::ScalarType> out_dtype,
-                                    std::optional<at::MemoryFormat> memory_format) {
-  const char* op = "normalize";
+                                    std::optional<at::MemoryFormat> memory_format, const char* op) {
   check_images(op, images);
   check_mean_std(op, mean, std, images, images.size(1));
   const at::ScalarType odt = check_out_dtype(op, out_dtype, at::kFloat);

@@ -1,6 +1,7 @@
 // Host side of torchaug::augment (csrc/augment_impl.h): checks, buffers, and the pass sequence,
 // shared by both backends.
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
 #include "augment_impl.h"
 
@@ -35,8 +36,20 @@ ColorParams slot_color_params(const at::Tensor& in, const at::Tensor& ops, int64
 
 }  // namespace
 
+// torchaug::normalize through the dispatcher: the unfused epilogue of augment's normalize.
+static at::Tensor normalize_call(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
+                          std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchaug::normalize", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                               std::optional<at::ScalarType>, std::optional<at::MemoryFormat>)>();
+  return op.call(images, mean, std, out_dtype, memory_format);
+}
+
 at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
-                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill) {
+                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill,
+                      const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                      std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
   const char* op = "augment";
   check_images(op, images);
   const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
@@ -51,10 +64,29 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   check_interpolation(op, interpolation, kernels::kBilinear);
   if (fill) check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
   check_op_ids(op, ops, kernels::kAugNumOps);
+  const bool norm = mean.has_value() || std.has_value();
+  TORCHAUG_CHECK(mean.has_value() == std.has_value(), "torchaug::", op,
+                 ": mean and std come together (the fused normalize), got ", mean ? "mean without std" : "std without mean");
+  TORCHAUG_CHECK(norm || (!out_dtype && !memory_format), "torchaug::", op,
+                 ": out_dtype and memory_format belong to the fused normalize; pass mean and std with them");
+  if (norm) {
+    // the plan checks mean, std, out_dtype and memory_format and makes the output
+    NormalizePlan np = plan_normalize(images, *mean, *std, out_dtype, memory_format, op);
+    if (images.numel() == 0) return np.out;
+    const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+    if (ops.size(1) > 0 && be.resident != nullptr && be.resident(images, at::Tensor(), ops, magnitudes, interpolation, f, &np.p))
+      return np.out;
+    const at::Tensor u = augment_op(be, images, ops, magnitudes, interpolation, fill, std::nullopt, std::nullopt,
+                                    std::nullopt, std::nullopt);
+    return normalize_call(u, *mean, *std, out_dtype, memory_format);
+  }
   const at::MemoryFormat fmt = image_memory_format(images);
   at::Tensor out = at::empty({B, C, H, W}, images.options().memory_format(fmt));
   if (B == 0 || images.numel() == 0) return out;
   if (n == 0) return out.copy_(images);
+
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+  if (be.resident != nullptr && be.resident(images, out, ops, magnitudes, interpolation, f, nullptr)) return out;
 
   const auto opts = images.options();
   const at::Tensor steps = at::empty({B, n, kernels::kAugStepWords}, opts.dtype(at::kDouble));
@@ -63,7 +95,6 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   at::Tensor raw = at::zeros({n, B, kernels::kColorRawWords}, opts.dtype(at::kInt));
   at::Tensor stats = at::empty({n, B, kernels::kColorStatFloats}, opts.dtype(at::kDouble));
   at::Tensor luts = at::empty({n, B, 3 * 256}, opts.dtype(at::kByte));
-  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
   at::Tensor tmp = n > 1 ? at::empty_like(out) : at::Tensor();
 
   at::Tensor cur = images;

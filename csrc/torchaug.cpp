@@ -120,7 +120,11 @@ TORCH_LIBRARY(torchaug, m) {
   // applies ops[b, k] (B, n) int64 with magnitudes[b, k] (B, n) float32 to the result of slot k - 1.
   // Geometric ops sample with interpolation (0 nearest, 1 bilinear) and fill (B, C) (zeros when
   // None). One switch pass per slot, plus a statistics pass for the samples whose op needs one.
-  m.def("augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None) -> Tensor");
+  // mean and std (B, C) float32: the result normalized as the normalize op would (out_dtype,
+  // memory_format as there), in the same pass where the backend runs the program in one.
+  m.def(
+      "augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None, "
+      "Tensor? mean=None, Tensor? std=None, ScalarType? out_dtype=None, MemoryFormat? memory_format=None) -> Tensor");
 
   // ---- detection ----
   // torchvision.ops' greedy non-maximum suppression: boxes (N, 4) [x1, y1, x2, y2] floating, scores

@@ -3,7 +3,9 @@
      op and chain, each called 20 times;
   2. torchaug::augment with every sample running the same op (one slot), op by op, CUDA events;
   3. the statistics ops (contrast, autocontrast, equalize) and ColorJitter's program, CUDA events.
-    python3 scripts/profile_ops.py [tables] [per_op] [stats]   (all three by default)"""
+  4. resident: the resident path (TORCHAUG_AUGMENT_RESIDENT=1) against the slot passes (=0) in the
+     same process, op by op and on the policies' programs, alternating the two.
+    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident]   (the first three by default)"""
 import os
 import sys
 
@@ -67,3 +69,30 @@ if "stats" in steps:
     line("ColorJitter program", time_cuda(lambda i: F.color_program(xs[i % 4], jp["ops"], jp["params"]), 50))
     line("ColorJitter make_params", time_cuda(lambda i: jitter.make_params(xs[i % 4]), 50))
     line("ColorJitter transform", time_cuda(lambda i: jitter(xs[i % 4]), 50))
+
+if "resident" in steps:
+    print("## augment: resident path vs slot passes (same process, alternating), ms per call of 256 x 3 x 224 x 224")
+
+    def ab(name, fn):
+        res = {}
+        for rnd in range(2):
+            for mode in ("0", "1"):
+                os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
+                res.setdefault(mode, []).append(time_cuda(fn, 40)["ms"])
+        os.environ.pop("TORCHAUG_AUGMENT_RESIDENT")
+        slot, resd = min(res["0"]), min(res["1"])
+        print(f"{name:44s} slots {slot:.4f} ms  resident {resd:.4f} ms  x{slot / resd:.2f}  "
+              f"({B / resd * 1e3:,.0f} img/s resident)", flush=True)
+
+    mags = {"brightness": 0.27, "contrast": 0.27, "saturation": 0.27, "sharpness": 0.27, "posterize": 6.0,
+            "solarize": 0.7, "shear_x": 0.09, "shear_y": 0.09, "translate_x": 44.0, "translate_y": 44.0, "rotate": 9.0}
+    for name, op in AUGMENT_OPS.items():
+        ops = torch.full((B, 1), op, dtype=torch.int64, device="cuda")
+        m = torch.full((B, 1), mags.get(name, 0.0), dtype=torch.float32, device="cuda")
+        ab(f"augment {name}", lambda i: F.augment(xs[i % 4], ops, m, validate=False))
+    for pname, pol in [("RandAugment(2,9)", T.RandAugment(2, 9)), ("TrivialAugmentWide", T.TrivialAugmentWide()),
+                       ("AutoAugment(ImageNet)", T.AutoAugment())]:
+        pp = pol.make_params(xs[0])
+        ab(f"program of {pname}", lambda i: F.augment(xs[i % 4], pp["ops"], pp["magnitudes"], validate=False))
+        ab(f"transform {pname}", lambda i: pol(xs[i % 4]))
+    ab("RRC+flip+RandAugment+normalize chain", lambda i: chain(photos))

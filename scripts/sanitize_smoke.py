@@ -1,5 +1,7 @@
 """Every CUDA kernel once, on small inputs, forward and backward: run under compute-sanitizer
 (memcheck, racecheck) by scripts/gpu_check.sh."""
+import os
+
 import torch
 
 import torchaug.functional as F
@@ -61,6 +63,12 @@ for dtype, cl, w in cases + [(torch.uint8, False, 36)]:
     ops = torch.stack([torch.arange(19), torch.arange(19).flip(0), (torch.arange(19) * 7) % 19], 1).to(dev)
     mags = (torch.rand(19, 3, generator=g) * 2 - 1).to(dev) * 20
     F.augment(y, ops, mags, "nearest"); F.augment(y[:, :1], ops, mags, "bilinear", 0.5)
+# augment's resident path with 16-byte planes, and the slot passes on the same program
+y = torch.randint(0, 256, (19, 3, 64, 48), generator=g, dtype=torch.uint8).to(dev)
+for mode in ("force", "0"):
+    os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
+    F.augment(y, ops, mags, "nearest"); F.augment(y, ops, mags, "bilinear", [1, 2, 3])
+os.environ.pop("TORCHAUG_AUGMENT_RESIDENT")
 # filter tiles wider and taller than a small 1-channel image (fresh allocations)
 for dtype in (torch.uint8, torch.float32):
     y = torch.randint(0, 256, (4, 1, 5, 7), generator=g).to(dtype).to(dev)

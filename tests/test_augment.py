@@ -2,6 +2,7 @@
 _apply_image_or_video_transform, random programs per sample, CPU <-> CUDA, opcheck, seeded op and
 magnitude distributions, p=0 / p=1, custom policies, replay, errors, MixUp / CutMix."""
 import math
+import os
 
 import pytest
 import torch
@@ -235,6 +236,136 @@ def test_cuda_program_equals_slot_chain(dtype, interpolation, layout, n):
         assert not differ.any(), f"fill={fill}: samples {differ.nonzero().flatten().tolist()} differ, programs " \
                                  f"{[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
         assert out.is_contiguous(memory_format=torch.channels_last if cl and c == 3 else torch.contiguous_format)
+
+
+def _with_resident(mode, fn):
+    """fn() with TORCHAUG_AUGMENT_RESIDENT=mode (read by the CUDA op on every call)."""
+    old = os.environ.get("TORCHAUG_AUGMENT_RESIDENT")
+    os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ["TORCHAUG_AUGMENT_RESIDENT"]
+        else:
+            os.environ["TORCHAUG_AUGMENT_RESIDENT"] = old
+
+
+@requires_cuda
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("layout", ["3x224x224", "3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x1x5"])
+@pytest.mark.parametrize("n", [1, 2, 10])
+def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
+    """uint8 images that fit in shared memory run their whole program in one launch (the resident
+    path, forced here); it equals the slot passes bitwise: statistics of full-range, low-contrast
+    and flat images (equalize's step 0, autocontrast's min == max), every op, fill, the 16-byte
+    planes (32x48, 224x224) and the others, channels_last, 1 channel."""
+    gen = torch.Generator().manual_seed(n * 7 + len(layout))
+    shape, _, cl = layout.partition("-")
+    c, h, w = (int(v) for v in shape.split("x"))
+    b = 40
+    x = random_images(b, c, h, w, torch.uint8, "cpu", generator=gen)
+    x[8:16] = x[8:16] // 8 + 100  # low contrast
+    x[16:20] = 77  # flat
+    x[20:24, :, : h // 2] = 3  # two levels
+    x = x.cuda()
+    if cl:
+        x = x.contiguous(memory_format=torch.channels_last)
+    ops, mags = _chain_program(b, n, gen, "cuda")
+    ops[: len(AUGMENT_OPS), 0] = torch.arange(len(AUGMENT_OPS))  # every op in slot 0
+    for fill in (None, [5, 60, 200][:c]):
+        run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False)  # noqa: E731
+        res = _with_resident("force", run)
+        ref = _with_resident("0", run)
+        differ = (res != ref).flatten(1).any(1)
+        assert not differ.any(), f"fill={fill}: samples {differ.nonzero().flatten().tolist()} differ, programs " \
+                                 f"{[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
+        assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
+
+
+@requires_cuda
+def test_cuda_resident_path_where_it_does_not_fit():
+    """Images too large for shared memory, and floating images, take the slot passes (the default
+    mode); forcing the resident path on them is an error that says why."""
+    x = random_images(2, 3, 300, 300, torch.uint8, "cuda")
+    ops = torch.tensor([[12, 14], [2, 18]], device="cuda")
+    mags = torch.tensor([[0.0, 0.2], [0.3, 30.0]], device="cuda")
+    out = F.augment(x, ops, mags)
+    assert torch.equal(out, _with_resident("0", lambda: F.augment(x, ops, mags)))
+    for img in (x, x[:, :, :64, :64].float() / 255):
+        with pytest.raises(RuntimeError, match="TORCHAUG_AUGMENT_RESIDENT=force needs uint8 images"):
+            _with_resident("force", lambda: F.augment(img, ops, mags))
+    with pytest.raises(RuntimeError, match="TORCHAUG_AUGMENT_RESIDENT must be 0, 1 or force, got 'yes'"):
+        _with_resident("yes", lambda: F.augment(x, ops, mags))
+
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+@pytest.mark.parametrize("out", ["float32", "float16-cl", "bfloat16"])
+@pytest.mark.parametrize("layout", ["3x224x224", "3x31x37", "1x32x48", "3x30x36-cl"])
+def test_fused_normalize_equals_augment_then_normalize(device, out, layout):
+    """augment(..., mean, std, out_dtype, memory_format) is normalize(augment(...)) bitwise: on
+    CUDA by the resident path (forced where the images fit, the uint8 ones) and by the slot passes
+    then normalize, on the CPU by the latter; per-sample mean and std, float16 / bfloat16 outputs,
+    a channels_last output of an NCHW input and channels_last inputs."""
+    gen = torch.Generator().manual_seed(len(layout) + len(out))
+    shape, _, cl = layout.partition("-")
+    c, h, w = (int(v) for v in shape.split("x"))
+    x = random_images(24, c, h, w, torch.uint8, device, bool(cl), generator=gen)
+    ops, mags = _chain_program(24, 3, gen, device)
+    out_dtype = getattr(torch, out.split("-")[0])
+    fmt = torch.channels_last if out.endswith("-cl") else None
+    mean = torch.rand(24, c, generator=gen).to(device)
+    std = (torch.rand(24, c, generator=gen) + 0.1).to(device)
+    for m, sd in ((mean, std), (MEAN[:c], STD[:c])):
+        ref = F.normalize(F.augment(x, ops, mags, "bilinear", [9, 99, 199][:c], validate=False), m, sd,
+                          out_dtype=out_dtype, memory_format=fmt)
+        modes = ("force", "0") if device == "cuda" else ("1",)
+        for mode in modes:
+            got = _with_resident(mode, lambda: F.augment(x, ops, mags, "bilinear", [9, 99, 199][:c], validate=False,
+                                                         mean=m, std=sd, out_dtype=out_dtype, memory_format=fmt))
+            assert got.dtype == out_dtype and got.shape == ref.shape
+            assert got.is_contiguous(memory_format=fmt or (torch.channels_last if cl and c == 3 else torch.contiguous_format))
+            assert torch.equal(got, ref), f"mode {mode}: {(got != ref).sum().item()} values differ"
+
+
+@pytest.mark.parametrize("policy", ["rand", "trivial", "auto", "augmix"])
+@pytest.mark.parametrize("cast", [True, False])
+def test_compose_fuses_policy_and_normalize(device, policy, cast):
+    """Compose runs policy + [ToDtype(float32, scale=True)] + Normalize as one augment call that
+    normalizes (AugMix, which mixes chains, as before), with the result of the unfused chain."""
+    make = {"rand": lambda: T.RandAugment(2, 9), "trivial": lambda: T.TrivialAugmentWide(),
+            "auto": lambda: T.AutoAugment(), "augmix": lambda: T.AugMix()}[policy]
+    pol = make()
+    tail = ([T.ToDtype(torch.float32, scale=True)] if cast else []) + [T.Normalize(MEAN, STD)]
+    fused, unfused = T.Compose([pol] + tail), T.Compose([pol] + tail, fuse=False)
+    assert fused._fusable_run(0) == (1 if policy == "augmix" else 1 + len(tail))
+    x = random_images(16, 3, 40, 52, torch.uint8, device, generator=torch.Generator().manual_seed(3))
+    y, params = fused(x, return_params=True)
+    assert y.dtype == torch.float32
+    assert torch.equal(y, unfused(x, params=params))
+
+
+def test_fused_normalize_errors(device):
+    x = random_images(2, 3, 8, 8, torch.uint8, device)
+    ops = torch.tensor([[1], [2]], device=device)
+    mags = torch.tensor([[0.2], [0.1]], device=device)
+    with pytest.raises(ValueError, match="mean and std come together"):
+        F.augment(x, ops, mags, mean=MEAN)
+    with pytest.raises(ValueError, match="out_dtype and memory_format belong to the fused normalize"):
+        F.augment(x, ops, mags, out_dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="torchaug::augment: mean and std come together"):
+        torch.ops.torchaug.augment(x, ops, mags, 0, None, torch.zeros(2, 3, device=device))
+    with pytest.raises(RuntimeError, match="torchaug::augment: out_dtype must be float32, float64, float16 or bfloat16, got Byte"):
+        F.augment(x, ops, mags, mean=MEAN, std=STD, out_dtype=torch.uint8)
+    with pytest.raises(ValueError, match="std"):
+        F.augment(x, ops, mags, mean=MEAN, std=[0.1, 0.2])
+    mean = torch.zeros(2, 3, device=device)
+    torch.library.opcheck(torch.ops.torchaug.augment, (x, ops, mags, 0, None, mean, mean + 0.5, torch.float16, None))
+    fn = torch.compile(lambda a: torch.ops.torchaug.augment(a, ops, mags, 0, None, mean, mean + 0.5, None, None),
+                       fullgraph=True, backend="eager")
+    assert torch.equal(fn(x), F.augment(x, ops, mags, mean=mean, std=mean + 0.5))
 
 
 @requires_cuda

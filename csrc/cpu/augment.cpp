@@ -47,7 +47,7 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
   });
 }
 
-const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu};
+const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu, nullptr};
 
 }  // namespace
 

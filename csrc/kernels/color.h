@@ -68,19 +68,6 @@ TORCHAUG_HOST_DEVICE inline acc_t trunc_u8(acc_t v) {
   return static_cast<acc_t>(static_cast<int>(v));
 }
 
-// a + b rounded, never fused with a neighbouring product (see rn_mul in common.h).
-#if defined(__CUDA_ARCH__)
-TORCHAUG_HOST_DEVICE inline float rn_add(float a, float b) { return __fadd_rn(a, b); }
-TORCHAUG_HOST_DEVICE inline double rn_add(double a, double b) { return __dadd_rn(a, b); }
-TORCHAUG_HOST_DEVICE inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
-TORCHAUG_HOST_DEVICE inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
-#else
-template <typename T>
-inline T rn_add(T a, T b) { return a + b; }
-inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
-inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
-#endif
-
 // torchvision's rgb -> luma: r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114); ATen's
 // add with alpha is a fused multiply-add on CUDA and in its vectorised CPU loops.
 template <typename acc_t>

@@ -63,6 +63,19 @@ template <typename T>
 inline T rn_div(T a, T b) { return a / b; }
 #endif
 
+// a + b rounded, never fused with a neighbouring product (see rn_mul in common.h).
+#if defined(__CUDA_ARCH__)
+TORCHAUG_HOST_DEVICE inline float rn_add(float a, float b) { return __fadd_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline double rn_add(double a, double b) { return __dadd_rn(a, b); }
+TORCHAUG_HOST_DEVICE inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+TORCHAUG_HOST_DEVICE inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
+#else
+template <typename T>
+inline T rn_add(T a, T b) { return a + b; }
+inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
+#endif
+
 // Division by a divisor used many times (a normalize's std across a tile): rcp_for_div(b) once,
 // then rn_div_by(a, b, r) per value gives exactly rn_div(a, b). On the device, with r = 1/b rounded,
 // q = a * r and q + (a - q * b) * r (two FMAs, the remainder exact) is the correctly rounded

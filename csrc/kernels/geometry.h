@@ -188,9 +188,11 @@ TORCHAUG_UNROLL
 // coordinates: pixel i has its centre at i).
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, int64_t x, int64_t y, acc_t* sx, acc_t* sy) {
+  // each step rounded, never contracted: the same position in every kernel that inlines this, and
+  // on the host (an FMA here or there moves a bilinear weight by an ulp)
   const acc_t fx = static_cast<acc_t>(x), fy = static_cast<acc_t>(y);
-  *sx = m[0] * fx + m[1] * fy + m[2];
-  *sy = m[3] * fx + m[4] * fy + m[5];
+  *sx = rn_add(rn_add(rn_mul(m[0], fx), rn_mul(m[1], fy)), m[2]);
+  *sy = rn_add(rn_add(rn_mul(m[3], fx), rn_mul(m[4], fy)), m[5]);
 }
 
 // The N taps of grid_sample at (sx, sy): N = 1 (nearest) or 4 (bilinear: nw, ne, sw, se). Tap k
@@ -199,24 +201,25 @@ TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, int64_t x, int64_
 // the taps live in registers (a runtime count put them in local memory: 128-byte stack frames).
 // Positions are tested in floating point before any integer conversion: a position far outside
 // the image (or NaN) is simply not valid.
-template <typename acc_t, int N>
+template <typename acc_t, int N, typename idx_t = int64_t>
 struct AffineTaps {
-  int64_t ix[N], iy[N];
+  idx_t ix[N], iy[N];
   acc_t w[N];
   bool valid[N];
   acc_t mask;
 };
 
-template <typename acc_t, int N>
-TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N> affine_taps(acc_t sx, acc_t sy, int64_t height, int64_t width) {
+// idx_t: int (images of fewer than 2^31 pixels, cheaper on the device) or int64_t.
+template <typename acc_t, int N, typename idx_t = int64_t>
+TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N, idx_t> affine_taps(acc_t sx, acc_t sy, int64_t height, int64_t width) {
   static_assert(N == 1 || N == 4, "affine_taps: N is 1 (nearest) or 4 (bilinear)");
-  AffineTaps<acc_t, N> t;
+  AffineTaps<acc_t, N, idx_t> t;
   const acc_t fw = static_cast<acc_t>(width), fh = static_cast<acc_t>(height);
   if constexpr (N == 1) {
     const acc_t rx = rint(sx), ry = rint(sy);
     t.valid[0] = rx >= acc_t(0) && rx < fw && ry >= acc_t(0) && ry < fh;
-    t.ix[0] = t.valid[0] ? static_cast<int64_t>(rx) : 0;
-    t.iy[0] = t.valid[0] ? static_cast<int64_t>(ry) : 0;
+    t.ix[0] = t.valid[0] ? static_cast<idx_t>(rx) : 0;
+    t.iy[0] = t.valid[0] ? static_cast<idx_t>(ry) : 0;
     t.w[0] = 1;
     t.mask = t.valid[0] ? acc_t(1) : acc_t(0);
   } else {
@@ -226,8 +229,8 @@ TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N> affine_taps(acc_t sx, acc_t sy,
     const acc_t wx = sx - fx0, wy = sy - fy0;
     const bool vx0 = fx0 >= acc_t(0) && fx0 < fw, vx1 = fx0 >= acc_t(-1) && fx0 < fw - acc_t(1);
     const bool vy0 = fy0 >= acc_t(0) && fy0 < fh, vy1 = fy0 >= acc_t(-1) && fy0 < fh - acc_t(1);
-    const int64_t x0 = (vx0 || vx1) ? static_cast<int64_t>(fx0) : 0;
-    const int64_t y0 = (vy0 || vy1) ? static_cast<int64_t>(fy0) : 0;
+    const idx_t x0 = (vx0 || vx1) ? static_cast<idx_t>(fx0) : 0;
+    const idx_t y0 = (vy0 || vy1) ? static_cast<idx_t>(fy0) : 0;
     t.ix[0] = x0;     t.iy[0] = y0;     t.w[0] = e * wv;  t.valid[0] = vx0 && vy0;
     t.ix[1] = x0 + 1; t.iy[1] = y0;     t.w[1] = wx * wv; t.valid[1] = vx1 && vy0;
     t.ix[2] = x0;     t.iy[2] = y0 + 1; t.w[2] = e * wy;  t.valid[2] = vx0 && vy1;
@@ -235,7 +238,7 @@ TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N> affine_taps(acc_t sx, acc_t sy,
     t.mask = 0;
     TORCHAUG_UNROLL
     for (int k = 0; k < 4; ++k) {
-      if (t.valid[k]) t.mask += t.w[k];
+      if (t.valid[k]) t.mask = rn_add(t.mask, t.w[k]);
     }
   }
   return t;
@@ -257,6 +260,17 @@ TORCHAUG_HOST_DEVICE inline acc_t affine_channel(const scalar_t* img, const Imag
   TORCHAUG_UNROLL
   for (int k = 0; k < N; ++k) {
     if (t.valid[k]) s += t.w[k] * static_cast<acc_t>(img[v.offset + c * v.stride_c + t.iy[k] * v.stride_y + t.ix[k] * v.stride_x]);
+  }
+  return s;
+}
+
+// affine_channel over a dense plane of `width` pixels a row (int taps): the same sum.
+template <typename scalar_t, typename acc_t, int N>
+TORCHAUG_HOST_DEVICE inline acc_t affine_plane(const scalar_t* plane, int width, const AffineTaps<acc_t, N, int>& t) {
+  acc_t s = 0;
+  TORCHAUG_UNROLL
+  for (int k = 0; k < N; ++k) {
+    if (t.valid[k]) s += t.w[k] * static_cast<acc_t>(plane[t.iy[k] * width + t.ix[k]]);
   }
   return s;
 }

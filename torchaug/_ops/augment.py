@@ -2,16 +2,25 @@
 (posterize, equalize, solarize, nearest sampling), so asking for one raises."""
 import torch
 
+from ._common import empty_image, image_memory_format
 from .color import _fake_like, _not_differentiable, _setup_images_p
 
 
 @torch.library.register_fake("torchaug::augment")
-def _augment_fake(images, ops, magnitudes, interpolation=0, fill=None):
+def _augment_fake(images, ops, magnitudes, interpolation=0, fill=None, mean=None, std=None, out_dtype=None,
+                  memory_format=None):
     torch._check(ops.dim() == 2 and ops.shape[0] == images.shape[0],
                  lambda: f"torchaug::augment: ops must have shape (B, n) with B={images.shape[0]}, got {tuple(ops.shape)}")
     torch._check(magnitudes.shape == ops.shape,
                  lambda: f"torchaug::augment: magnitudes must have shape (B, n) like ops {tuple(ops.shape)}, got {tuple(magnitudes.shape)}")
-    return _fake_like("augment", images)
+    out = _fake_like("augment", images)
+    if mean is None and std is None:
+        return out
+    torch._check(mean is not None and std is not None, lambda: "torchaug::augment: mean and std come together (the fused normalize)")
+    dtype = torch.float32 if out_dtype is None else out_dtype
+    torch._check(dtype.is_floating_point, lambda: f"torchaug::augment: out_dtype must be floating, got {dtype}")
+    fmt = image_memory_format(images) if memory_format is None else memory_format
+    return empty_image(tuple(images.shape), dtype, images.device, fmt)
 
 
 torch.library.register_autograd("torchaug::augment", _not_differentiable("augment"), setup_context=_setup_images_p)

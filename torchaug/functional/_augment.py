@@ -8,7 +8,7 @@ import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ._color import COLOR_OPS
-from ._utils import _as, as_batch, fill_tensor, interpolation_code, unbatch
+from ._utils import _as, as_batch, fill_tensor, interpolation_code, per_sample_rows, unbatch
 
 _ops_ns = torch.ops.torchaug
 
@@ -59,6 +59,11 @@ def augment(
     interpolation="nearest",
     fill=None,
     validate: bool = True,
+    *,
+    mean=None,
+    std=None,
+    out_dtype: Optional[torch.dtype] = None,
+    memory_format: Optional[torch.memory_format] = None,
 ) -> torch.Tensor:
     """Applies to each sample its own sequence of auto-augment ops: ops (B, n) int64 op ids
     (AUGMENT_OPS) or a list of n names for every sample; magnitudes (B, n) (or a number / (n,)
@@ -68,7 +73,11 @@ def augment(
     the top-left corner, int(m) pixels for translations, m degrees for rotate. Geometric ops use
     `interpolation` (nearest or bilinear) and `fill` (None: zeros; a number, per-channel sequence
     or (B, C) tensor: torchvision's fill blending). validate=False skips the host synchronisation
-    that checks op ids on a GPU (ids outside the table are then the identity)."""
+    that checks op ids on a GPU (ids outside the table are then the identity).
+    mean and std (numbers, per-channel sequences or (B, C) tensors): the result normalized as
+    torchaug.functional.normalize(result, mean, std, out_dtype=out_dtype,
+    memory_format=memory_format) would return it, in the program's own pass where it runs in one
+    (uint8 images on CUDA that fit in shared memory)."""
     op = "augment"
     x, single = as_batch(images, op)
     b, c = x.shape[0], x.shape[1]
@@ -104,7 +113,18 @@ def augment(
             raise ValueError(f"torchaug.{op}: ops must hold op ids in [0, {len(AUGMENT_OPS)}), got {int(ops.min())}..{int(ops.max())}")
         if not bool(torch.isfinite(magnitudes).all()):
             raise ValueError(f"torchaug.{op}: magnitudes must be finite")
-    out = _ops_ns.augment(x, ops, magnitudes, code, fill_tensor(fill, b, c, x.device, op))
+    if (mean is None) != (std is None):
+        raise ValueError(f"torchaug.{op}: mean and std come together (the fused normalize)")
+    if mean is None:
+        if out_dtype is not None or memory_format is not None:
+            raise ValueError(f"torchaug.{op}: out_dtype and memory_format belong to the fused normalize; pass mean and std")
+        out = _ops_ns.augment(x, ops, magnitudes, code, fill_tensor(fill, b, c, x.device, op))
+        return unbatch(out, single)
+    mean = per_sample_rows(mean, b, c, x.device, torch.float32, "mean", op)
+    std = per_sample_rows(std, b, c, x.device, torch.float32, "std", op)
+    if out_dtype is None:
+        out_dtype = x.dtype if x.dtype.is_floating_point else torch.float32
+    out = _ops_ns.augment(x, ops, magnitudes, code, fill_tensor(fill, b, c, x.device, op), mean, std, out_dtype, memory_format)
     return unbatch(out, single)
 
 

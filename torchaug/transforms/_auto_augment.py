@@ -262,6 +262,15 @@ class _AutoAugmentBase(Transform):
     def transform(self, images, params: Dict[str, Any]):
         return self._run(images, params)
 
+    def transform_fused(self, images, params: Dict[str, Any], mean, std, out_dtype=None, memory_format=None):
+        """transform, then normalize(mean, std, out_dtype, memory_format), in one op call (Compose
+        fuses a following ToDtype(floating, scale=True) + Normalize into it)."""
+        if self._custom:
+            x = self._run(images, params)
+            return F.normalize(x, mean, std, out_dtype=out_dtype, memory_format=memory_format)
+        return F.augment(images, params["ops"], params["magnitudes"], self.interpolation, self.fill, validate=False,
+                         mean=mean, std=std, out_dtype=out_dtype, memory_format=memory_format)
+
     # the geometric ops of the space, by torchaug::augment op id
     _GEOMETRIC = (F.AUGMENT_OPS["shear_x"], F.AUGMENT_OPS["shear_y"], F.AUGMENT_OPS["translate_x"],
                   F.AUGMENT_OPS["translate_y"], F.AUGMENT_OPS["rotate"])

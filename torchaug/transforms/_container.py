@@ -1,10 +1,12 @@
-"""Compose, with the fusion of crop -> horizontal flip -> ToDtype -> Normalize into one launch."""
+"""Compose, with the fusion of crop -> horizontal flip -> ToDtype -> Normalize into one launch, and
+of an auto-augmentation policy -> ToDtype -> Normalize into the policy's op call."""
 from typing import Any, Callable, List, Optional, Sequence
 
 from torch import nn
 
 from .. import functional as F
 
+from ._auto_augment import _AutoAugmentBase
 from ._geometry import RandomHorizontalFlip, _CropLike
 from ._misc import Normalize, ToDtype
 from . import _script as S
@@ -20,7 +22,9 @@ class Compose(Transform):
 
     A crop-like transform (RandomResizedCrop, Resize, CenterCrop) followed by any of
     RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that order, runs as one
-    resized_crop launch, and ToDtype(floating, scale=True) followed by Normalize as one normalize
+    resized_crop launch, an auto-augmentation policy (RandAugment, TrivialAugmentWide, AutoAugment,
+    AugMix's chains excepted) followed by [ToDtype(floating, scale=True)] Normalize as one augment
+    call that normalizes, and ToDtype(floating, scale=True) followed by Normalize as one normalize
     pass, with the same result as running them one by one (fuse=False does that).
     forward(images, *targets, params=None, return_params=False): params is the list of each
     transform's parameters (None for plain callables); targets (boxes, masks, keypoints) follow
@@ -43,6 +47,11 @@ class Compose(Transform):
         ts = self.transforms
         if self.fuse and _is_scaling_to_float(ts[i]) and i + 1 < len(ts) and type(ts[i + 1]) is Normalize:
             return i + 2  # ToDtype(floating, scale=True) + Normalize: one normalize pass
+        if self.fuse and isinstance(ts[i], _AutoAugmentBase) and type(ts[i]).transform is _AutoAugmentBase.transform:
+            j = i + 1
+            if j < len(ts) and _is_scaling_to_float(ts[j]):
+                j += 1
+            return j + 1 if j < len(ts) and type(ts[j]) is Normalize else i + 1
         if not self.fuse or not isinstance(ts[i], _CropLike):
             return i + 1
         j = i + 1
@@ -107,6 +116,11 @@ class Compose(Transform):
             norm = ts[i + 1]
             out_dtype = norm.out_dtype if norm.out_dtype is not None else crop.dtype
             return F.normalize(x, norm.mean, norm.std, out_dtype=out_dtype, memory_format=norm.memory_format)
+        if isinstance(crop, _AutoAugmentBase):
+            norm = ts[end - 1]
+            cast = ts[i + 1] if end - i == 3 else None
+            out_dtype = norm.out_dtype if norm.out_dtype is not None else (cast.dtype if cast is not None else None)
+            return crop.transform_fused(x, drawn[i], norm.mean, norm.std, out_dtype, norm.memory_format)
         fused = {}
         for k in range(i + 1, end):
             t = ts[k]
