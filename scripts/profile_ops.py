@@ -5,9 +5,12 @@
   3. the statistics ops (contrast, autocontrast, equalize) and ColorJitter's program, CUDA events.
   4. resident: the resident path (TORCHAUG_AUGMENT_RESIDENT=1) against the slot passes (=0) in the
      same process, op by op and on the policies' programs, alternating the two.
-    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident]   (the first three by default)"""
+  5. chain: the kernels of the RandAugment chain (torch.profiler) and its host time per call (the
+     calls issued back to back without waiting, against the GPU time of the same calls).
+    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident] [chain]   (the first three by default)"""
 import os
 import sys
+import time
 
 import torch
 
@@ -96,3 +99,26 @@ if "resident" in steps:
         ab(f"program of {pname}", lambda i: F.augment(xs[i % 4], pp["ops"], pp["magnitudes"], validate=False))
         ab(f"transform {pname}", lambda i: pol(xs[i % 4]))
     ab("RRC+flip+RandAugment+normalize chain", lambda i: chain(photos))
+
+if "chain" in steps:
+    for name, fn in [("RRC+flip+RandAugment+normalize chain", lambda: chain(photos)),
+                     ("RandAugment(2,9) transform", lambda: ra(xs[0]))]:
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA, torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(20):
+                fn()
+            torch.cuda.synchronize()
+        print(f"## {name} (20 calls)")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20, max_name_column_width=60))
+        # host time per call: 200 calls issued without waiting (the queue never drains when the host
+        # is slower than the GPU), then the wait for the GPU
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        print(f"{name}: host {1e3 * (t1 - t0) / 200:.4f} ms/call issued, {1e3 * (t2 - t0) / 200:.4f} ms/call to completion")

@@ -147,6 +147,7 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
 
 constexpr int kResThreads = 1024;
 constexpr int kResWarps = kResThreads / 32;
+constexpr int kResHeld = 13;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
 
 struct ResidentArgs {
   const uint8_t* in;
@@ -160,6 +161,7 @@ struct ResidentArgs {
   const float* fill;  // (B, C) contiguous, or nullptr
   int64_t interpolation;
   bool vec_in, vec_out;  // dense planes of whole 16-byte words
+  bool held;             // plane / 4 <= kResThreads * kResHeld: geometric slots hold their words in registers
   bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
   bool vec_norm;         // its float32 output in dense NCHW planes of whole 16-byte words
   NormalizeParams norm;
@@ -263,6 +265,41 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
   __syncthreads();
 }
 
+// The value of channel plane sp at pixel p = (y, x) under a sharpness or geometric slot (taps: the
+// affine slot's, from resident_taps).
+template <int N>
+__device__ __forceinline__ uint32_t resident_value(const uint8_t* sp, bool sharp, float om, int H, int W, int p, int y,
+                                                   int x, const kernels::AffineTaps<float, N, int>& taps, bool has_fill,
+                                                   float fill, int64_t interpolation) {
+  float r;
+  if (sharp) {
+    const bool interior = y > 0 && x > 0 && y < H - 1 && x < W - 1;
+    const float x0 = sp[p];
+    float sum = 0.0f;
+    if (interior) {
+      float w9[9];
+      kernels::sharpness_weights(w9);
+      sum = kernels::window_sum<float>(w9, 3, 3, [&](int rr, int qq) { return static_cast<float>(sp[p + (rr - 1) * W + (qq - 1)]); });
+    }
+    r = kernels::sharpness_blend<float, true>(x0, sum, om, interior);
+  } else {
+    r = kernels::affine_blend(kernels::affine_plane(sp, W, taps), taps.mask, has_fill, fill, interpolation);
+  }
+  return static_cast<uint32_t>(kernels::PixelStore<uint8_t>::from(r));
+}
+
+template <int N>
+__device__ __forceinline__ kernels::AffineTaps<float, N, int> resident_taps(bool sharp, const float* m, int H, int W, int y,
+                                                                           int x) {
+  kernels::AffineTaps<float, N, int> taps{};
+  if (!sharp) {
+    float sx, sy;
+    kernels::affine_source(m, x, y, &sx, &sy);
+    taps = kernels::affine_taps<float, N, int>(sx, sy, H, W);
+  }
+  return taps;
+}
+
 template <int C, int N>
 __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentArgs A) {
   extern __shared__ __align__(16) uint8_t planes[];
@@ -357,33 +394,67 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
       __syncthreads();  // the table and the statistics are free again
       continue;
     }
-    // sharpness and the geometric ops: channel by channel into the free plane
+    // sharpness and the geometric ops: the C values of a pixel at once (one set of taps); channel 0
+    // goes to the free plane, the others stay in registers until every pixel is computed (planes of
+    // at most kResHeld words a thread), else channel by channel into the free plane
     const bool sharp = s.kind == kernels::kAugKindSharpness;
+    float fc[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) fc[c] = A.fill != nullptr ? A.fill[b * C + c] : 0.0f;
+    auto value = [&](const uint8_t* sp, int c, int p, int y, int x, const kernels::AffineTaps<float, N, int>& taps) {
+      return resident_value<N>(sp, sharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation);
+    };
+    auto taps_at = [&](int y, int x) { return resident_taps<N>(sharp, s.m, H, W, y, x); };
+    if (A.held) {
+      const int words = A.plane / 4;
+      uint32_t held[kResHeld][C > 1 ? C - 1 : 1];
+      uint32_t* free_w = reinterpret_cast<uint32_t*>(planes + pl[C] * A.plane);
+#pragma unroll
+      for (int i = 0; i < kResHeld; ++i) {
+        const int g = t + i * kResThreads;
+        if (g < words) {
+          const int p = 4 * g;
+          int y = p / W, x = p - y * W;
+          uint32_t acc[C];
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[c] = 0;
+#pragma unroll 1
+          for (int j = 0; j < 4; ++j) {  // one pixel's taps live at a time (register pressure)
+            if (p + j < HW) {
+              const auto taps = taps_at(y, x);
+#pragma unroll
+              for (int c = 0; c < C; ++c) acc[c] |= value(planes + pl[c] * A.plane, c, p + j, y, x, taps) << (8 * j);
+            }
+            if (++x == W) {
+              x = 0;
+              ++y;
+            }
+          }
+          free_w[g] = acc[0];
+#pragma unroll
+          for (int c = 1; c < C; ++c) held[i][c - 1] = acc[c];
+        }
+      }
+      __syncthreads();  // every source pixel read
+#pragma unroll
+      for (int i = 0; i < kResHeld; ++i) {
+        const int g = t + i * kResThreads;
+        if (g < words) {
+#pragma unroll
+          for (int c = 1; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[g] = held[i][c - 1];
+        }
+      }
+      const int tmp = pl[0];
+      pl[0] = pl[C];
+      pl[C] = tmp;
+      __syncthreads();
+      continue;
+    }
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       const uint8_t* sp = planes + pl[c] * A.plane;
       uint8_t* dp = planes + pl[C] * A.plane;
-      const float fc = A.fill != nullptr ? A.fill[b * C + c] : 0.0f;
-      resident_pixels(H, W, [&](int p, int y, int x) {
-        float r;
-        if (sharp) {
-          const bool interior = y > 0 && x > 0 && y < H - 1 && x < W - 1;
-          const float x0 = sp[p];
-          float sum = 0.0f;
-          if (interior) {
-            float w9[9];
-            kernels::sharpness_weights(w9);
-            sum = kernels::window_sum<float>(w9, 3, 3, [&](int rr, int qq) { return static_cast<float>(sp[p + (rr - 1) * W + (qq - 1)]); });
-          }
-          r = kernels::sharpness_blend<float, true>(x0, sum, s.om, interior);
-        } else {
-          float sx, sy;
-          kernels::affine_source(s.m, x, y, &sx, &sy);
-          const auto taps = kernels::affine_taps<float, N, int>(sx, sy, H, W);
-          r = kernels::affine_blend(kernels::affine_plane(sp, W, taps), taps.mask, A.fill != nullptr, fc, A.interpolation);
-        }
-        dp[p] = kernels::PixelStore<uint8_t>::from(r);
-      });
+      resident_pixels(H, W, [&](int p, int y, int x) { dp[p] = static_cast<uint8_t>(value(sp, c, p, y, x, taps_at(y, x))); });
       const int tmp = pl[c];
       pl[c] = pl[C];
       pl[C] = tmp;
@@ -500,6 +571,7 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   A.fill = fill.defined() ? fill.data_ptr<float>() : nullptr;
   A.interpolation = interpolation;
   A.vec_in = dense_planes(A.is, H, W, A.in);
+  A.held = plane / 4 <= static_cast<int64_t>(kResThreads) * kResHeld;
   A.vec_out = !norm && dense_planes(A.os, H, W, A.out);
   A.normalize = norm != nullptr;
   if (norm) {
