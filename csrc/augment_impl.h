@@ -121,7 +121,16 @@ struct AugmentBackend {
   bool (*resident)(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
                    const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
                    const NormalizeParams* norm);
+  // _policy_program: kernels::policy_sample for each of B samples (u (B, R) contiguous; outputs
+  // (B, n) contiguous).
+  void (*policy)(const double* u, int64_t B, int kind, int num_ops, int64_t magnitude, const kernels::PolicySpace& sp,
+                 int64_t* choice, int64_t* ops, float* mags);
 };
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
+    const AugmentBackend& be, const at::Tensor& rand, const at::Tensor& ids, const at::Tensor& mags,
+    const at::Tensor& signed_, int64_t kind, int64_t num_ops, int64_t magnitude, const std::optional<at::Tensor>& sub_idx,
+    const std::optional<at::Tensor>& sub_prob, const std::optional<at::Tensor>& sub_bins);
 
 at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
                       const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill,
@@ -140,6 +149,12 @@ void register_augment_ops(torch::Library& m) {
                        const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
                        std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
     return augment_op(be, images, ops, magnitudes, interpolation, fill, mean, std, out_dtype, memory_format);
+  });
+  m.impl("_policy_program", [](const at::Tensor& rand, const at::Tensor& ids, const at::Tensor& mags,
+                               const at::Tensor& signed_, int64_t kind, int64_t num_ops, int64_t magnitude,
+                               const std::optional<at::Tensor>& sub_idx, const std::optional<at::Tensor>& sub_prob,
+                               const std::optional<at::Tensor>& sub_bins) {
+    return policy_program_op(be, rand, ids, mags, signed_, kind, num_ops, magnitude, sub_idx, sub_prob, sub_bins);
   });
 }
 

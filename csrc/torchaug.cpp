@@ -122,6 +122,13 @@ TORCH_LIBRARY(torchaug, m) {
   // None). One switch pass per slot, plus a statistics pass for the samples whose op needs one.
   // mean and std (B, C) float32: the result normalized as the normalize op would (out_dtype,
   // memory_format as there), in the same pass where the backend runs the program in one.
+  // A policy's program from uniform draws rand (B, R) float64 (csrc/kernels/augment.h:
+  // policy_sample; kind 0 RandAugment, 1 TrivialAugmentWide, 2 AutoAugment with the (S, 2)
+  // sub-policy tables): the space's op ids (K,) int64, magnitudes (K, bins) float32 and signed
+  // flags (K,) bool. Returns (choice, ops) (B, n) int64 and magnitudes (B, n) float32.
+  m.def(
+      "_policy_program(Tensor rand, Tensor ids, Tensor mags, Tensor signed, int kind, int num_ops, int magnitude, "
+      "Tensor? sub_idx=None, Tensor? sub_prob=None, Tensor? sub_bins=None) -> (Tensor, Tensor, Tensor)");
   m.def(
       "augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None, "
       "Tensor? mean=None, Tensor? std=None, ScalarType? out_dtype=None, MemoryFormat? memory_format=None) -> Tensor");

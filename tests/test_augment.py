@@ -415,6 +415,75 @@ def _chi2_uniform_ok(counts: torch.Tensor) -> bool:
     return chi2 < dof + 3.1 * math.sqrt(2 * dof) + 10  # ~0.999 quantile for these dofs
 
 
+def _policy_reference(kind, u, ids, mags, signed, num_ops, magnitude, sub):
+    """The program of draws u by torchvision's rules, with ATen ops (the former policy_program path)."""
+    from torchaug.transforms import _script as S
+
+    def index(v, n):
+        return (v * n).floor().long().clamp(0, n - 1)
+
+    k, bins = mags.shape
+    apply = None
+    if kind == 0:
+        choice, coin = index(u[:, 0::2], k), u[:, 1::2] <= 0.5
+        b = torch.full_like(choice, magnitude)
+    elif kind == 1:
+        choice, b, coin = index(u[:, :1], k), index(u[:, 1:2], bins), u[:, 2:3] <= 0.5
+    else:
+        si, sp, sb = sub
+        s = index(u[:, 0], si.shape[0])
+        choice, b = si[s], sb[s]
+        apply = u[:, 1::2] <= sp[s].double()
+        coin = u[:, 2::2] <= 0.5
+    return S.policy_program(ids, mags, signed, choice, b, coin, apply)
+
+
+@pytest.mark.parametrize("policy", ["rand", "rand4", "trivial", "auto"])
+def test_policy_program_op_matches_reference(device, policy):
+    """torchaug::_policy_program (one launch from uniform draws to the program) equals the ATen
+    composition of the same rules; CPU and CUDA agree; opcheck."""
+    pol = {"rand": T.RandAugment(2, 9), "rand4": T.RandAugment(4, 30), "trivial": T.TrivialAugmentWide(),
+           "auto": T.AutoAugment()}[policy]
+    kind = pol._KIND
+    t = pol._tables_for(pol._num_bins(), 224, 224, torch.device(device))
+    sub = pol._sub_policies(torch.device(device)) if kind == 2 else (None, None, None)
+    r = 2 * pol.num_ops if kind == 0 else (3 if kind == 1 else 5)
+    u = torch.rand(500, r, dtype=torch.float64, generator=torch.Generator().manual_seed(4)).to(device)
+    u[0] = 0.0
+    u[1] = 1.0 - 2 ** -53  # the largest draw below 1
+    args = (u, t.ids, t.mags, t.signed, kind, pol.num_ops, pol.magnitude, *sub)
+    choice, ops, mags = torch.ops.torchaug._policy_program(*args)
+    ref = _policy_reference(kind, u, t.ids, t.mags, t.signed, pol.num_ops, pol.magnitude, sub)
+    assert torch.equal(choice, ref["choice"]) and torch.equal(ops, ref["ops"]) and torch.equal(mags, ref["magnitudes"])
+    torch.library.opcheck(torch.ops.torchaug._policy_program, args)
+    if device == "cuda":
+        cpu = torch.ops.torchaug._policy_program(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
+        assert all(torch.equal(a.cpu(), b) for a, b in zip((choice, ops, mags), cpu))
+
+
+def test_policy_program_op_errors(device):
+    pol = T.AutoAugment()
+    t = pol._tables_for(31, 224, 224, torch.device(device))
+    si, sp, sb = pol._sub_policies(torch.device(device))
+    u = torch.rand(4, 4, dtype=torch.float64, device=device)
+    op = torch.ops.torchaug._policy_program
+    with pytest.raises(RuntimeError, match=r"rand must be a \(B, 6\) float64 tensor of uniform draws, got Double of shape \(4, 4\)"):
+        op(u, t.ids, t.mags, t.signed, 0, 3, 9)
+    with pytest.raises(RuntimeError, match="rand must be a"):
+        op(u.float(), t.ids, t.mags, t.signed, 0, 2, 9)
+    with pytest.raises(RuntimeError, match="kind must be 0 \\(RandAugment\\), 1 \\(TrivialAugmentWide\\) or 2"):
+        op(u, t.ids, t.mags, t.signed, 3, 2, 9)
+    with pytest.raises(RuntimeError, match=r"magnitude must be a bin in \[0, 31\), got 31"):
+        op(u, t.ids, t.mags, t.signed, 0, 2, 31)
+    with pytest.raises(RuntimeError, match="AutoAugment \\(kind 2\\) needs sub_idx, sub_prob and sub_bins"):
+        op(torch.rand(4, 5, dtype=torch.float64, device=device), t.ids, t.mags, t.signed, 2, 2, 0)
+    with pytest.raises(RuntimeError, match="signed must be a \\(K,\\) bool tensor"):
+        op(u, t.ids, t.mags, t.signed.long(), 0, 2, 9)
+    if device == "cpu":
+        with pytest.raises(RuntimeError, match="sub_idx must hold space indices"):
+            op(torch.rand(4, 5, dtype=torch.float64), t.ids, t.mags, t.signed, 2, 2, 0, si + 100, sp, sb)
+
+
 def test_randaugment_op_and_sign_distribution():
     x = torch.zeros(4000, 3, 8, 10, dtype=torch.uint8)
     t = T.RandAugment(2, 9, generator=torch.Generator().manual_seed(0))

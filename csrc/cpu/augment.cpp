@@ -47,7 +47,14 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
   });
 }
 
-const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu, nullptr};
+void policy_program_cpu(const double* u, int64_t B, int kind, int num_ops, int64_t magnitude,
+                        const kernels::PolicySpace& sp, int64_t* choice, int64_t* ops, float* mags) {
+  const int R = kernels::policy_draws(kind, num_ops), n = kernels::policy_slots(kind, num_ops);
+  for (int64_t b = 0; b < B; ++b)
+    kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);
+}
+
+const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu, nullptr, policy_program_cpu};
 
 }  // namespace
 

@@ -177,6 +177,67 @@ TORCHAUG_HOST_DEVICE inline AugStep lower_aug(int op, double mag, int64_t height
   return s;
 }
 
+// ---- policy programs from uniform draws (torchaug::_policy_program) ------------------------------
+// A policy's space: K ops with kernel op ids ids (K,), magnitude tables mags (K, bins) and signed
+// flags (K,); AutoAugment's sub-policies: S rows of 2 (space index, probability, bin).
+enum PolicyKind : int { kPolicyRand = 0, kPolicyTrivial = 1, kPolicyAuto = 2 };
+
+struct PolicySpace {
+  int64_t K, bins;
+  const int64_t* ids;
+  const float* mags;
+  const bool* signed_;
+  int64_t S;  // AutoAugment
+  const int64_t* sub_idx;
+  const float* sub_prob;
+  const int64_t* sub_bins;
+};
+
+// The slots and uniform draws per sample of a policy: RandAugment num_ops slots of 2 draws (op,
+// sign); TrivialAugmentWide 1 slot of 3 (op, bin, sign); AutoAugment 2 slots, 1 + 2 x 2 draws
+// (sub-policy, then per op: applied, sign).
+TORCHAUG_HOST_DEVICE inline int policy_slots(int kind, int num_ops) { return kind == kPolicyRand ? num_ops : (kind == kPolicyTrivial ? 1 : 2); }
+TORCHAUG_HOST_DEVICE inline int policy_draws(int kind, int num_ops) { return kind == kPolicyRand ? 2 * num_ops : (kind == kPolicyTrivial ? 3 : 5); }
+
+// floor(u * n) for a uniform u in [0, 1): an index uniform in [0, n).
+TORCHAUG_HOST_DEVICE inline int64_t uniform_index(double u, int64_t n) {
+  const int64_t i = static_cast<int64_t>(floor(u * static_cast<double>(n)));
+  return i < 0 ? 0 : (i >= n ? n - 1 : i);
+}
+
+// One sample's program from its draws u: torchvision's draws (an op uniform over the space, its
+// sign with probability 1/2 where the op is signed; TrivialAugmentWide's bin uniform; AutoAugment's
+// sub-policy uniform and each of its ops applied with its probability). choice: the space index
+// (-1 where an AutoAugment op is not applied), op: its kernel id (0, the identity, where not
+// applied), mag: the table's magnitude at the bin, negated by the sign.
+TORCHAUG_HOST_DEVICE inline void policy_sample(int kind, int num_ops, int64_t magnitude, const double* u,
+                                               const PolicySpace& sp, int64_t* choice, int64_t* op, float* mag) {
+  const int n = policy_slots(kind, num_ops);
+  const int64_t s = kind == kPolicyAuto ? uniform_index(u[0], sp.S) : 0;
+  for (int k = 0; k < n; ++k) {
+    int64_t c, bin;
+    bool coin, apply = true;
+    if (kind == kPolicyRand) {
+      c = uniform_index(u[2 * k], sp.K);
+      bin = magnitude;
+      coin = u[2 * k + 1] <= 0.5;
+    } else if (kind == kPolicyTrivial) {
+      c = uniform_index(u[0], sp.K);
+      bin = uniform_index(u[1], sp.bins);
+      coin = u[2] <= 0.5;
+    } else {
+      c = sp.sub_idx[2 * s + k];
+      bin = sp.sub_bins[2 * s + k];
+      apply = u[1 + 2 * k] <= static_cast<double>(sp.sub_prob[2 * s + k]);
+      coin = u[2 + 2 * k] <= 0.5;
+    }
+    const float m = sp.mags[c * sp.bins + bin];
+    mag[k] = coin && sp.signed_[c] ? -m : m;
+    op[k] = apply ? sp.ids[c] : 0;
+    choice[k] = apply ? c : -1;
+  }
+}
+
 // AugStep <-> kAugStepWords doubles (the step buffer of a program).
 TORCHAUG_HOST_DEVICE inline void store_aug_step(const AugStep& s, double* w) {
   w[0] = s.kind;

@@ -23,4 +23,13 @@ def _augment_fake(images, ops, magnitudes, interpolation=0, fill=None, mean=None
     return empty_image(tuple(images.shape), dtype, images.device, fmt)
 
 
+@torch.library.register_fake("torchaug::_policy_program")
+def _policy_program_fake(rand, ids, mags, signed, kind, num_ops, magnitude, sub_idx=None, sub_prob=None, sub_bins=None):
+    torch._check(kind in (0, 1, 2), lambda: f"torchaug::_policy_program: kind must be 0, 1 or 2, got {kind}")
+    n = num_ops if kind == 0 else (1 if kind == 1 else 2)
+    b = rand.shape[0]
+    return (rand.new_empty((b, n), dtype=torch.int64), rand.new_empty((b, n), dtype=torch.int64),
+            rand.new_empty((b, n), dtype=torch.float32))
+
+
 torch.library.register_autograd("torchaug::augment", _not_differentiable("augment"), setup_context=_setup_images_p)

@@ -321,9 +321,8 @@ class _AutoAugmentBase(Transform):
         h, w = info.uniform_size
         dev = torch.device(info.device)
         t = self._tables_for(self._num_bins(), h, w, dev)
-        draws = S.policy_draws(self._KIND, info.batch, len(self.space), self.num_ops, self.magnitude, self._num_bins(),
-                               *self._sub_policies(dev), dev, *self._gen())
-        return S.policy_program(t.ids, t.mags, t.signed, *draws)
+        u = S.policy_draws(self._KIND, info.batch, self.num_ops, dev, *self._gen())
+        return S.policy_sample(self._KIND, u, t.ids, t.mags, t.signed, self.num_ops, self.magnitude, *self._sub_policies(dev))
 
     def _scriptable(self):
         name = type(self).__name__

@@ -160,33 +160,23 @@ def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bi
     return {"choice": choice, "ops": ops, "magnitudes": m}
 
 
-def policy_draws(kind: int, batch: int, space_size: int, num_ops: int, magnitude: int, num_bins: int,
-                 sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor], device: torch.device,
-                 generator: Optional[torch.Generator], gen_device: str) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
-    """(choice, bins, coin, apply) of a policy, with torchvision's draws per sample. kind 0:
-    RandAugment (num_ops ops of the space, bin `magnitude`); 1: TrivialAugmentWide (one op, a
-    random bin); 2: AutoAugment (a sub-policy of the (S, 2) tables on `device`: each of its ops
-    applied when a uniform draw is <= its probability)."""
-    apply: Optional[Tensor] = None
-    if kind == 0:
-        shape = [batch, num_ops]
-        choice = randint_on(space_size, shape, device, generator, gen_device)
-        coin = rand_on(shape, device, generator, gen_device) <= 0.5
-        bins = torch.full(shape, magnitude, dtype=torch.int64, device=device)
-    elif kind == 1:
-        shape = [batch, 1]
-        choice = randint_on(space_size, shape, device, generator, gen_device)
-        bins = randint_on(num_bins, shape, device, generator, gen_device)
-        coin = rand_on(shape, device, generator, gen_device) <= 0.5
-    else:
-        assert sub_idx is not None and sub_prob is not None and sub_bins is not None
-        s = randint_on(sub_idx.shape[0], [batch], device, generator, gen_device)
-        u = rand_on([batch, 2, 2], device, generator, gen_device)
-        choice = sub_idx[s]
-        apply = u[:, :, 0] <= sub_prob[s]
-        coin = u[:, :, 1] <= 0.5
-        bins = sub_bins[s]
-    return choice, bins, coin, apply
+def policy_draws(kind: int, batch: int, num_ops: int, device: torch.device, generator: Optional[torch.Generator],
+                 gen_device: str) -> Tensor:
+    """The uniform draws (B, R) float64 of a policy's programs (torchaug::_policy_program maps them to
+    torchvision's choices). kind 0: RandAugment (2 a slot: op, sign); 1: TrivialAugmentWide (op, bin,
+    sign); 2: AutoAugment (sub-policy, then applied and sign per op)."""
+    r = 2 * num_ops if kind == 0 else (3 if kind == 1 else 5)
+    return rand_on([batch, r], device, generator, gen_device, torch.float64)
+
+
+def policy_sample(kind: int, u: Tensor, ids: Tensor, mags: Tensor, signed: Tensor, num_ops: int, magnitude: int,
+                  sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor]) -> Dict[str, Tensor]:
+    """A policy's program from its draws (policy_draws), in one launch: {"choice", "ops", "magnitudes"}
+    as policy_program gives them."""
+    if kind != 2:
+        sub_idx, sub_prob, sub_bins = None, None, None
+    choice, ops, m = torch.ops.torchaug._policy_program(u, ids, mags, signed, kind, num_ops, magnitude, sub_idx, sub_prob, sub_bins)
+    return {"choice": choice, "ops": ops, "magnitudes": m}
 
 
 def random_color_op_params(batch: int, op: int, p: float, p0: float, p1: float, device: torch.device,
@@ -456,10 +446,9 @@ class ScriptPolicy(ScriptTransform):
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
         b, dev = images.shape[0], images.device
         ids, mags, signed = self._tables(images.shape[-2], images.shape[-1], dev)
-        choice, bins, coin, apply = policy_draws(self.kind, b, len(self.ids), self.num_ops, self.magnitude, self.num_bins,
-                                                 self.sub_idx.to(dev), self.sub_prob.to(dev), self.sub_bins.to(dev), dev,
-                                                 self.generator, self.gen_device)
-        return policy_program(ids, mags, signed, choice, bins, coin, apply)
+        u = policy_draws(self.kind, b, self.num_ops, dev, self.generator, self.gen_device)
+        return policy_sample(self.kind, u, ids, mags, signed, self.num_ops, self.magnitude, self.sub_idx.to(dev),
+                             self.sub_prob.to(dev), self.sub_bins.to(dev))
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
