@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/augment.h"
 #include "kernels/convert.h"
 #include "kernels/geometry.h"
 
@@ -117,4 +118,47 @@ TEST(Kernels, NormalizeMatchesTorchvisionOrder) {
   EXPECT_EQ(normalize_px(v, static_cast<float>(PixelRange<uint8_t>::inv_max), 0.485f, 0.229f), expected);
   EXPECT_EQ(flip_index(0, 10, true), 9);
   EXPECT_EQ(flip_index(3, 10, false), 3);
+}
+
+TEST(Kernels, PolicySampleFromDraws) {
+  // a space of 3 ops: identity (unsigned), gamma and shear_x (signed); 2 bins each
+  const int64_t ids[3] = {kColorIdentity, kColorGamma, kAugShearX};
+  const float mags[6] = {0.0f, 0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
+  const bool sgn[3] = {false, true, true};
+  const int64_t sub_idx[2] = {1, 2}, sub_bins[2] = {0, 1};
+  const float sub_prob[2] = {1.0f, 0.0f};
+  const PolicySpace sp{3, 2, ids, mags, sgn, 1, sub_idx, sub_prob, sub_bins};
+  int64_t choice[2], op[2];
+  float m[2];
+  // RandAugment(2, bin 1): op of u 0.0 -> index 0, u 0.99 -> index 2; signs 0.2 <= 0.5, 0.7 > 0.5
+  const double ra[4] = {0.0, 0.2, 0.99, 0.7};
+  EXPECT_EQ(policy_draws(kPolicyRand, 2), 4);
+  policy_sample(kPolicyRand, 2, 1, ra, sp, choice, op, m);
+  EXPECT_EQ(choice[0], 0);
+  EXPECT_EQ(op[0], kColorIdentity);
+  EXPECT_EQ(m[0], 0.0f);  // unsigned op: not negated
+  EXPECT_EQ(choice[1], 2);
+  EXPECT_EQ(op[1], kAugShearX);
+  EXPECT_EQ(m[1], 0.4f);
+  // TrivialAugmentWide: op 0.5 -> 1, bin 0.5 -> 1, sign 0.5 <= 0.5 (negated)
+  const double ta[3] = {0.5, 0.5, 0.5};
+  policy_sample(kPolicyTrivial, 1, 0, ta, sp, choice, op, m);
+  EXPECT_EQ(choice[0], 1);
+  EXPECT_EQ(op[0], kColorGamma);
+  EXPECT_EQ(m[0], -0.2f);
+  // AutoAugment: sub-policy 0; its first op applied (0.3 <= 1.0) and negated, the second not
+  // applied (0.9 > 0.0): the identity, choice -1
+  const double aa[5] = {0.5, 0.3, 0.1, 0.9, 0.9};
+  EXPECT_EQ(policy_slots(kPolicyAuto, 0), 2);
+  policy_sample(kPolicyAuto, 0, 0, aa, sp, choice, op, m);
+  EXPECT_EQ(choice[0], 1);
+  EXPECT_EQ(op[0], kColorGamma);
+  EXPECT_EQ(m[0], -0.1f);
+  EXPECT_EQ(choice[1], -1);
+  EXPECT_EQ(op[1], kColorIdentity);
+  EXPECT_EQ(m[1], 0.4f);
+  // the largest draw below 1, and 1 itself, stay in range
+  EXPECT_EQ(uniform_index(std::nextafter(1.0, 0.0), 14), 13);
+  EXPECT_EQ(uniform_index(1.0, 14), 13);
+  EXPECT_EQ(uniform_index(0.0, 14), 0);
 }
