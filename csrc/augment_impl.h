@@ -127,6 +127,11 @@ struct AugmentBackend {
                  int64_t* choice, int64_t* ops, float* mags);
 };
 
+// The CUDA backend's resident path (csrc/cuda/augment_resident.cu).
+bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
+                           const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
+                           const NormalizeParams* norm);
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
     const AugmentBackend& be, const at::Tensor& rand, const at::Tensor& ids, const at::Tensor& mags,
     const at::Tensor& signed_, int64_t kind, int64_t num_ops, int64_t magnitude, const std::optional<at::Tensor>& sub_idx,

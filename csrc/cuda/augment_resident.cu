@@ -1,0 +1,476 @@
+// CUDA resident path of torchaug::augment (csrc/augment_impl.h): uint8 images small enough for a
+// block's shared memory run their whole program in one launch, a block per sample.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "../augment_impl.h"
+
+namespace torchaug {
+namespace {
+
+// ---- the resident path ---------------------------------------------------------------------
+// uint8 images small enough for shared memory (224 x 224 x 3 on an H100, whose blocks may take 227
+// KiB): a block per sample holds the image as C planes plus one free plane and runs the whole
+// program there, in one launch per call instead of lower + (statistics + finalize + switch) per
+// slot: the sample's statistics in the block, color slots in place, sharpness and geometric slots
+// channel by channel into the free plane, which then takes the channel's place. The same per-pixel
+// functions and the same statistics as the slot passes, so the same bytes (tests compare the two).
+
+constexpr int kResThreads = 1024;
+constexpr int kResWarps = kResThreads / 32;
+constexpr int kResHeld = 13;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
+
+struct ResidentArgs {
+  const uint8_t* in;
+  uint8_t* out;
+  Strides4 is, os;
+  int height, width, n, plane;  // plane: bytes between planes (H * W rounded up to 16)
+  const int64_t* ops;
+  Strides2 ops_s;
+  const float* mags;
+  Strides2 mags_s;
+  const float* fill;  // (B, C) contiguous, or nullptr
+  int64_t interpolation;
+  bool vec_in, vec_out;  // dense planes of whole 16-byte words
+  bool held;             // plane / 4 <= kResThreads * kResHeld: geometric slots hold their words in registers
+  bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
+  bool vec_norm;         // its float32 output in dense NCHW planes of whole 16-byte words
+  NormalizeParams norm;
+};
+
+// Walks the pixels p = threadIdx.x + i * kResThreads of an H x W plane with their (y, x).
+template <typename F>
+__device__ inline void resident_pixels(int H, int W, F&& f) {
+  const int HW = H * W, dy = kResThreads / W, dx = kResThreads % W;
+  int y = threadIdx.x / W, x = threadIdx.x % W;
+  for (int p = threadIdx.x; p < HW; p += kResThreads) {
+    f(p, y, x);
+    x += dx;
+    y += dy;
+    if (x >= W) {
+      x -= W;
+      ++y;
+    }
+  }
+}
+
+// The statistics of a contrast, autocontrast or equalize slot of the image in the planes, derived
+// as the statistics pass and its finalize derive them (f, lut).
+template <int C>
+__device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int plane, int HW, double* f,
+                               uint8_t* lut, uint32_t* hist, unsigned long long* red, uint32_t* wsum, int* last) {
+  const int t = threadIdx.x, lane = t % 32;
+  if (op == kernels::kColorEqualize) {
+    for (int i = t; i < C * 256; i += kResThreads) hist[i] = 0;
+    if (t < C) last[t] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* src = planes + pl[c] * plane;
+      for (int p = t; p < HW; p += kResThreads) atomicAdd(&hist[c * 256 + src[p]], 1u);
+    }
+    __syncthreads();
+    // per channel, the 256 bins in parallel: the last non-empty bin, the counts below each bin
+    // (a warp scan, then the totals of the channel's warps before this one)
+    uint32_t h = 0, x = 0;
+    if (t < C * 256) {
+      h = hist[t];
+      if (h != 0) atomicMax(&last[t / 256], t % 256);
+      x = h;
+      for (int off = 1; off < 32; off *= 2) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, x, off);
+        if (lane >= off) x += y;
+      }
+      if (lane == 31) wsum[t / 32] = x;
+    }
+    __syncthreads();
+    if (t < C * 256) {
+      const int c = t / 256, bin = t % 256;
+      for (int w = c * 8; w < t / 32; ++w) x += wsum[w];
+      const int64_t below = static_cast<int64_t>(x) - h;
+      const int64_t step = (HW - static_cast<int64_t>(hist[c * 256 + last[c]])) / 255;
+      const int64_t s = step > 0 ? step : 1;
+      const int64_t q = (below + step / 2) / s;
+      lut[t] = bin == 0 ? 0 : static_cast<uint8_t>(q > 255 ? 255 : q);
+      if (bin == 0) f[c] = step != 0 ? 1.0 : 0.0;
+    }
+    __syncthreads();
+    return;
+  }
+  if (t < 6) red[t] = 0;
+  __syncthreads();
+  if (op == kernels::kColorContrast) {
+    unsigned long long sum = 0;
+    for (int p = t; p < HW; p += kResThreads) {
+      float v[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) v[c] = planes[pl[c] * plane + p];
+      sum += static_cast<unsigned long long>(kernels::blend_gray<float, true>(v, C));
+    }
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
+    if (lane == 0) atomicAdd(&red[0], sum);
+    __syncthreads();
+    if (t == 0) kernels::contrast_derive(reinterpret_cast<const uint64_t*>(red), true, false, HW, f);
+  } else {  // autocontrast: the channel's min and max as the statistics pass keeps them (ordered bits)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* src = planes + pl[c] * plane;
+      uint32_t lo = 255, hi = 0;
+      for (int p = t; p < HW; p += kResThreads) {
+        const uint32_t v = src[p];
+        lo = min(lo, v);
+        hi = max(hi, v);
+      }
+      for (int off = 16; off > 0; off /= 2) {
+        lo = min(lo, __shfl_down_sync(0xffffffffu, lo, off));
+        hi = max(hi, __shfl_down_sync(0xffffffffu, hi, off));
+      }
+      if (lane == 0) {
+        atomicMax(&red[c], static_cast<unsigned long long>(~kernels::ordered_bits(static_cast<double>(lo))));
+        atomicMax(&red[3 + c], static_cast<unsigned long long>(kernels::ordered_bits(static_cast<double>(hi))));
+      }
+    }
+    __syncthreads();
+    if (t < C) kernels::autocontrast_derive_channel(reinterpret_cast<const uint64_t*>(red), t, true, false, f);
+  }
+  __syncthreads();
+}
+
+// The value of channel plane sp at pixel p = (y, x) under a sharpness or geometric slot (taps: the
+// affine slot's, from resident_taps).
+template <int N>
+__device__ __forceinline__ uint32_t resident_value(const uint8_t* sp, bool sharp, float om, int H, int W, int p, int y,
+                                                   int x, const kernels::AffineTaps<float, N, int>& taps, bool has_fill,
+                                                   float fill, int64_t interpolation) {
+  float r;
+  if (sharp) {
+    const bool interior = y > 0 && x > 0 && y < H - 1 && x < W - 1;
+    const float x0 = sp[p];
+    float sum = 0.0f;
+    if (interior) {
+      float w9[9];
+      kernels::sharpness_weights(w9);
+      sum = kernels::window_sum<float>(w9, 3, 3, [&](int rr, int qq) { return static_cast<float>(sp[p + (rr - 1) * W + (qq - 1)]); });
+    }
+    r = kernels::sharpness_blend<float, true>(x0, sum, om, interior);
+  } else {
+    r = kernels::affine_blend(kernels::affine_plane(sp, W, taps), taps.mask, has_fill, fill, interpolation);
+  }
+  return static_cast<uint32_t>(kernels::PixelStore<uint8_t>::from(r));
+}
+
+template <int N>
+__device__ __forceinline__ kernels::AffineTaps<float, N, int> resident_taps(bool sharp, const float* m, int H, int W, int y,
+                                                                           int x) {
+  kernels::AffineTaps<float, N, int> taps{};
+  if (!sharp) {
+    float sx, sy;
+    kernels::affine_source(m, x, y, &sx, &sy);
+    taps = kernels::affine_taps<float, N, int>(sx, sy, H, W);
+  }
+  return taps;
+}
+
+template <int C, int N>
+__global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentArgs A) {
+  extern __shared__ __align__(16) uint8_t planes[];
+  __shared__ uint32_t hist[3 * 256];
+  __shared__ uint8_t eq_lut[3 * 256];
+  __shared__ uint8_t tab[3 * 256];
+  __shared__ double f[kernels::kColorStatFloats];
+  __shared__ unsigned long long red[6];
+  __shared__ uint32_t wsum[kResWarps];
+  __shared__ int last[3];
+  __shared__ AugStepT<float> steps[2];
+  const int64_t b = blockIdx.x;
+  const int t = threadIdx.x, H = A.height, W = A.width, HW = H * W;
+  int pl[C + 1];  // the plane of each channel, and the free one
+#pragma unroll
+  for (int c = 0; c <= C; ++c) pl[c] = c;
+
+  const uint8_t* src = A.in + b * A.is.b;
+  if (A.vec_in) {
+    for (int q = t; q < HW / 16; q += kResThreads) {
+      uint4 v[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) v[c] = reinterpret_cast<const uint4*>(src + c * A.is.c)[q];
+#pragma unroll
+      for (int c = 0; c < C; ++c) reinterpret_cast<uint4*>(planes + c * A.plane)[q] = v[c];
+    }
+  } else {
+    resident_pixels(H, W, [&](int p, int y, int x) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) planes[c * A.plane + p] = src[c * A.is.c + y * A.is.y + x * A.is.x];
+    });
+  }
+
+  for (int k = 0; k < A.n; ++k) {
+    AugStepT<float>& sk = steps[k & 1];  // two: a slot that syncs no more may run ahead of the reads
+    if (t == 0) {
+      const kernels::AugStep s0 = kernels::lower_aug(static_cast<int>(A.ops[A.ops_s.at(b, k)]),
+                                                      A.mags[A.mags_s.at(b, k)], H, W, 255.0);
+      sk.kind = s0.kind;
+      sk.op = s0.op;
+      sk.p0 = static_cast<float>(s0.p0);
+      sk.p1 = static_cast<float>(s0.p1);
+      sk.om = static_cast<float>(s0.om);
+      for (int i = 0; i < 6; ++i) sk.m[i] = static_cast<float>(s0.m[i]);
+    }
+    __syncthreads();  // also: the image is in the planes (k == 0), the previous slot is done
+    const AugStepT<float> s = sk;
+    if (s.kind == kernels::kAugKindCopy) continue;
+    if (s.kind == kernels::kAugKindColor) {
+      if (kernels::color_op_needs_stats(s.op)) resident_stats<C>(s.op, planes, pl, A.plane, HW, f, eq_lut, hist, red, wsum, last);
+      const kernels::ColorStats st{f, eq_lut};
+      const int words = A.plane / 4;  // the planes' padding bytes are computed and never read
+      if (kernels::color_op_is_separable(s.op)) {
+        if (t < 256) {
+          float v[3] = {float(t), float(t), float(t)};
+          color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
+#pragma unroll
+          for (int c = 0; c < C; ++c) tab[c * 256 + t] = static_cast<uint8_t>(v[c]);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          uint32_t* w = reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane);
+          const uint8_t* tc = tab + c * 256;
+          for (int q = t; q < words; q += kResThreads) {
+            const uint32_t x = w[q];
+            w[q] = tc[x & 0xffu] | (tc[(x >> 8) & 0xffu] << 8) | (tc[(x >> 16) & 0xffu] << 16) |
+                   (static_cast<uint32_t>(tc[x >> 24]) << 24);
+          }
+        }
+      } else {
+        for (int q = t; q < words; q += kResThreads) {
+          uint32_t w[C], r[C];
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+            r[c] = 0;
+          }
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            float v[3];
+#pragma unroll
+            for (int c = 0; c < C; ++c) v[c] = static_cast<float>((w[c] >> (8 * j)) & 0xffu);
+            color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
+#pragma unroll
+            for (int c = 0; c < C; ++c) r[c] |= static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j);
+          }
+#pragma unroll
+          for (int c = 0; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[q] = r[c];
+        }
+      }
+      __syncthreads();  // the table and the statistics are free again
+      continue;
+    }
+    // sharpness and the geometric ops: the C values of a pixel at once (one set of taps); channel 0
+    // goes to the free plane, the others stay in registers until every pixel is computed (planes of
+    // at most kResHeld words a thread), else channel by channel into the free plane
+    const bool sharp = s.kind == kernels::kAugKindSharpness;
+    float fc[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) fc[c] = A.fill != nullptr ? A.fill[b * C + c] : 0.0f;
+    auto value = [&](const uint8_t* sp, int c, int p, int y, int x, const kernels::AffineTaps<float, N, int>& taps) {
+      return resident_value<N>(sp, sharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation);
+    };
+    auto taps_at = [&](int y, int x) { return resident_taps<N>(sharp, s.m, H, W, y, x); };
+    if (A.held) {
+      const int words = A.plane / 4;
+      uint32_t held[kResHeld][C > 1 ? C - 1 : 1];
+      uint32_t* free_w = reinterpret_cast<uint32_t*>(planes + pl[C] * A.plane);
+#pragma unroll
+      for (int i = 0; i < kResHeld; ++i) {
+        const int g = t + i * kResThreads;
+        if (g < words) {
+          const int p = 4 * g;
+          int y = p / W, x = p - y * W;
+          uint32_t acc[C];
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[c] = 0;
+#pragma unroll 1
+          for (int j = 0; j < 4; ++j) {  // one pixel's taps live at a time (register pressure)
+            if (p + j < HW) {
+              const auto taps = taps_at(y, x);
+#pragma unroll
+              for (int c = 0; c < C; ++c) acc[c] |= value(planes + pl[c] * A.plane, c, p + j, y, x, taps) << (8 * j);
+            }
+            if (++x == W) {
+              x = 0;
+              ++y;
+            }
+          }
+          free_w[g] = acc[0];
+#pragma unroll
+          for (int c = 1; c < C; ++c) held[i][c - 1] = acc[c];
+        }
+      }
+      __syncthreads();  // every source pixel read
+#pragma unroll
+      for (int i = 0; i < kResHeld; ++i) {
+        const int g = t + i * kResThreads;
+        if (g < words) {
+#pragma unroll
+          for (int c = 1; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[g] = held[i][c - 1];
+        }
+      }
+      const int tmp = pl[0];
+      pl[0] = pl[C];
+      pl[C] = tmp;
+      __syncthreads();
+      continue;
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* sp = planes + pl[c] * A.plane;
+      uint8_t* dp = planes + pl[C] * A.plane;
+      resident_pixels(H, W, [&](int p, int y, int x) { dp[p] = static_cast<uint8_t>(value(sp, c, p, y, x, taps_at(y, x))); });
+      const int tmp = pl[c];
+      pl[c] = pl[C];
+      pl[C] = tmp;
+      __syncthreads();
+    }
+  }
+  __syncthreads();
+
+  if (A.normalize) {  // normalize_px per value, as the normalize op computes it
+    const NormalizeParams& np = A.norm;
+    float mean[C], sd[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      mean[c] = np.mean[np.ms.at(b, c)];
+      sd[c] = np.std[np.ss.at(b, c)];
+    }
+    if (A.vec_norm) {
+      float* o = static_cast<float*>(np.out) + b * np.os.b;
+      for (int q = t; q < HW / 4; q += kResThreads) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+          float4 r;
+          r.x = kernels::normalize_px<float>(static_cast<float>(w & 0xffu), np.inv_max, mean[c], sd[c]);
+          r.y = kernels::normalize_px<float>(static_cast<float>((w >> 8) & 0xffu), np.inv_max, mean[c], sd[c]);
+          r.z = kernels::normalize_px<float>(static_cast<float>((w >> 16) & 0xffu), np.inv_max, mean[c], sd[c]);
+          r.w = kernels::normalize_px<float>(static_cast<float>(w >> 24), np.inv_max, mean[c], sd[c]);
+          reinterpret_cast<float4*>(o + c * np.os.c)[q] = r;
+        }
+      }
+    } else {
+      resident_pixels(H, W, [&](int p, int y, int x) {
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          store_pixel(np.out, b * np.os.b + c * np.os.c + y * np.os.y + x * np.os.x, np.out_kind,
+                      kernels::normalize_px<float>(static_cast<float>(planes[pl[c] * A.plane + p]), np.inv_max,
+                                                   mean[c], sd[c]));
+      });
+    }
+    return;
+  }
+  uint8_t* dst = A.out + b * A.os.b;
+  if (A.vec_out) {
+    for (int q = t; q < HW / 16; q += kResThreads) {
+      uint4 v[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) v[c] = reinterpret_cast<const uint4*>(planes + pl[c] * A.plane)[q];
+#pragma unroll
+      for (int c = 0; c < C; ++c) reinterpret_cast<uint4*>(dst + c * A.os.c)[q] = v[c];
+    }
+  } else {
+    resident_pixels(H, W, [&](int p, int y, int x) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) dst[c * A.os.c + y * A.os.y + x * A.os.x] = planes[pl[c] * A.plane + p];
+    });
+  }
+}
+
+// TORCHAUG_AUGMENT_RESIDENT: unset or "1": the resident path where it applies; "0": never (the
+// slot passes, for A/B tests and benchmarks); "force": always, and an error where it cannot (tests).
+int resident_mode() {
+  const char* e = std::getenv("TORCHAUG_AUGMENT_RESIDENT");
+  if (e == nullptr || std::strcmp(e, "1") == 0) return 1;
+  if (std::strcmp(e, "0") == 0) return 0;
+  TORCHAUG_CHECK(std::strcmp(e, "force") == 0, "torchaug::augment: TORCHAUG_AUGMENT_RESIDENT must be 0, 1 or force, got '", e, "'");
+  return 2;
+}
+
+// The shared memory a block of the device may opt in to (227 KiB on an H100), read once per device.
+int64_t shared_optin(int device) {
+  static std::atomic<int> cache[64] = {};
+  if (device < 0 || device >= 64) return 0;
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cache[device].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+bool dense_planes(const Strides4& s, int64_t H, int64_t W, const void* ptr) {
+  return s.x == 1 && s.y == W && (H * W) % 16 == 0 && s.c % 16 == 0 && s.b % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+}
+
+}  // namespace
+
+bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
+                           const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
+                           const NormalizeParams* norm) {
+  const int mode = resident_mode();
+  if (mode == 0) return false;
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
+  const int64_t plane = (H * W + 15) / 16 * 16;
+  const c10::cuda::CUDAGuard guard(images.device());
+  // the statically sized shared memory of the kernel is under 8 KiB
+  const int64_t bytes = (C + 1) * plane, limit = shared_optin(images.get_device()) - 8192;
+  const bool fits = images.scalar_type() == at::kByte && bytes <= limit && B <= 0x7fffffff;
+  TORCHAUG_CHECK(fits || mode != 2, "torchaug::augment: TORCHAUG_AUGMENT_RESIDENT=force needs uint8 images of at most ",
+                 limit, " bytes for ", C, " planes and a free one, got ", images.scalar_type(), " images of ", C, "x", H,
+                 "x", W);
+  if (!fits) return false;
+  ResidentArgs A;
+  A.in = images.data_ptr<uint8_t>();
+  A.out = norm ? nullptr : out.data_ptr<uint8_t>();
+  A.is = strides4(images);
+  A.os = norm ? Strides4{0, 0, 0, 0} : strides4(out);
+  A.height = static_cast<int>(H);
+  A.width = static_cast<int>(W);
+  A.n = static_cast<int>(ops.size(1));
+  A.plane = static_cast<int>(plane);
+  A.ops = ops.data_ptr<int64_t>();
+  A.ops_s = strides2(ops);
+  A.mags = magnitudes.data_ptr<float>();
+  A.mags_s = strides2(magnitudes);
+  A.fill = fill.defined() ? fill.data_ptr<float>() : nullptr;
+  A.interpolation = interpolation;
+  A.vec_in = dense_planes(A.is, H, W, A.in);
+  A.held = plane / 4 <= static_cast<int64_t>(kResThreads) * kResHeld;
+  A.vec_out = !norm && dense_planes(A.os, H, W, A.out);
+  A.normalize = norm != nullptr;
+  if (norm) {
+    A.norm = *norm;
+    const Strides4& s = norm->os;
+    A.vec_norm = norm->out_kind == kPixF32 && s.x == 1 && s.y == W && (H * W) % 4 == 0 && s.c % 4 == 0 && s.b % 4 == 0 &&
+                 reinterpret_cast<uintptr_t>(norm->out) % 16 == 0;
+  } else {
+    A.vec_norm = false;
+  }
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  with_channels(C, [&](auto ch) {
+    with_affine_taps(interpolation, [&](auto taps) {
+      auto kernel = augment_resident_kernel<decltype(ch)::value, decltype(taps)::value>;
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+      kernel<<<static_cast<unsigned>(B), kResThreads, static_cast<size_t>(bytes), stream>>>(A);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+  return true;
+}
+
+}  // namespace torchaug
