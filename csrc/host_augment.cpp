@@ -124,7 +124,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
   const char* op = "_policy_program";
   const c10::OptionalDeviceGuard guard(rand.device());
   TORCHAUG_CHECK(kind >= 0 && kind <= 2, "torchaug::", op, ": kind must be 0 (RandAugment), 1 (TrivialAugmentWide) or 2 (AutoAugment), got ", kind);
-  TORCHAUG_CHECK(kind != 0 || (num_ops >= 0 && num_ops <= 64), "torchaug::", op, ": num_ops must be in [0, 64], got ", num_ops);
+  TORCHAUG_CHECK(num_ops >= 0 && num_ops <= 0x7fffffff, "torchaug::", op, ": num_ops must be a non-negative integer, got ", num_ops);
   const int nk = static_cast<int>(kind), nops = static_cast<int>(num_ops);
   const int64_t R = kernels::policy_draws(nk, nops), n = kernels::policy_slots(nk, nops);
   TORCHAUG_CHECK(rand.dim() == 2 && rand.size(1) == R && rand.scalar_type() == at::kDouble, "torchaug::", op,

@@ -477,6 +477,10 @@ def test_policy_program_op_errors(device):
         op(u, t.ids, t.mags, t.signed, 0, 2, 31)
     with pytest.raises(RuntimeError, match="AutoAugment \\(kind 2\\) needs sub_idx, sub_prob and sub_bins"):
         op(torch.rand(4, 5, dtype=torch.float64, device=device), t.ids, t.mags, t.signed, 2, 2, 0)
+    with pytest.raises(RuntimeError, match="num_ops must be a non-negative integer, got -1"):
+        op(torch.rand(4, 0, dtype=torch.float64, device=device), t.ids, t.mags, t.signed, 0, -1, 9)
+    choice, ops, mags = op(torch.rand(3, 200, dtype=torch.float64, device=device), t.ids, t.mags, t.signed, 0, 100, 9)
+    assert ops.shape == (3, 100) and mags.dtype == torch.float32  # any number of RandAugment ops
     with pytest.raises(RuntimeError, match="signed must be a \\(K,\\) bool tensor"):
         op(u, t.ids, t.mags, t.signed.long(), 0, 2, 9)
     if device == "cpu":
