@@ -44,9 +44,9 @@ C10_HOST_DEVICE inline kernels::ColorStats aug_stats_at(const AugmentParams& P, 
   return {P.stats + b * kernels::kColorStatFloats, P.luts + b * 3 * 256};
 }
 
+// A lowered step with its values in acc_t.
 template <typename acc_t>
-C10_HOST_DEVICE inline AugStepT<acc_t> aug_step_at(const AugmentParams& P, int64_t b, int64_t k) {
-  const kernels::AugStep s = kernels::load_aug_step(P.steps + (b * P.n + k) * kernels::kAugStepWords);
+C10_HOST_DEVICE inline AugStepT<acc_t> aug_step_cast(const kernels::AugStep& s) {
   AugStepT<acc_t> t;
   t.kind = s.kind;
   t.op = s.op;
@@ -55,6 +55,37 @@ C10_HOST_DEVICE inline AugStepT<acc_t> aug_step_at(const AugmentParams& P, int64
   t.om = static_cast<acc_t>(s.om);
   for (int i = 0; i < 6; ++i) t.m[i] = static_cast<acc_t>(s.m[i]);
   return t;
+}
+
+template <typename acc_t>
+C10_HOST_DEVICE inline AugStepT<acc_t> aug_step_at(const AugmentParams& P, int64_t b, int64_t k) {
+  return aug_step_cast<acc_t>(kernels::load_aug_step(P.steps + (b * P.n + k) * kernels::kAugStepWords));
+}
+
+// uint8 images 4 pixels at a time, one 32-bit word per channel (the CUDA passes' word paths).
+// The 4 bytes of x through a 256-entry table.
+C10_HOST_DEVICE inline uint32_t lut_word(const uint8_t* lut, uint32_t x) {
+  return lut[x & 0xffu] | (lut[(x >> 8) & 0xffu] << 8) | (lut[(x >> 16) & 0xffu] << 16) |
+         (static_cast<uint32_t>(lut[x >> 24]) << 24);
+}
+
+// Color op `op` on the 4 pixels of the words w (one per channel), in place.
+template <int C>
+C10_HOST_DEVICE inline void color_words(int op, uint32_t* w, float p0, float p1, float om, kernels::ColorStats st) {
+  uint32_t r[C];
+  TORCHAUG_UNROLL
+  for (int c = 0; c < C; ++c) r[c] = 0;
+  TORCHAUG_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    float v[3];
+    TORCHAUG_UNROLL
+    for (int c = 0; c < C; ++c) v[c] = static_cast<float>((w[c] >> (8 * j)) & 0xffu);
+    color_slot<uint8_t, C>(op, v, p0, p1, om, st);
+    TORCHAUG_UNROLL
+    for (int c = 0; c < C; ++c) r[c] |= static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j);
+  }
+  TORCHAUG_UNROLL
+  for (int c = 0; c < C; ++c) w[c] = r[c];
 }
 
 // The C channel values of output pixel (y, x) of sample b under step s, before the store (v); in is

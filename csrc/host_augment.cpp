@@ -47,48 +47,13 @@ static at::Tensor normalize_call(const at::Tensor& images, const at::Tensor& mea
   return op.call(images, mean, std, out_dtype, memory_format);
 }
 
-at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
-                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill,
-                      const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
-                      std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
-  const char* op = "augment";
-  check_images(op, images);
-  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
-  TORCHAUG_CHECK(C == 1 || C == 3, "torchaug::", op, ": images must have 1 or 3 channels, got ", C);
-  check_device(op, "ops", ops, images);
-  TORCHAUG_CHECK(ops.dim() == 2 && ops.size(0) == B, "torchaug::", op, ": ops must have shape (B, n) with B=", B,
-                 ", got ", shape_str(ops.sizes()));
-  TORCHAUG_CHECK(ops.scalar_type() == at::kLong, "torchaug::", op, ": ops must have dtype torch.int64, got ",
-                 ops.scalar_type());
-  const int64_t n = ops.size(1);
-  check_param(op, "magnitudes", magnitudes, images, {B, n}, "(B, n) like ops", {at::kFloat});
-  check_interpolation(op, interpolation, kernels::kBilinear);
-  if (fill) check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
-  check_op_ids(op, ops, kernels::kAugNumOps);
-  const bool norm = mean.has_value() || std.has_value();
-  TORCHAUG_CHECK(mean.has_value() == std.has_value(), "torchaug::", op,
-                 ": mean and std come together (the fused normalize), got ", mean ? "mean without std" : "std without mean");
-  TORCHAUG_CHECK(norm || (!out_dtype && !memory_format), "torchaug::", op,
-                 ": out_dtype and memory_format belong to the fused normalize; pass mean and std with them");
-  if (norm) {
-    // the plan checks mean, std, out_dtype and memory_format and makes the output
-    NormalizePlan np = plan_normalize(images, *mean, *std, out_dtype, memory_format, op);
-    if (images.numel() == 0) return np.out;
-    const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-    if (ops.size(1) > 0 && be.resident != nullptr && be.resident(images, at::Tensor(), ops, magnitudes, interpolation, f, &np.p))
-      return np.out;
-    const at::Tensor u = augment_op(be, images, ops, magnitudes, interpolation, fill, std::nullopt, std::nullopt,
-                                    std::nullopt, std::nullopt);
-    return normalize_call(u, *mean, *std, out_dtype, memory_format);
-  }
-  const at::MemoryFormat fmt = image_memory_format(images);
-  at::Tensor out = at::empty({B, C, H, W}, images.options().memory_format(fmt));
-  if (B == 0 || images.numel() == 0) return out;
-  if (n == 0) return out.copy_(images);
-
-  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-  if (be.resident != nullptr && be.resident(images, out, ops, magnitudes, interpolation, f, nullptr)) return out;
-
+// The slot passes of a validated program of n > 0 slots over a non-empty batch into out (the
+// images' shape, dtype and memory format): lower, then per slot the statistics pass and the switch
+// pass. fill: (B, C) contiguous or undefined.
+static at::Tensor slot_passes(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
+                              const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& f,
+                              const at::Tensor& out) {
+  const int64_t B = images.size(0), H = images.size(2), W = images.size(3), n = ops.size(1);
   const auto opts = images.options();
   const at::Tensor steps = at::empty({B, n, kernels::kAugStepWords}, opts.dtype(at::kDouble));
   const double bound = images.scalar_type() == at::kByte ? 255.0 : 1.0;
@@ -115,6 +80,51 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
     cur = dst;
   }
   return out;
+}
+
+at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
+                      const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill,
+                      const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                      std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  const char* op = "augment";
+  check_images(op, images);
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
+  TORCHAUG_CHECK(C == 1 || C == 3, "torchaug::", op, ": images must have 1 or 3 channels, got ", C);
+  check_device(op, "ops", ops, images);
+  TORCHAUG_CHECK(ops.dim() == 2 && ops.size(0) == B, "torchaug::", op, ": ops must have shape (B, n) with B=", B,
+                 ", got ", shape_str(ops.sizes()));
+  TORCHAUG_CHECK(ops.scalar_type() == at::kLong, "torchaug::", op, ": ops must have dtype torch.int64, got ",
+                 ops.scalar_type());
+  const int64_t n = ops.size(1);
+  check_param(op, "magnitudes", magnitudes, images, {B, n}, "(B, n) like ops", {at::kFloat});
+  check_interpolation(op, interpolation, kernels::kBilinear);
+  if (fill) check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
+  check_op_ids(op, ops, kernels::kAugNumOps);
+  const bool norm = mean.has_value() || std.has_value();
+  TORCHAUG_CHECK(mean.has_value() == std.has_value(), "torchaug::", op,
+                 ": mean and std come together (the fused normalize), got ", mean ? "mean without std" : "std without mean");
+  TORCHAUG_CHECK(norm || (!out_dtype && !memory_format), "torchaug::", op,
+                 ": out_dtype and memory_format belong to the fused normalize; pass mean and std with them");
+  // the fused normalize: the plan checks mean, std, out_dtype and memory_format and makes its output
+  std::optional<NormalizePlan> np;
+  if (norm) np = plan_normalize(images, *mean, *std, out_dtype, memory_format, op);
+  const auto like_images = [&] { return at::empty({B, C, H, W}, images.options().memory_format(image_memory_format(images))); };
+  at::Tensor out;  // the program's result (the images' dtype), unless the resident path normalizes
+  if (!norm) {
+    out = like_images();
+    if (images.numel() == 0) return out;
+    if (n == 0) return out.copy_(images);
+  } else if (images.numel() == 0) {
+    return np->out;
+  }
+  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
+  if (n > 0 && be.resident != nullptr && be.resident(images, out, ops, magnitudes, interpolation, f, norm ? &np->p : nullptr))
+    return norm ? np->out : out;
+  if (norm) {
+    const at::Tensor u = n == 0 ? images : slot_passes(be, images, ops, magnitudes, interpolation, f, like_images());
+    return normalize_call(u, *mean, *std, out_dtype, memory_format);
+  }
+  return slot_passes(be, images, ops, magnitudes, interpolation, f, out);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(

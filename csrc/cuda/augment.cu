@@ -71,24 +71,9 @@ __global__ void __launch_bounds__(kTileW * kRows) augment_slot_kernel(const T* _
       for (int c = 0; c < C; ++c) w[c] = *reinterpret_cast<const uint32_t*>(src + c * P.is.c);
       if (use_lut) {
 #pragma unroll
-        for (int c = 0; c < C; ++c)
-          w[c] = lut[c][w[c] & 0xffu] | (lut[c][(w[c] >> 8) & 0xffu] << 8) | (lut[c][(w[c] >> 16) & 0xffu] << 16) |
-                 (static_cast<uint32_t>(lut[c][w[c] >> 24]) << 24);
+        for (int c = 0; c < C; ++c) w[c] = lut_word(lut[c], w[c]);
       } else if (s.kind == kernels::kAugKindColor) {
-        uint32_t r[C];
-#pragma unroll
-        for (int c = 0; c < C; ++c) r[c] = 0;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          float v[3];
-#pragma unroll
-          for (int c = 0; c < C; ++c) v[c] = static_cast<float>((w[c] >> (8 * j)) & 0xffu);
-          color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
-#pragma unroll
-          for (int c = 0; c < C; ++c) r[c] |= static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j);
-        }
-#pragma unroll
-        for (int c = 0; c < C; ++c) w[c] = r[c];
+        color_words<C>(s.op, w, s.p0, s.p1, s.om, st);
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) *reinterpret_cast<uint32_t*>(dst + c * P.os.c) = w[c];

@@ -213,14 +213,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   for (int k = 0; k < A.n; ++k) {
     AugStepT<float>& sk = steps[k & 1];  // two: a slot that syncs no more may run ahead of the reads
     if (t == 0) {
-      const kernels::AugStep s0 = kernels::lower_aug(static_cast<int>(A.ops[A.ops_s.at(b, k)]),
-                                                      A.mags[A.mags_s.at(b, k)], H, W, 255.0);
-      sk.kind = s0.kind;
-      sk.op = s0.op;
-      sk.p0 = static_cast<float>(s0.p0);
-      sk.p1 = static_cast<float>(s0.p1);
-      sk.om = static_cast<float>(s0.om);
-      for (int i = 0; i < 6; ++i) sk.m[i] = static_cast<float>(s0.m[i]);
+      sk = aug_step_cast<float>(
+          kernels::lower_aug(static_cast<int>(A.ops[A.ops_s.at(b, k)]), A.mags[A.mags_s.at(b, k)], H, W, 255.0));
     }
     __syncthreads();  // also: the image is in the planes (k == 0), the previous slot is done
     const AugStepT<float> s = sk;
@@ -241,31 +235,16 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
         for (int c = 0; c < C; ++c) {
           uint32_t* w = reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane);
           const uint8_t* tc = tab + c * 256;
-          for (int q = t; q < words; q += kResThreads) {
-            const uint32_t x = w[q];
-            w[q] = tc[x & 0xffu] | (tc[(x >> 8) & 0xffu] << 8) | (tc[(x >> 16) & 0xffu] << 16) |
-                   (static_cast<uint32_t>(tc[x >> 24]) << 24);
-          }
+          for (int q = t; q < words; q += kResThreads) w[q] = lut_word(tc, w[q]);
         }
       } else {
         for (int q = t; q < words; q += kResThreads) {
-          uint32_t w[C], r[C];
+          uint32_t w[C];
 #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
-            r[c] = 0;
-          }
+          for (int c = 0; c < C; ++c) w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+          color_words<C>(s.op, w, s.p0, s.p1, s.om, st);
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            float v[3];
-#pragma unroll
-            for (int c = 0; c < C; ++c) v[c] = static_cast<float>((w[c] >> (8 * j)) & 0xffu);
-            color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
-#pragma unroll
-            for (int c = 0; c < C; ++c) r[c] |= static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j);
-          }
-#pragma unroll
-          for (int c = 0; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[q] = r[c];
+          for (int c = 0; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[q] = w[c];
         }
       }
       __syncthreads();  // the table and the statistics are free again
