@@ -37,20 +37,27 @@ def line(name, t):
     print(f"{name:44s} {t['ms']:.4f} ms  ({t['ms_min']:.4f}..{t['ms_max']:.4f})  {B / t['ms'] * 1e3:12,.0f} img/s", flush=True)
 
 
+def kernel_table(name, fn, warmup=5, rows=16, cpu=False):
+    """torch.profiler's per-kernel table of 20 calls of fn (after warm-up calls); cpu: the ops'
+    host time too."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CUDA] + ([torch.profiler.ProfilerActivity.CPU] if cpu else [])
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+    print(f"## {name} (20 calls)")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60))
+
+
 if "tables" in steps:
     for name, fn in [("ColorJitter transform", lambda: jitter(xs[0])),
                      ("ColorJitter program (drawn)", lambda: F.color_program(xs[0], jp["ops"], jp["params"])),
                      ("augment op, RandAugment(2,9) program", lambda: F.augment(xs[0], rp["ops"], rp["magnitudes"], validate=False)),
                      ("RRC+flip+RandAugment+normalize chain", lambda: chain(photos))]:
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(20):
-                fn()
-            torch.cuda.synchronize()
-        print(f"## {name} (20 calls)")
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=16, max_name_column_width=60))
+        kernel_table(name, fn)
 
 if "per_op" in steps:
     print("## augment, one slot, every sample the same op (magnitude: RandAugment bin 9 of 31)")
@@ -103,15 +110,7 @@ if "resident" in steps:
 if "chain" in steps:
     for name, fn in [("RRC+flip+RandAugment+normalize chain", lambda: chain(photos)),
                      ("RandAugment(2,9) transform", lambda: ra(xs[0]))]:
-        for _ in range(10):
-            fn()
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA, torch.profiler.ProfilerActivity.CPU]) as prof:
-            for _ in range(20):
-                fn()
-            torch.cuda.synchronize()
-        print(f"## {name} (20 calls)")
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20, max_name_column_width=60))
+        kernel_table(name, fn, warmup=10, rows=20, cpu=True)
         # host time per call: 200 calls issued without waiting (the queue never drains when the host
         # is slower than the GPU), then the wait for the GPU
         torch.cuda.synchronize()
