@@ -74,8 +74,10 @@ at::Tensor resized_crop_backward_cpu(const at::Tensor& grad, const at::Tensor& b
   TORCHAUG_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
   std::vector<int64_t> isz;
   for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
-  auto grad_in = at::zeros(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
-                                                                           : at::MemoryFormat::Contiguous));
+  // at::zeros ignores a memory format in its options: empty (which honours it), then zero_
+  auto grad_in = at::empty(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
+                                                                           : at::MemoryFormat::Contiguous))
+                     .zero_();
   const int64_t B = isz[0];
   if (B == 0) return grad_in;
   const auto bx = boxes.contiguous();
