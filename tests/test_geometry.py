@@ -386,6 +386,36 @@ def test_resized_crop_gradcheck(device, mode, antialias):
         assert torch.autograd.gradcheck(lambda t: ops.resized_crop(t, boxes, size, mode, antialias, flip, mean, std), (x,))
 
 
+def test_autograd_kernels_in_cpp(device):
+    """resized_crop's and resized_crop_ragged's autograd kernels (csrc/host_autograd.cpp): no graph
+    when nothing requires a gradient (grad mode on or off), a gradient of the input's layout for a
+    channels_last input (and, in float32, the one the float64 gradcheck above checks), and the
+    ragged op's error when a gradient is asked of it."""
+    gen = torch.Generator().manual_seed(11)
+    boxes = torch.tensor([[1, 2, 5, 6], [0, 0, 7, 9]], device=device)
+    x = random_images(2, 3, 7, 9, torch.float32, device, generator=gen)
+    y = ops.resized_crop(x, boxes, [4, 5], 1, True)
+    assert not y.requires_grad and y.grad_fn is None
+    xl = x.contiguous(memory_format=torch.channels_last).requires_grad_()
+    with torch.no_grad():
+        assert not ops.resized_crop(xl, boxes, [4, 5], 1, True).requires_grad
+    yl = ops.resized_crop(xl, boxes, [4, 5], 1, True)
+    assert yl.requires_grad
+    g = torch.rand(yl.shape, generator=gen).to(device)
+    (gl,) = torch.autograd.grad(yl, xl, g)
+    assert gl.is_contiguous(memory_format=torch.channels_last)
+    x64 = x.double().requires_grad_()
+    (g64,) = torch.autograd.grad(ops.resized_crop(x64, boxes, [4, 5], 1, True), x64, g.double())
+    torch.testing.assert_close(gl, g64.float(), rtol=1e-5, atol=1e-6)
+    data = x.reshape(-1).clone().requires_grad_()
+    offsets = torch.tensor([0, 3 * 7 * 9])
+    sizes = torch.tensor([[7, 9], [7, 9]])
+    out = ops.resized_crop_ragged(data, offsets, sizes, 3, False, boxes, [4, 5], 1, True)
+    assert out.requires_grad
+    with pytest.raises(RuntimeError, match="resized_crop_ragged is not differentiable with respect to data; stack the images"):
+        out.sum().backward()
+
+
 @pytest.mark.parametrize("fill", [False, True])
 def test_warp_affine_gradcheck(device, fill):
     gen = torch.Generator().manual_seed(10)

@@ -1,9 +1,10 @@
-"""Fake kernel and autograd of torchaug::augment. Its programs mix ops without a gradient
-(posterize, equalize, solarize, nearest sampling), so asking for one raises."""
+"""Fake kernels of torchaug::augment and _policy_program. augment's autograd is in
+csrc/host_autograd.cpp: its programs mix ops without a gradient (posterize, equalize, solarize,
+nearest sampling), so asking for one raises."""
 import torch
 
 from ._common import empty_image, image_memory_format
-from .color import _fake_like, _not_differentiable, _setup_images_p
+from .color import _fake_like
 
 
 @torch.library.register_fake("torchaug::augment")
@@ -31,5 +32,3 @@ def _policy_program_fake(rand, ids, mags, signed, kind, num_ops, magnitude, sub_
     return (rand.new_empty((b, n), dtype=torch.int64), rand.new_empty((b, n), dtype=torch.int64),
             rand.new_empty((b, n), dtype=torch.float32))
 
-
-torch.library.register_autograd("torchaug::augment", _not_differentiable("augment"), setup_context=_setup_images_p)

@@ -78,35 +78,7 @@ def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialia
     return empty_image(tuple(input_size), grad.dtype, grad.device, fmt)
 
 
-def _resized_crop_setup(ctx, inputs, output):
-    images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format = inputs
-    ctx.input_size = list(images.shape)
-    ctx.dtype = images.dtype
-    ctx.channels_last = image_memory_format(images) == torch.channels_last
-    ctx.interpolation = interpolation
-    ctx.antialias = antialias
-    ctx.save_for_backward(boxes, flip, std)
-
-
-def _resized_crop_backward(ctx, grad):
-    boxes, flip, std = ctx.saved_tensors
-    gi = torch.ops.torchaug._resized_crop_backward(
-        grad.to(ctx.dtype), boxes, ctx.input_size, ctx.interpolation, ctx.antialias, flip, std, ctx.channels_last
-    )
-    return gi, None, None, None, None, None, None, None, None, None
-
-
-torch.library.register_autograd("torchaug::resized_crop", _resized_crop_backward, setup_context=_resized_crop_setup)
-
-
-def _ragged_backward(ctx, grad):
-    raise RuntimeError(
-        "torchaug::resized_crop_ragged is not differentiable with respect to data; "
-        "stack the images and use torchaug::resized_crop for gradients"
-    )
-
-
-torch.library.register_autograd("torchaug::resized_crop_ragged", _ragged_backward)
+# autograd of resized_crop (_resized_crop_backward) and resized_crop_ragged (none): csrc/host_autograd.cpp
 
 
 @torch.library.register_fake("torchaug::_random_resized_crop_boxes")

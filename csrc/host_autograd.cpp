@@ -1,0 +1,152 @@
+// Autograd kernels written in C++ for the ops on the augmentation chain's hot path (resized_crop and
+// the ops without a gradient: augment, the color ops that quantize, resized_crop_ragged). The
+// other ops keep torch.library.register_autograd in torchaug/_ops/ (DESIGN.md §5).
+//
+// Why in C++: register_autograd puts a Python function on every call of the op, gradients wanted
+// or not (it checks grad mode and walks the arguments with pytree, then redispatches). That was
+// ~5 us a call under no_grad and ~25 us with grad mode on, measured on the CI machine, on a chain
+// whose host side is what limits it (benchmarks/RESULTS.md, case 4). Here a call that needs no
+// gradient costs one redispatch, and the fake kernels stay in Python.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+namespace torchaug {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+void redispatch_below_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  at::AutoDispatchBelowADInplaceOrView guard;
+  op.redispatchBoxed(ks & c10::after_ADInplaceOrView_keyset, stack);
+}
+
+std::string not_differentiable_message(const std::string& name) {
+  if (name == "torchaug::resized_crop_ragged") {
+    return name + " is not differentiable with respect to data; stack the images and use torchaug::resized_crop for gradients";
+  }
+  return name + " is not differentiable with respect to images";
+}
+
+// The op run below autograd; its floating outputs get a backward node that raises.
+struct NotDifferentiable : public torch::autograd::Function<NotDifferentiable> {
+  static variable_list forward(AutogradContext* ctx, at::TensorList inputs, const c10::OperatorHandle* op,
+                               c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+    (void)inputs;  // the tensors that require a gradient: the node's edges
+    ctx->saved_data["name"] = op->schema().name();
+    redispatch_below_autograd(*op, ks, stack);
+    variable_list out;
+    const size_t n = op->schema().returns().size();
+    for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+      if ((*stack)[i].isTensor()) out.push_back((*stack)[i].toTensor());
+    }
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    (void)grads;
+    TORCH_CHECK(false, not_differentiable_message(ctx->saved_data["name"].toStringRef()));
+  }
+};
+
+// Autograd kernel of an op without a gradient: with no input requiring one (the usual case), one
+// redispatch; otherwise the outputs are tied to a node whose backward raises (the error comes
+// when a gradient is asked for, as with register_autograd).
+void not_differentiable_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  std::vector<at::Tensor> need;
+  if (at::GradMode::is_enabled()) {
+    const size_t n = op.schema().arguments().size();
+    for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+      const c10::IValue& v = (*stack)[i];
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad()) need.push_back(v.toTensor());
+    }
+  }
+  if (need.empty()) {
+    redispatch_below_autograd(op, ks, stack);
+    return;
+  }
+  const variable_list out = NotDifferentiable::apply(at::TensorList(need), &op, ks, stack);
+  const size_t n = op.schema().returns().size();
+  size_t k = 0;
+  for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+    if ((*stack)[i].isTensor()) (*stack)[i] = out[k++];
+  }
+}
+
+// resized_crop: the gradient with respect to images is _resized_crop_backward (a scatter of the
+// output gradient with the forward's weights, divided by std when normalized).
+struct ResizedCrop : public torch::autograd::Function<ResizedCrop> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& images, const at::Tensor& boxes,
+                            c10::SymIntArrayRef out_size, int64_t interpolation, bool antialias,
+                            const std::optional<at::Tensor>& flip, const std::optional<at::Tensor>& mean,
+                            const std::optional<at::Tensor>& std, std::optional<at::ScalarType> out_dtype,
+                            std::optional<at::MemoryFormat> memory_format) {
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("torchaug::resized_crop", "").typed<decltype(forward_op)>();
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = op.call(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+    ctx->saved_data["input_size"] = images.sym_sizes();
+    ctx->saved_data["dtype"] = images.scalar_type();
+    ctx->saved_data["channels_last"] =
+        images.dim() == 4 && images.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
+    ctx->saved_data["interpolation"] = interpolation;
+    ctx->saved_data["antialias"] = antialias;
+    ctx->saved_data["flip"] = flip;
+    ctx->saved_data["std"] = std;
+    ctx->save_for_backward({boxes});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("torchaug::_resized_crop_backward", "")
+                         .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, int64_t, bool,
+                                           const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, bool)>();
+    const auto saved = ctx->get_saved_variables();
+    std::vector<c10::SymInt> input_size;
+    for (const auto& s : ctx->saved_data["input_size"].toListRef()) input_size.push_back(s.toSymInt());
+    const auto dtype = ctx->saved_data["dtype"].toScalarType();
+    const auto flip = ctx->saved_data["flip"].toOptional<at::Tensor>();
+    const auto std = ctx->saved_data["std"].toOptional<at::Tensor>();
+    at::Tensor gi = op.call(grads[0].to(dtype), saved[0], input_size, ctx->saved_data["interpolation"].toInt(),
+                            ctx->saved_data["antialias"].toBool(), flip, std, ctx->saved_data["channels_last"].toBool());
+    return {gi, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor()};
+  }
+
+  // the op's signature, for the typed dispatcher handle
+  static at::Tensor forward_op(const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, int64_t, bool,
+                               const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+                               const std::optional<at::Tensor>&, std::optional<at::ScalarType>,
+                               std::optional<at::MemoryFormat>);
+};
+
+at::Tensor resized_crop_autograd(const at::Tensor& images, const at::Tensor& boxes, c10::SymIntArrayRef out_size,
+                                 int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
+                                 const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
+                                 std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  if (!(at::GradMode::is_enabled() && images.requires_grad())) {  // no gradient wanted: one redispatch
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("torchaug::resized_crop", "")
+                         .typed<decltype(ResizedCrop::forward_op)>();
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+  }
+  return ResizedCrop::apply(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, Autograd, m) {
+  m.impl("resized_crop", &resized_crop_autograd);
+  for (const char* name : {"augment", "resized_crop_ragged", "adjust_hue", "posterize", "solarize_add", "autocontrast",
+                           "equalize", "color_program"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&not_differentiable_kernel>());
+  }
+}
+
+}  // namespace torchaug
