@@ -238,17 +238,21 @@ def test_cuda_program_equals_slot_chain(dtype, interpolation, layout, n):
         assert out.is_contiguous(memory_format=torch.channels_last if cl and c == 3 else torch.contiguous_format)
 
 
-def _with_resident(mode, fn):
-    """fn() with TORCHAUG_AUGMENT_RESIDENT=mode (read by the CUDA op on every call)."""
-    old = os.environ.get("TORCHAUG_AUGMENT_RESIDENT")
-    os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
+def _with_env(name, value, fn):
+    """fn() with the environment variable `name` set to value (read by the CUDA op on every call)."""
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
         return fn()
     finally:
         if old is None:
-            del os.environ["TORCHAUG_AUGMENT_RESIDENT"]
+            del os.environ[name]
         else:
-            os.environ["TORCHAUG_AUGMENT_RESIDENT"] = old
+            os.environ[name] = old
+
+
+def _with_resident(mode, fn):
+    return _with_env("TORCHAUG_AUGMENT_RESIDENT", mode, fn)
 
 
 @requires_cuda
@@ -273,14 +277,17 @@ def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
         x = x.contiguous(memory_format=torch.channels_last)
     ops, mags = _chain_program(b, n, gen, "cuda")
     ops[: len(AUGMENT_OPS), 0] = torch.arange(len(AUGMENT_OPS))  # every op in slot 0
-    for fill in (None, [5, 60, 200][:c]):
+    for fill in (None, [5, 60, 200][:c], [0.5, 127.6, 254.5][:c]):
         run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False)  # noqa: E731
-        res = _with_resident("force", run)
         ref = _with_resident("0", run)
-        differ = (res != ref).flatten(1).any(1)
-        assert not differ.any(), f"fill={fill}: samples {differ.nonzero().flatten().tolist()} differ, programs " \
-                                 f"{[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
-        assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
+        # nearest geometric slots copy bytes on the resident path; =float takes them through the
+        # float taps and blending of the slot passes: both must give the slot passes' bytes
+        for nearest in ("bytes", "float"):
+            res = _with_env("TORCHAUG_RESIDENT_NEAREST", nearest, lambda: _with_resident("force", run))
+            differ = (res != ref).flatten(1).any(1)
+            assert not differ.any(), f"fill={fill}, nearest={nearest}: samples {differ.nonzero().flatten().tolist()} differ, " \
+                                     f"programs {[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
+            assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
 
 
 @requires_cuda

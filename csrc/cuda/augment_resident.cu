@@ -41,6 +41,7 @@ struct ResidentArgs {
   bool held;             // plane / 4 <= kResThreads * kResHeld: geometric slots hold their words in registers
   bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
   bool vec_norm;         // its float32 output in dense NCHW planes of whole 16-byte words
+  bool nearest_bytes;    // nearest geometric slots copy bytes (resident_value; false: the float path)
   NormalizeParams norm;
 };
 
@@ -147,7 +148,16 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
 template <int N>
 __device__ __forceinline__ uint32_t resident_value(const uint8_t* sp, bool sharp, float om, int H, int W, int p, int y,
                                                    int x, const kernels::AffineTaps<float, N, int>& taps, bool has_fill,
-                                                   float fill, int64_t interpolation) {
+                                                   float fill, int64_t interpolation, bool nearest_bytes) {
+  if constexpr (N == 1) {
+    if (!sharp && nearest_bytes) {
+      // nearest (RandAugment's default): the source byte itself, or the fill outside the image.
+      // The float path below gives the same value (1 * v + 0, rounded back to v; a weight-0 tap
+      // and fill blending give 0 or the fill's rounding) in a third of the instructions.
+      if (taps.valid[0]) return sp[taps.iy[0] * W + taps.ix[0]];
+      return has_fill ? static_cast<uint32_t>(kernels::PixelStore<uint8_t>::from(fill)) : 0u;
+    }
+  }
   float r;
   if (sharp) {
     const bool interior = y > 0 && x > 0 && y < H - 1 && x < W - 1;
@@ -258,7 +268,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
     for (int c = 0; c < C; ++c) fc[c] = A.fill != nullptr ? A.fill[b * C + c] : 0.0f;
     auto value = [&](const uint8_t* sp, int c, int p, int y, int x, const kernels::AffineTaps<float, N, int>& taps) {
-      return resident_value<N>(sp, sharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation);
+      return resident_value<N>(sp, sharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation,
+                              A.nearest_bytes);
     };
     auto taps_at = [&](int y, int x) { return resident_taps<N>(sharp, s.m, H, W, y, x); };
     if (A.held) {
@@ -432,6 +443,9 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   A.held = plane / 4 <= static_cast<int64_t>(kResThreads) * kResHeld;
   A.vec_out = !norm && dense_planes(A.os, H, W, A.out);
   A.normalize = norm != nullptr;
+  // TORCHAUG_RESIDENT_NEAREST=float: nearest geometric slots through the float path (A/B, tests)
+  const char* nearest = std::getenv("TORCHAUG_RESIDENT_NEAREST");
+  A.nearest_bytes = nearest == nullptr || std::strcmp(nearest, "float") != 0;
   if (norm) {
     A.norm = *norm;
     const Strides4& s = norm->os;
