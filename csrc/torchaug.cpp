@@ -1,5 +1,6 @@
 // Every schema of torchaug, in one place. Implementations: csrc/cpu/*.cpp (CPU), csrc/cuda/*.cu
-// (CUDA); fake kernels and autograd: torchaug/_ops/*.py.
+// (CUDA); fake kernels and autograd: torchaug/_ops/*.py, except the autograd kernels written in C++
+// (csrc/host_autograd.cpp: resized_crop and the ops without a gradient).
 //
 // Conventions (DESIGN.md §3): images are (B, C, H, W), uint8 in [0, 255] or floating in [0, 1],
 // contiguous or channels_last; per-sample parameters are tensors on the images' device with a

@@ -5,9 +5,13 @@
   3. the statistics ops (contrast, autocontrast, equalize) and ColorJitter's program, CUDA events.
   4. resident: the resident path (TORCHAUG_AUGMENT_RESIDENT=1) against the slot passes (=0) in the
      same process, op by op and on the policies' programs, alternating the two.
-  5. chain: the kernels of the RandAugment chain (torch.profiler) and its host time per call (the
+  5. nearest: the resident path's nearest geometric slots as byte copies against the float taps
+     (TORCHAUG_RESIDENT_NEAREST=float), same process, alternating.
+  6. chain: the kernels of the RandAugment chain (torch.profiler) and its host time per call (the
      calls issued back to back without waiting, against the GPU time of the same calls).
-    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident] [chain]   (the first three by default)"""
+  7. host_ab: the chain's host time per call with the C++ autograd kernels, then with Python
+     register_autograd wrappers put back over them (last: they stay for the process).
+    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident] [nearest] [chain] [host_ab]   (the first three by default)"""
 import os
 import sys
 import time
@@ -52,6 +56,29 @@ def kernel_table(name, fn, warmup=5, rows=16, cpu=False):
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60))
 
 
+def ab(name, fn, var="TORCHAUG_AUGMENT_RESIDENT", modes=("0", "1"), labels=("slots", "resident")):
+    """fn timed with the environment variable var at modes[0] and modes[1], alternating, best of 2 rounds."""
+    res = {}
+    for rnd in range(2):
+        for mode in modes:
+            os.environ[var] = mode
+            res.setdefault(mode, []).append(time_cuda(fn, 40)["ms"])
+    os.environ.pop(var)
+    a, b = min(res[modes[0]]), min(res[modes[1]])
+    print(f"{name:44s} {labels[0]} {a:.4f} ms  {labels[1]} {b:.4f} ms  x{a / b:.2f}  ({B / b * 1e3:,.0f} img/s {labels[1]})",
+          flush=True)
+
+
+MAGS = {"brightness": 0.27, "contrast": 0.27, "saturation": 0.27, "sharpness": 0.27, "posterize": 6.0,
+        "solarize": 0.7, "shear_x": 0.09, "shear_y": 0.09, "translate_x": 44.0, "translate_y": 44.0, "rotate": 9.0}
+
+
+def one_op(name):
+    """(ops, magnitudes) of a one-slot program running op `name` on every sample."""
+    return (torch.full((B, 1), AUGMENT_OPS[name], dtype=torch.int64, device="cuda"),
+            torch.full((B, 1), MAGS.get(name, 0.0), dtype=torch.float32, device="cuda"))
+
+
 if "tables" in steps:
     for name, fn in [("ColorJitter transform", lambda: jitter(xs[0])),
                      ("ColorJitter program (drawn)", lambda: F.color_program(xs[0], jp["ops"], jp["params"])),
@@ -61,11 +88,8 @@ if "tables" in steps:
 
 if "per_op" in steps:
     print("## augment, one slot, every sample the same op (magnitude: RandAugment bin 9 of 31)")
-    mags = {"brightness": 0.27, "contrast": 0.27, "saturation": 0.27, "sharpness": 0.27, "posterize": 6.0,
-            "solarize": 0.7, "shear_x": 0.09, "shear_y": 0.09, "translate_x": 44.0, "translate_y": 44.0, "rotate": 9.0}
-    for name, op in AUGMENT_OPS.items():
-        ops = torch.full((B, 1), op, dtype=torch.int64, device="cuda")
-        m = torch.full((B, 1), mags.get(name, 0.0), dtype=torch.float32, device="cuda")
+    for name in AUGMENT_OPS:
+        ops, m = one_op(name)
         line(f"augment {name}", time_cuda(lambda i: F.augment(xs[i % 4], ops, m, validate=False), 50))
     line("copy_ (floor)", time_cuda(lambda i: xs[(i + 1) % 4].copy_(xs[i % 4]), 50))
 
@@ -82,23 +106,8 @@ if "stats" in steps:
 
 if "resident" in steps:
     print("## augment: resident path vs slot passes (same process, alternating), ms per call of 256 x 3 x 224 x 224")
-
-    def ab(name, fn):
-        res = {}
-        for rnd in range(2):
-            for mode in ("0", "1"):
-                os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
-                res.setdefault(mode, []).append(time_cuda(fn, 40)["ms"])
-        os.environ.pop("TORCHAUG_AUGMENT_RESIDENT")
-        slot, resd = min(res["0"]), min(res["1"])
-        print(f"{name:44s} slots {slot:.4f} ms  resident {resd:.4f} ms  x{slot / resd:.2f}  "
-              f"({B / resd * 1e3:,.0f} img/s resident)", flush=True)
-
-    mags = {"brightness": 0.27, "contrast": 0.27, "saturation": 0.27, "sharpness": 0.27, "posterize": 6.0,
-            "solarize": 0.7, "shear_x": 0.09, "shear_y": 0.09, "translate_x": 44.0, "translate_y": 44.0, "rotate": 9.0}
-    for name, op in AUGMENT_OPS.items():
-        ops = torch.full((B, 1), op, dtype=torch.int64, device="cuda")
-        m = torch.full((B, 1), mags.get(name, 0.0), dtype=torch.float32, device="cuda")
+    for name in AUGMENT_OPS:
+        ops, m = one_op(name)
         ab(f"augment {name}", lambda i: F.augment(xs[i % 4], ops, m, validate=False))
     for pname, pol in [("RandAugment(2,9)", T.RandAugment(2, 9)), ("TrivialAugmentWide", T.TrivialAugmentWide()),
                        ("AutoAugment(ImageNet)", T.AutoAugment())]:
@@ -106,6 +115,16 @@ if "resident" in steps:
         ab(f"program of {pname}", lambda i: F.augment(xs[i % 4], pp["ops"], pp["magnitudes"], validate=False))
         ab(f"transform {pname}", lambda i: pol(xs[i % 4]))
     ab("RRC+flip+RandAugment+normalize chain", lambda i: chain(photos))
+
+if "nearest" in steps:
+    print("## resident augment, nearest geometric slots: float taps (TORCHAUG_RESIDENT_NEAREST=float) vs byte copies, "
+          "same process, alternating, ms per call of 256 x 3 x 224 x 224")
+    nearest = dict(var="TORCHAUG_RESIDENT_NEAREST", modes=("float", "bytes"), labels=("float", "bytes"))
+    for name in ("shear_x", "translate_y", "rotate"):
+        ops, m = one_op(name)
+        ab(f"augment {name}", lambda i: F.augment(xs[i % 4], ops, m, validate=False), **nearest)
+    ab("program of RandAugment(2,9)", lambda i: F.augment(xs[i % 4], rp["ops"], rp["magnitudes"], validate=False), **nearest)
+    ab("RRC+flip+RandAugment+normalize chain", lambda i: chain(photos), **nearest)
 
 if "chain" in steps:
     for name, fn in [("RRC+flip+RandAugment+normalize chain", lambda: chain(photos)),
@@ -121,3 +140,38 @@ if "chain" in steps:
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         print(f"{name}: host {1e3 * (t1 - t0) / 200:.4f} ms/call issued, {1e3 * (t2 - t0) / 200:.4f} ms/call to completion")
+
+if "host_ab" in steps:
+    # the chain's host time with the C++ autograd kernels (csrc/host_autograd.cpp), then with
+    # Python autograd wrappers registered over them as torch.library.register_autograd made them
+    # before (they stay for the rest of the process: this step runs last)
+    def host_ms(fn, calls=50):
+        # 50 calls (~300 launches) stay under the GPU's launch queue, so the host never waits on it
+        best = float("inf")
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best = min(best, 1e3 * (time.perf_counter() - t0) / calls)
+            torch.cuda.synchronize()
+        return best
+
+    fn = lambda: chain(photos)  # noqa: E731
+    for _ in range(10):
+        fn()
+    cpp = host_ms(fn)
+
+    def _raise(ctx, grad):
+        raise RuntimeError("not differentiable")
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for op in ("torchaug::resized_crop", "torchaug::augment"):
+            torch.library.register_autograd(op, _raise)
+    for _ in range(10):
+        fn()
+    py = host_ms(fn)
+    print(f"RRC+flip+RandAugment+normalize chain, host ms per call issued (best of 5 x 50): C++ autograd kernels {cpp:.4f}, "
+          f"Python register_autograd wrappers {py:.4f}", flush=True)
