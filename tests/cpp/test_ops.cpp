@@ -73,6 +73,49 @@ TEST(Ops, FlipNormalizeAndWarpAffine) {
   EXPECT_TRUE(torch::equal(warp.call(x, eye, c10::fromIntArrayRefSlow(size), 1, std::nullopt), x));
 }
 
+// The C++ autograd kernels (csrc/host_autograd.cpp) from LibTorch: resized_crop's gradient is
+// ATen's antialiased interpolate's gradient on the crop; augment, which has none, raises when one
+// is asked for, and builds no graph when its input needs none.
+TEST(Ops, AutogradKernels) {
+  torch::manual_seed(1);
+  auto x = torch::rand({2, 3, 20, 30}, torch::kDouble).requires_grad_();
+  auto boxes = torch::tensor({2, 3, 12, 17, 0, 0, 20, 30}, torch::kLong).view({2, 4});
+  auto out = resized_crop(x, boxes, {9, 11}, 1, true);
+  ASSERT_TRUE(out.requires_grad());
+  auto g = torch::rand(out.sizes(), torch::kDouble);
+  auto grad = torch::autograd::grad({out}, {x}, {g})[0];
+  namespace F = torch::nn::functional;
+  auto opts = F::InterpolateFuncOptions().size(std::vector<int64_t>{9, 11}).mode(torch::kBilinear).align_corners(false).antialias(true);
+  auto xr = x.detach().clone().requires_grad_();
+  auto ref = torch::cat({F::interpolate(xr.slice(0, 0, 1).slice(2, 2, 14).slice(3, 3, 20), opts),
+                         F::interpolate(xr.slice(0, 1, 2), opts)});
+  auto grad_ref = torch::autograd::grad({ref}, {xr}, {g})[0];
+  EXPECT_TRUE(torch::allclose(grad, grad_ref, 1e-9, 1e-12));
+  EXPECT_EQ(grad.slice(0, 0, 1).slice(2, 0, 2).abs().sum().item<double>(), 0.0);  // outside the crop
+
+  auto augment = op("torchaug::augment")
+                     .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t,
+                                       const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+                                       const std::optional<at::Tensor>&, std::optional<at::ScalarType>,
+                                       std::optional<at::MemoryFormat>)>();
+  auto img = torch::rand({2, 3, 8, 8});
+  auto ops = torch::full({2, 1}, 1, torch::kLong);  // brightness
+  auto mags = torch::full({2, 1}, 0.2f);
+  auto plain = augment.call(img, ops, mags, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+  EXPECT_FALSE(plain.requires_grad());
+  auto y = augment.call(img.clone().requires_grad_(), ops, mags, 0, std::nullopt, std::nullopt, std::nullopt,
+                        std::nullopt, std::nullopt);
+  ASSERT_TRUE(y.requires_grad());
+  EXPECT_TRUE(torch::equal(y.detach(), plain));
+  try {
+    y.sum().backward();
+    FAIL() << "augment's backward did not raise";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("torchaug::augment is not differentiable with respect to images"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Ops, ErrorsNameTheArgument) {
   auto x = torch::zeros({2, 3, 5, 6}, torch::kByte);
   auto boxes = torch::zeros({2, 3}, torch::kLong);
