@@ -79,6 +79,17 @@ void not_differentiable_kernel(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
 }
 
+// The typed dispatcher handle of torchaug::resized_crop (looked up once), for the calls below autograd.
+const auto& resized_crop_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchaug::resized_crop", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, int64_t, bool,
+                                               const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+                                               const std::optional<at::Tensor>&, std::optional<at::ScalarType>,
+                                               std::optional<at::MemoryFormat>)>();
+  return op;
+}
+
 // resized_crop: the gradient with respect to images is _resized_crop_backward (a scatter of the
 // output gradient with the forward's weights, divided by std when normalized).
 struct ResizedCrop : public torch::autograd::Function<ResizedCrop> {
@@ -87,9 +98,8 @@ struct ResizedCrop : public torch::autograd::Function<ResizedCrop> {
                             const std::optional<at::Tensor>& flip, const std::optional<at::Tensor>& mean,
                             const std::optional<at::Tensor>& std, std::optional<at::ScalarType> out_dtype,
                             std::optional<at::MemoryFormat> memory_format) {
-    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("torchaug::resized_crop", "").typed<decltype(forward_op)>();
     at::AutoDispatchBelowADInplaceOrView guard;
-    at::Tensor out = op.call(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+    at::Tensor out = resized_crop_op().call(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
     ctx->saved_data["input_size"] = images.sym_sizes();
     ctx->saved_data["dtype"] = images.scalar_type();
     ctx->saved_data["channels_last"] =
@@ -119,11 +129,6 @@ struct ResizedCrop : public torch::autograd::Function<ResizedCrop> {
             at::Tensor(), at::Tensor()};
   }
 
-  // the op's signature, for the typed dispatcher handle
-  static at::Tensor forward_op(const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, int64_t, bool,
-                               const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-                               const std::optional<at::Tensor>&, std::optional<at::ScalarType>,
-                               std::optional<at::MemoryFormat>);
 };
 
 at::Tensor resized_crop_autograd(const at::Tensor& images, const at::Tensor& boxes, c10::SymIntArrayRef out_size,
@@ -131,11 +136,8 @@ at::Tensor resized_crop_autograd(const at::Tensor& images, const at::Tensor& box
                                  const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& std,
                                  std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
   if (!(at::GradMode::is_enabled() && images.requires_grad())) {  // no gradient wanted: one redispatch
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("torchaug::resized_crop", "")
-                         .typed<decltype(ResizedCrop::forward_op)>();
     at::AutoDispatchBelowADInplaceOrView guard;
-    return op.call(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
+    return resized_crop_op().call(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
   }
   return ResizedCrop::apply(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
 }
