@@ -8,7 +8,7 @@
   5. nearest: the resident path's nearest geometric slots as byte copies against the float taps
      (TORCHAUG_RESIDENT_NEAREST=float), same process, alternating.
   6. chain: the kernels of the RandAugment chain (torch.profiler) and its host time per call (the
-     calls issued back to back without waiting, against the GPU time of the same calls).
+     calls issued back to back without waiting, against the GPU time of the same calls; host_ms).
   7. host_ab: the chain's host time per call with the C++ autograd kernels, then with Python
      register_autograd wrappers put back over them (last: they stay for the process).
     python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident] [nearest] [chain] [host_ab]   (the first three by default)"""
@@ -67,6 +67,24 @@ def ab(name, fn, var="TORCHAUG_AUGMENT_RESIDENT", modes=("0", "1"), labels=("slo
     a, b = min(res[modes[0]]), min(res[modes[1]])
     print(f"{name:44s} {labels[0]} {a:.4f} ms  {labels[1]} {b:.4f} ms  x{a / b:.2f}  ({B / b * 1e3:,.0f} img/s {labels[1]})",
           flush=True)
+
+
+def host_ms(fn, calls=50, rounds=5):
+    """(ms per call issued, ms per call to completion), the best of `rounds` rounds of `calls` calls
+    issued without waiting. 50 calls (~300 launches of the chain) stay under the GPU's launch queue:
+    with more (session 18 issued 200), the host ends up waiting for the GPU and measures its pace."""
+    best_issued = best_done = float("inf")
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        best_issued = min(best_issued, 1e3 * (t1 - t0) / calls)
+        best_done = min(best_done, 1e3 * (t2 - t0) / calls)
+    return best_issued, best_done
 
 
 MAGS = {"brightness": 0.27, "contrast": 0.27, "saturation": 0.27, "sharpness": 0.27, "posterize": 6.0,
@@ -130,37 +148,17 @@ if "chain" in steps:
     for name, fn in [("RRC+flip+RandAugment+normalize chain", lambda: chain(photos)),
                      ("RandAugment(2,9) transform", lambda: ra(xs[0]))]:
         kernel_table(name, fn, warmup=10, rows=20, cpu=True)
-        # host time per call: 200 calls issued without waiting (the queue never drains when the host
-        # is slower than the GPU), then the wait for the GPU
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(200):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        print(f"{name}: host {1e3 * (t1 - t0) / 200:.4f} ms/call issued, {1e3 * (t2 - t0) / 200:.4f} ms/call to completion")
+        issued, done = host_ms(fn)
+        print(f"{name}: host {issued:.4f} ms/call issued, {done:.4f} ms/call to completion (best of 5 x 50 calls)")
 
 if "host_ab" in steps:
     # the chain's host time with the C++ autograd kernels (csrc/host_autograd.cpp), then with
     # Python autograd wrappers registered over them as torch.library.register_autograd made them
     # before (they stay for the rest of the process: this step runs last)
-    def host_ms(fn, calls=50):
-        # 50 calls (~300 launches) stay under the GPU's launch queue, so the host never waits on it
-        best = float("inf")
-        for _ in range(5):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            best = min(best, 1e3 * (time.perf_counter() - t0) / calls)
-            torch.cuda.synchronize()
-        return best
-
     fn = lambda: chain(photos)  # noqa: E731
     for _ in range(10):
         fn()
-    cpp = host_ms(fn)
+    cpp = host_ms(fn)[0]
 
     def _raise(ctx, grad):
         raise RuntimeError("not differentiable")
@@ -172,6 +170,6 @@ if "host_ab" in steps:
             torch.library.register_autograd(op, _raise)
     for _ in range(10):
         fn()
-    py = host_ms(fn)
+    py = host_ms(fn)[0]
     print(f"RRC+flip+RandAugment+normalize chain, host ms per call issued (best of 5 x 50): C++ autograd kernels {cpp:.4f}, "
           f"Python register_autograd wrappers {py:.4f}", flush=True)
