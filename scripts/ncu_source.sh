@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Per-instruction profile of one resized_crop launch of benchmark case 1 (Nsight Compute's
-# SourceCounters: executed instructions and stall samples per SASS instruction, with the CUDA line
-# from -lineinfo), written as CSV under $OUT; scripts/ncu_summary.py sums it by source line.
-#   bash scripts/ncu_source.sh [kernel regex]
+# Per-instruction profile of one kernel launch (Nsight Compute's SourceCounters: executed
+# instructions and stall samples per SASS instruction, with the CUDA line from -lineinfo), written
+# as CSV under $OUT; scripts/ncu_summary.py sums it by opcode and source line.
+#   bash scripts/ncu_source.sh [kernel regex] [python script]
+# defaults: resized_crop_kernel in scripts/profile_resized_crop.py (benchmark case 1);
+# scripts/profile_chain.py is the RandAugment chain of case 4 (resized_crop_kernel, augment_resident_kernel).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
 K=${1:-resized_crop_kernel}
-"$NCU" --kernel-name regex:"$K" --launch-skip 3 --launch-count 1 --section SourceCounters --section InstructionStats \
-  --import-source yes -f -o "$OUT/ncu_src" python3 scripts/profile_resized_crop.py > "$OUT/ncu_src.log" 2>&1
-tail -3 "$OUT/ncu_src.log"
-for v in "sass" "cuda,sass" "cuda"; do
-  "$NCU" -i "$OUT/ncu_src.ncu-rep" --page source --csv --print-source "$v" > "$OUT/ncu_src_${v/,/_}.csv" 2> "$OUT/ncu_src_${v/,/_}.err"
-  echo "print-source $v: $(wc -l < "$OUT/ncu_src_${v/,/_}.csv") lines; $(head -c 300 "$OUT/ncu_src_${v/,/_}.err")"
+S=${2:-scripts/profile_resized_crop.py}
+tag=$(echo "$K" | tr -c 'A-Za-z0-9_\n' '_')
+"$NCU" --clock-control none --kernel-name regex:"$K" --launch-skip 3 --launch-count 1 --section SourceCounters \
+  --section InstructionStats --section SpeedOfLight --section WarpStateStats --section Occupancy \
+  --import-source yes -f -o "$OUT/ncu_$tag" python3 "$S" > "$OUT/ncu_$tag.log" 2>&1
+tail -3 "$OUT/ncu_$tag.log"
+"$NCU" -i "$OUT/ncu_$tag.ncu-rep" --print-summary none 2>/dev/null | grep -E "Duration|Executed Ipc A|Issue Slots Busy|Warp Cycles Per Issued|Achieved Occupancy|Executed Instructions  |Memory Throughput|Stall" | head -20
+for v in "sass" "cuda"; do
+  "$NCU" -i "$OUT/ncu_$tag.ncu-rep" --page source --csv --print-source "$v" > "$OUT/ncu_${tag}_$v.csv" 2> "$OUT/ncu_${tag}_$v.err"
+  echo "print-source $v: $(wc -l < "$OUT/ncu_${tag}_$v.csv") lines; $(head -c 300 "$OUT/ncu_${tag}_$v.err")"
 done
-head -c 600 "$OUT/ncu_src_sass.csv"; echo
-python3 scripts/ncu_summary.py "$OUT"/ncu_src_*.csv 2>&1 | head -60
-tar czf "$OUT/ncu_src.tgz" -C "$OUT" $(cd "$OUT" && ls ncu_src_*.csv ncu_src.log) && rm -f "$OUT"/ncu_src_*.csv "$OUT/ncu_src.ncu-rep"
+python3 scripts/ncu_summary.py "$OUT"/ncu_${tag}_sass.csv 2>&1 | head -45
+python3 scripts/ncu_summary.py "$OUT"/ncu_${tag}_cuda.csv 2>&1 | sed -n '/top rows/,$p' | head -45
+tar czf "$OUT/ncu_$tag.tgz" -C "$OUT" $(cd "$OUT" && ls ncu_${tag}_*.csv ncu_$tag.log) && rm -f "$OUT"/ncu_${tag}_*.csv "$OUT/ncu_$tag.ncu-rep"
