@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Results, family_args, photo_views, time_cuda  # noqa: E402
+from harness import Results, family_args, photo_views, saved_env, time_cuda  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -130,29 +130,29 @@ def main():
     n_batches, skip = (16, 4) if args.quick else (48, 8)
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process
-    for workers, pool in ((1, True), (2, True), (2, False)):
-        os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
-        ds = Repeated(ImageFolderBytes(root), n_batches * B)
-        loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
-                                             drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
-        pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
-                                 device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
-        count, t0, stats0 = 0, None, None
-        for k, (x, y) in enumerate(pf):
-            if k == skip:
-                torch.cuda.synchronize()
-                t0, stats0 = time.perf_counter(), pf.stats.as_dict()
-            elif k > skip:
-                count += x.shape[0]
-        torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
-        st = pf.stats.per_batch_ms(stats0)
-        res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
-                + ("" if pool else ", a new shared-memory segment per batch"), B,
-                {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool else None,
-                note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))
-        del pf, loader
-    os.environ.pop("TORCHAUG_SHM_POOL")
+    with saved_env("TORCHAUG_SHM_POOL"):
+        for workers, pool in ((1, True), (2, True), (2, False)):
+            os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
+            ds = Repeated(ImageFolderBytes(root), n_batches * B)
+            loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
+                                                 drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
+            pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
+                                     device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
+            count, t0, stats0 = 0, None, None
+            for k, (x, y) in enumerate(pf):
+                if k == skip:
+                    torch.cuda.synchronize()
+                    t0, stats0 = time.perf_counter(), pf.stats.as_dict()
+                elif k > skip:
+                    count += x.shape[0]
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            st = pf.stats.per_batch_ms(stats0)
+            res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
+                    + ("" if pool else ", a new shared-memory segment per batch"), B,
+                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool else None,
+                    note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))
+            del pf, loader
 
     # the CPU DataLoader peer: 16 workers decode with PIL and run torchvision v2's chain
     class PilFolder(torch.utils.data.Dataset):

@@ -2,6 +2,7 @@
 inputs rotated across several batches so that the L2 cache does not flatter, results as JSON rows
 and a Markdown table with date, device, torch version and commit."""
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -13,6 +14,20 @@ import time
 from typing import Callable, Dict, List, Optional
 
 import torch
+
+
+@contextlib.contextmanager
+def saved_env(name: str):
+    """Restores the environment variable `name` (its value, or its absence) when the block ends, so
+    that an A/B that sets it does not leave its last setting behind."""
+    old = os.environ.get(name)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
 
 
 def family_args(name: str) -> Optional[argparse.Namespace]:

@@ -6,6 +6,7 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile]
+#   (PYTEST_K selects tests, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
@@ -21,7 +22,7 @@ fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
 [[ $steps == *" decode_split "* ]] && timeout 500 python3 scripts/decode_split.py ${SPLIT_ARGS:-} 2>&1 | tee "$OUT/decode_split.log"
 [[ $steps == *" decode_bench "* ]] && timeout 500 python3 benchmarks/bench_decode.py ${DECODE_ARGS:-} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" > "$OUT/bench_decode.log" 2>&1; [[ $steps == *" decode_bench "* ]] && tail -25 "$OUT/bench_decode.log"
-[[ $steps == *" profile "* ]] && timeout 400 python3 scripts/profile_ops.py 2>&1 | tee "$OUT/profile_ops.log"
+[[ $steps == *" profile "* ]] && timeout 400 python3 scripts/profile_ops.py ${PROFILE_ARGS:-} 2>&1 | tee "$OUT/profile_ops.log"
 [[ $steps == *" color_ab "* ]] && timeout 300 python3 scripts/color_ab.py 2>&1 | tee "$OUT/color_ab.log"
 [[ $steps == *" geometry "* ]] && python3 benchmarks/bench_geometry.py --quick --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20
 [[ $steps == *" geometry_full "* ]] && python3 benchmarks/bench_geometry.py --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20

@@ -18,6 +18,7 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from harness import saved_env  # noqa: E402
 from torchaug.io import EncodedImages, ImageFolderBytes, TarShards, collate_encoded, write_tar_shards  # noqa: E402
 from bench_decode import Repeated, make_files  # noqa: E402
 
@@ -67,16 +68,16 @@ def main():
               f"{sum(s[0].size for s in samples) / 1e6:.1f} MB per batch", flush=True)
         if hasattr(ds, "__getitems__"):
             print(f"{name}: __getitems__ + collate {ms(lambda: collate_encoded(ds.__getitems__(idx))):.1f} ms", flush=True)
-        for workers in (1, 2):
-            for pin in (False, True):
-                if pin and not torch.cuda.is_available():
-                    continue
-                for pool in ("8", "0"):  # the workers' segments reused, or one made per batch (the old path)
-                    os.environ["TORCHAUG_SHM_POOL"] = pool
-                    print(f"{name}: DataLoader {workers} worker(s), pin_memory={pin}, "
-                          f"{'segments reused' if pool != '0' else 'a new segment per batch'}: "
-                          f"{loader_ms(ds, workers, pin):.1f} ms per batch", flush=True)
-        os.environ.pop("TORCHAUG_SHM_POOL")
+        with saved_env("TORCHAUG_SHM_POOL"):
+            for workers in (1, 2):
+                for pin in (False, True):
+                    if pin and not torch.cuda.is_available():
+                        continue
+                    for pool in ("8", "0"):  # the workers' segments reused, or one made per batch (the old path)
+                        os.environ["TORCHAUG_SHM_POOL"] = pool
+                        print(f"{name}: DataLoader {workers} worker(s), pin_memory={pin}, "
+                              f"{'segments reused' if pool != '0' else 'a new segment per batch'}: "
+                              f"{loader_ms(ds, workers, pin):.1f} ms per batch", flush=True)
     e = collate_encoded([folder[i] for i in idx])[0]
     if torch.cuda.is_available():
         print(f"pin_memory of one EncodedImages: {ms(lambda: e.pin_memory()):.1f} ms", flush=True)
