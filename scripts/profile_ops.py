@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import time_cuda  # noqa: E402
+from harness import saved_env, time_cuda  # noqa: E402
 from torchaug.functional._augment import AUGMENT_OPS  # noqa: E402
 
 steps = set(sys.argv[1:]) or {"tables", "per_op", "stats"}
@@ -59,11 +59,11 @@ def kernel_table(name, fn, warmup=5, rows=16, cpu=False):
 def ab(name, fn, var="TORCHAUG_AUGMENT_RESIDENT", modes=("0", "1"), labels=("slots", "resident")):
     """fn timed with the environment variable var at modes[0] and modes[1], alternating, best of 2 rounds."""
     res = {}
-    for rnd in range(2):
-        for mode in modes:
-            os.environ[var] = mode
-            res.setdefault(mode, []).append(time_cuda(fn, 40)["ms"])
-    os.environ.pop(var)
+    with saved_env(var):
+        for rnd in range(2):
+            for mode in modes:
+                os.environ[var] = mode
+                res.setdefault(mode, []).append(time_cuda(fn, 40)["ms"])
     a, b = min(res[modes[0]]), min(res[modes[1]])
     print(f"{name:44s} {labels[0]} {a:.4f} ms  {labels[1]} {b:.4f} ms  x{a / b:.2f}  ({B / b * 1e3:,.0f} img/s {labels[1]})",
           flush=True)
