@@ -47,13 +47,20 @@ dim3 pixel_grid(int64_t batch, int64_t height, int64_t width) {
 // instead: same taps, same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
 
+// A vertical tap: the row (see s_ytap) and its weight, read by one 8-byte (float) load
+template <typename acc_t>
+struct alignas(2 * sizeof(acc_t)) RowTap {
+  int row;
+  acc_t w;
+};
+
 // The tile kernel's epilogues: resized_crop_store (any output), float32 written out, uint8 written out.
 constexpr int kOutGeneric = 0;
 constexpr int kOutF32 = 1;
 constexpr int kOutU8 = 2;
 
-// Dynamic shared memory for the horizontally resampled rows: region_rows x 32 columns x the
-// channels of a chunk, sized at launch from the tile height and the crop scale bound.
+// Dynamic shared memory for the horizontally resampled rows: region_rows x the channels of a chunk
+// x 32 columns, plus a row of zeros, sized at launch from the tile height and the crop scale bound.
 constexpr int kMaxRegionBytes = 42 * 1024;
 
 // A pixel as the accumulator type. uint8 -> float with the exponent trick (2^23 + v is exact in
@@ -117,7 +124,7 @@ template <int kT, int kChunk, bool kScaled, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restrict__ cbase, int64_t stride_y,
                                                        const int64_t* coff, int64_t nc, int ylo, int nrows, int tx,
                                                        int ty, const int64_t* s_xfirst, const int* s_xn,
-                                                       const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
+                                                       const acc_t (*s_xw)[kTileX], acc_t* s_h) {
   // thread (tx, ty) resamples column tx of region rows ty, ty + 8, ...: its weights stay in registers
   const int xn = s_xn[tx];
   acc_t w[kT];
@@ -136,7 +143,7 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
           if (j < xn) acc = add_tap<kScaled>(acc, w[j], pc[j]);
         }
       }
-      s_h[(c * region_rows + r) * kTileX + tx] = finish_taps<kScaled>(acc);
+      s_h[(r * kChunk + c) * kTileX + tx] = finish_taps<kScaled>(acc);
     }
   }
 }
@@ -147,7 +154,7 @@ template <int kChunk, bool kScaled, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_general(const scalar_t* __restrict__ cbase, int64_t stride_y,
                                                    const int64_t* coff, int64_t nc, int ylo, int nrows, int tid,
                                                    const int64_t (*s_xoff)[kTileX], const int* s_xn,
-                                                   const acc_t (*s_xw)[kTileX], acc_t* s_h, int region_rows) {
+                                                   const acc_t (*s_xw)[kTileX], acc_t* s_h) {
   for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
     const int r = i / kTileX, col = i % kTileX;
     const scalar_t* rowp = cbase + static_cast<int64_t>(ylo + r) * stride_y;
@@ -164,7 +171,7 @@ __device__ __forceinline__ void horizontal_general(const scalar_t* __restrict__ 
       }
     }
     TORCHAUG_UNROLL
-    for (int c = 0; c < kChunk; ++c) s_h[(c * region_rows + r) * kTileX + col] = finish_taps<kScaled>(acc[c]);
+    for (int c = 0; c < kChunk; ++c) s_h[(r * kChunk + c) * kTileX + col] = finish_taps<kScaled>(acc[c]);
   }
 }
 
@@ -186,14 +193,17 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
   __shared__ int s_xn[kTileX];
   __shared__ int64_t s_xfirst[kTileX];  // offset of each column's first tap
-  __shared__ int s_yrow[kTileRows][kMaxTaps];  // input row of each tap, -1 outside the image
-  __shared__ acc_t s_yw[kTileRows][kMaxTaps];
+  // each tap of each tile row: first its input row (-1 outside the image, weight -0), then, once the
+  // region is known, the offset of that row in s_h (outside the image: the zero row past the region)
+  __shared__ RowTap<acc_t> s_ytap[kTileRows][kMaxTaps];
   __shared__ int s_yn[kTileRows];
   extern __shared__ __align__(16) unsigned char s_dynamic[];
-  acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);  // [channel][region row][column]
+  // [region row][channel][column], then one row of zeros (region row region_rows)
+  acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_consecutive;
 
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
+  for (int i = tid; i < kChunk * kTileX; i += kTileX * kTileY) s_h[region_rows * kChunk * kTileX + i] = acc_t(0);
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + tx;
   const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTileRows;
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
@@ -246,8 +256,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
             for (int j = 0; j < n; ++j) {
               const int64_t y = box[0] + kernels::axis_index(ay, j);
               const bool valid = y >= 0 && y < v.height;
-              s_yrow[tr][j] = valid ? static_cast<int>(y) : -1;
-              s_yw[tr][j] = kernels::axis_weight(ay, j);
+              s_ytap[tr][j] = {valid ? static_cast<int>(y) : -1, valid ? kernels::axis_weight(ay, j) : acc_t(-0.0)};
               if (valid) {
                 lo = min(lo, static_cast<int>(y));
                 hi = max(hi, static_cast<int>(y));
@@ -273,6 +282,17 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       __syncthreads();  // s_fits etc. are rewritten for the next sample
       continue;
     }
+    // the taps' rows as offsets into s_h, read after the horizontal pass's barrier. A tap outside the
+    // image (torchvision's zero padding: skipped before) reads the zero row with weight -0: it adds
+    // (-0) * (+0) = -0, which leaves every sum as it is (x + -0 == x bitwise, for x = +-0 too), so
+    // the vertical loop has no branch and the sums are bitwise those of skipping the tap
+    for (int i = tid; i < kTileRows * kMaxTaps; i += kTileX * kTileY) {
+      const int tr = i / kMaxTaps, j = i % kMaxTaps;
+      if (j < s_yn[tr]) {
+        const int y = s_ytap[tr][j].row;
+        s_ytap[tr][j].row = (y >= 0 ? y - ylo : region_rows) * kChunk * kTileX;
+      }
+    }
     for (int64_t c0 = 0; c0 < p.channels; c0 += kChunk) {
       const int64_t nc = kC > 0 ? kC : kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
       // 2. horizontal pass over the region rows: item i = (region row i / 32, column i % 32)
@@ -281,15 +301,17 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       for (int c = 0; c < kChunk; ++c) coff[c] = c * v.stride_c;
       const scalar_t* cbase = in + v.offset + c0 * v.stride_c;
       if (s_consecutive && s_xmaxn <= 3) {
-        horizontal_consecutive<3, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<3, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
       } else if (s_consecutive && s_xmaxn <= 4) {
-        horizontal_consecutive<4, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<4, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
+      } else if (s_consecutive && s_xmaxn <= 5) {
+        horizontal_consecutive<5, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
       } else if (s_consecutive && s_xmaxn <= 6) {
-        horizontal_consecutive<6, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<6, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
       } else if (s_consecutive && s_xmaxn <= 8) {
-        horizontal_consecutive<8, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h, region_rows);
+        horizontal_consecutive<8, kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tx, ty, s_xfirst, s_xn, s_xw, s_h);
       } else {
-        horizontal_general<kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xoff, s_xn, s_xw, s_h, region_rows);
+        horizontal_general<kChunk, kScaled>(cbase, v.stride_y, coff, nc, ylo, nrows, tid, s_xoff, s_xn, s_xw, s_h);
       }
       __syncthreads();
       // 3. vertical pass and epilogue
@@ -327,12 +349,10 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
           const int yn = s_yn[trow];
           for (int j = 0; j < yn; ++j) {
-            const int y = s_yrow[trow][j];
-            if (y < 0) continue;  // outside the image: zero
-            const acc_t w = s_yw[trow][j];
-            const acc_t* h = s_h + (y - ylo) * kTileX + tx;
+            const RowTap<acc_t> tap = s_ytap[trow][j];
+            const acc_t* h = s_h + tap.row + tx;
             TORCHAUG_UNROLL
-            for (int c = 0; c < kChunk; ++c) acc[c] += w * h[c * region_rows * kTileX];
+            for (int c = 0; c < kChunk; ++c) acc[c] += tap.w * h[c * kTileX];
           }
           if constexpr (kF32) {
             float* o = obase + static_cast<int64_t>(rr * kTileY) * p.os.y;
@@ -391,7 +411,7 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
   const int chunk = p.channels == 3 ? 3 : kChannelChunk;
   const int acc_bytes = src.scalar_type() == at::kDouble ? 8 : 4;
   const int row_bytes = kTileX * chunk * acc_bytes;
-  const int max_rows = kMaxRegionBytes / row_bytes;
+  const int max_rows = kMaxRegionBytes / row_bytes - 1;  // and the zero row
   const auto rows_needed = [&](int tile_rows) {
     return static_cast<int>(std::ceil((tile_rows + 4) * max_scale_y)) + 3;
   };
@@ -414,7 +434,7 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
   TORCHAUG_CHECK(tile_rows == 16 || tile_rows == 32 || tile_rows == 56, "TORCHAUG_RC_TILE_ROWS must be 16, 32 or 56");
   // the region: enough rows for the bound, at least 4 rows per output row of a 16-row tile
   const int region_rows = std::min(max_rows, std::max(max_scale_y > 0 ? rows_needed(tile_rows) : 0, 64));
-  const size_t smem = static_cast<size_t>(region_rows) * row_bytes;
+  const size_t smem = static_cast<size_t>(region_rows + 1) * row_bytes;
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cuda", [&] {
     const auto launch = [&](auto kc, auto rows_per_thread) {
       constexpr int kC = decltype(kc)::value;
