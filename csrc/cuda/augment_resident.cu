@@ -24,7 +24,9 @@ namespace {
 
 constexpr int kResThreads = 1024;
 constexpr int kResWarps = kResThreads / 32;
-constexpr int kResHeld = 13;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
+constexpr int kResHeld = 13;
+// the kinds of a sharpness or geometric slot, for the held loop's specializations
+constexpr int kResSharp = 0, kResBytes = 1, kResTaps = 2;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
 
 struct ResidentArgs {
   const uint8_t* in;
@@ -44,6 +46,13 @@ struct ResidentArgs {
   bool nearest_bytes;    // nearest geometric slots copy bytes (resident_value; false: the float path)
   NormalizeParams norm;
 };
+
+// Byte k of w as a float, exactly: the byte under the exponent of 2^23 (one byte permute) minus
+// 2^23: two full-rate instructions instead of a shift and an I2F, whose rate is 1/8 of an FFMA's on
+// sm_90 (the exponent trick of resized_crop's pixel_to_acc).
+__device__ __forceinline__ float byte_to_float(uint32_t w, int k) {
+  return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(k))) - 8388608.0f;
+}
 
 // Walks the pixels p = threadIdx.x + i * kResThreads of an H x W plane with their (y, x).
 template <typename F>
@@ -272,7 +281,24 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
                               A.nearest_bytes);
     };
     auto taps_at = [&](int y, int x) { return resident_taps<N>(sharp, s.m, H, W, y, x); };
-    if (A.held) {
+    // the held loop specialized on the slot's kind (sharpness, nearest byte copies, float taps): the
+    // same functions with the kind a constant, so that no pixel re-tests it channel by channel
+    const auto held_slot = [&](auto kind_constant) {
+      constexpr int kKind = decltype(kind_constant)::value;
+      constexpr bool kSharp = kKind == kResSharp, kBytes = kKind == kResBytes;
+      const auto value_k = [&](const uint8_t* sp, int c, int p, int y, int x, const kernels::AffineTaps<float, N, int>& taps) {
+        return resident_value<N>(sp, kSharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation, kBytes);
+      };
+      const auto taps_k = [&](int y, int x) { return resident_taps<N>(kSharp, s.m, H, W, y, x); };
+      // nearest byte copies written out (resident_value's kBytes branch without a branch per channel:
+      // the byte at the tap, or at pixel 0 and then replaced by the fill's byte outside the image)
+      int poff[C];
+      uint32_t fill_byte[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        poff[c] = pl[c] * A.plane;
+        fill_byte[c] = A.fill != nullptr ? static_cast<uint32_t>(kernels::PixelStore<uint8_t>::from(fc[c])) : 0u;
+      }
       const int words = A.plane / 4;
       uint32_t held[kResHeld][C > 1 ? C - 1 : 1];
       uint32_t* free_w = reinterpret_cast<uint32_t*>(planes + pl[C] * A.plane);
@@ -288,9 +314,18 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll 1
           for (int j = 0; j < 4; ++j) {  // one pixel's taps live at a time (register pressure)
             if (p + j < HW) {
-              const auto taps = taps_at(y, x);
+              const auto taps = taps_k(y, x);
+              if constexpr (kBytes && N == 1) {
+                const int at = taps.iy[0] * W + taps.ix[0];  // 0 outside the image (affine_taps)
 #pragma unroll
-              for (int c = 0; c < C; ++c) acc[c] |= value(planes + pl[c] * A.plane, c, p + j, y, x, taps) << (8 * j);
+                for (int c = 0; c < C; ++c) {
+                  const uint32_t v = planes[poff[c] + at];
+                  acc[c] |= (taps.valid[0] ? v : fill_byte[c]) << (8 * j);
+                }
+              } else {
+#pragma unroll
+                for (int c = 0; c < C; ++c) acc[c] |= value_k(planes + poff[c], c, p + j, y, x, taps) << (8 * j);
+              }
             }
             if (++x == W) {
               x = 0;
@@ -310,6 +345,15 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
           for (int c = 1; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[g] = held[i][c - 1];
         }
+      }
+    };
+    if (A.held) {
+      if (sharp) {
+        held_slot(std::integral_constant<int, kResSharp>{});
+      } else if (N == 1 && A.nearest_bytes) {
+        held_slot(std::integral_constant<int, kResBytes>{});
+      } else {
+        held_slot(std::integral_constant<int, kResTaps>{});
       }
       const int tmp = pl[0];
       pl[0] = pl[C];
@@ -331,12 +375,15 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   __syncthreads();
 
   if (A.normalize) {  // normalize_px per value, as the normalize op computes it
+    // normalize_px_by with std's reciprocal taken once (the same quotient as normalize_px's division,
+    // without a reciprocal per value), the bytes made floats by byte_to_float (no I2F)
     const NormalizeParams& np = A.norm;
-    float mean[C], sd[C];
+    float mean[C], sd[C], rcp[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       mean[c] = np.mean[np.ms.at(b, c)];
       sd[c] = np.std[np.ss.at(b, c)];
+      rcp[c] = kernels::rcp_for_div(sd[c]);
     }
     if (A.vec_norm) {
       float* o = static_cast<float*>(np.out) + b * np.os.b;
@@ -345,10 +392,10 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
         for (int c = 0; c < C; ++c) {
           const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
           float4 r;
-          r.x = kernels::normalize_px<float>(static_cast<float>(w & 0xffu), np.inv_max, mean[c], sd[c]);
-          r.y = kernels::normalize_px<float>(static_cast<float>((w >> 8) & 0xffu), np.inv_max, mean[c], sd[c]);
-          r.z = kernels::normalize_px<float>(static_cast<float>((w >> 16) & 0xffu), np.inv_max, mean[c], sd[c]);
-          r.w = kernels::normalize_px<float>(static_cast<float>(w >> 24), np.inv_max, mean[c], sd[c]);
+          r.x = kernels::normalize_px_by(byte_to_float(w, 0), np.inv_max, mean[c], sd[c], rcp[c]);
+          r.y = kernels::normalize_px_by(byte_to_float(w, 1), np.inv_max, mean[c], sd[c], rcp[c]);
+          r.z = kernels::normalize_px_by(byte_to_float(w, 2), np.inv_max, mean[c], sd[c], rcp[c]);
+          r.w = kernels::normalize_px_by(byte_to_float(w, 3), np.inv_max, mean[c], sd[c], rcp[c]);
           reinterpret_cast<float4*>(o + c * np.os.c)[q] = r;
         }
       }
@@ -357,8 +404,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
         for (int c = 0; c < C; ++c)
           store_pixel(np.out, b * np.os.b + c * np.os.c + y * np.os.y + x * np.os.x, np.out_kind,
-                      kernels::normalize_px<float>(static_cast<float>(planes[pl[c] * A.plane + p]), np.inv_max,
-                                                   mean[c], sd[c]));
+                      kernels::normalize_px_by(byte_to_float(planes[pl[c] * A.plane + p], 0), np.inv_max, mean[c],
+                                               sd[c], rcp[c]));
       });
     }
     return;
