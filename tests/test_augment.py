@@ -315,7 +315,8 @@ def test_fused_normalize_equals_augment_then_normalize(device, out, layout):
     """augment(..., mean, std, out_dtype, memory_format) is normalize(augment(...)) bitwise: on
     CUDA by the resident path (forced where the images fit, the uint8 ones) and by the slot passes
     then normalize, on the CPU by the latter; per-sample mean and std, float16 / bfloat16 outputs,
-    a channels_last output of an NCHW input and channels_last inputs."""
+    a channels_last output of an NCHW input and channels_last inputs; means and stds outside the
+    reciprocal's range for some samples (the per-value checked quotient beside the unchecked one)."""
     gen = torch.Generator().manual_seed(len(layout) + len(out))
     shape, _, cl = layout.partition("-")
     c, h, w = (int(v) for v in shape.split("x"))
@@ -325,7 +326,11 @@ def test_fused_normalize_equals_augment_then_normalize(device, out, layout):
     fmt = torch.channels_last if out.endswith("-cl") else None
     mean = torch.rand(24, c, generator=gen).to(device)
     std = (torch.rand(24, c, generator=gen) + 0.1).to(device)
-    for m, sd in ((mean, std), (MEAN[:c], STD[:c])):
+    # samples whose constants put some bytes outside the reciprocal's range (the checked quotient)
+    odd_mean, odd_std = mean.clone(), std.clone()
+    odd_std[0, 0], odd_std[1, 0] = 1e-30, 1e30
+    odd_mean[2, 0], odd_mean[3, 0], odd_mean[4, 0], odd_mean[5, 0] = 1e-25, 0.0, 3e25, -2e-12
+    for m, sd in ((mean, std), (MEAN[:c], STD[:c]), (odd_mean, odd_std)):
         ref = F.normalize(F.augment(x, ops, mags, "bilinear", [9, 99, 199][:c], validate=False), m, sd,
                           out_dtype=out_dtype, memory_format=fmt)
         modes = ("force", "0") if device == "cuda" else ("1",)

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "../augment_impl.h"
 
@@ -379,34 +380,51 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     // without a reciprocal per value), the bytes made floats by byte_to_float (no I2F)
     const NormalizeParams& np = A.norm;
     float mean[C], sd[C], rcp[C];
+    bool in_range = true;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       mean[c] = np.mean[np.ms.at(b, c)];
       sd[c] = np.std[np.ss.at(b, c)];
       rcp[c] = kernels::rcp_for_div(sd[c]);
+      in_range = in_range && kernels::normalize_u8_in_range(np.inv_max, mean[c], rcp[c]);
     }
-    if (A.vec_norm) {
-      float* o = static_cast<float*>(np.out) + b * np.os.b;
-      for (int q = t; q < HW / 4; q += kResThreads) {
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
-          float4 r;
-          r.x = kernels::normalize_px_by(byte_to_float(w, 0), np.inv_max, mean[c], sd[c], rcp[c]);
-          r.y = kernels::normalize_px_by(byte_to_float(w, 1), np.inv_max, mean[c], sd[c], rcp[c]);
-          r.z = kernels::normalize_px_by(byte_to_float(w, 2), np.inv_max, mean[c], sd[c], rcp[c]);
-          r.w = kernels::normalize_px_by(byte_to_float(w, 3), np.inv_max, mean[c], sd[c], rcp[c]);
-          reinterpret_cast<float4*>(o + c * np.os.c)[q] = r;
+    // the quotient without the per-value range test where this sample's constants keep every byte
+    // in range (normalize_u8_in_range: ImageNet's, and any ordinary mean and std), else checked
+    const auto store_all = [&](auto unchecked) {
+      const auto norm = [&](float v, int c) {
+        if constexpr (decltype(unchecked)::value) {
+          return kernels::normalize_px_by_unchecked(v, np.inv_max, mean[c], sd[c], rcp[c]);
+        } else {
+          return kernels::normalize_px_by(v, np.inv_max, mean[c], sd[c], rcp[c]);
         }
-      }
-    } else {
-      resident_pixels(H, W, [&](int p, int y, int x) {
+      };
+      if (A.vec_norm) {
+        float* o = static_cast<float*>(np.out) + b * np.os.b;
+        for (int q = t; q < HW / 4; q += kResThreads) {
 #pragma unroll
-        for (int c = 0; c < C; ++c)
-          store_pixel(np.out, b * np.os.b + c * np.os.c + y * np.os.y + x * np.os.x, np.out_kind,
-                      kernels::normalize_px_by(byte_to_float(planes[pl[c] * A.plane + p], 0), np.inv_max, mean[c],
-                                               sd[c], rcp[c]));
-      });
+          for (int c = 0; c < C; ++c) {
+            const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+            float4 r;
+            r.x = norm(byte_to_float(w, 0), c);
+            r.y = norm(byte_to_float(w, 1), c);
+            r.z = norm(byte_to_float(w, 2), c);
+            r.w = norm(byte_to_float(w, 3), c);
+            reinterpret_cast<float4*>(o + c * np.os.c)[q] = r;
+          }
+        }
+      } else {
+        resident_pixels(H, W, [&](int p, int y, int x) {
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            store_pixel(np.out, b * np.os.b + c * np.os.c + y * np.os.y + x * np.os.x, np.out_kind,
+                        norm(byte_to_float(planes[pl[c] * A.plane + p], 0), c));
+        });
+      }
+    };
+    if (in_range) {
+      store_all(std::true_type{});
+    } else {
+      store_all(std::false_type{});
     }
     return;
   }

@@ -52,5 +52,27 @@ TORCHAUG_HOST_DEVICE inline float normalize_px_by(float v, float inv_max, float 
   return rn_div_by(rn_sub(rn_mul(v, inv_max), mean), std, std_rcp);
 }
 
+// Whether normalize_px_by needs no range check for any pixel value v in 0..255 (uint8 images),
+// decided once per (sample, channel): then a = v * inv_max - mean (rounded twice) is 0 or in
+// [2^-53, 2^51], inside rn_div_by's [2^-60, 2^60], and normalize_px_by_unchecked gives the same
+// bits without the per-value test. Why: with inv_max in [2^-30, 2^30], x = RN(v * inv_max) is 0 or
+// in [2^-30, 2^38]; with mean 0 or |mean| in [2^-30, 2^50], x and mean are both multiples of 2^-53
+// (a float >= 2^-30 has 23 fraction bits above 2^-53), so x - mean is 0 or at least 2^-53 in
+// magnitude, and rounding keeps that bound; |x - mean| <= 2^38 + 2^50.
+TORCHAUG_HOST_DEVICE inline bool normalize_u8_in_range(float inv_max, float mean, float std_rcp) {
+  const float im = inv_max < 0 ? -inv_max : inv_max, m = mean < 0 ? -mean : mean;
+  return std_rcp != 0.0f && im >= 0x1p-30f && im <= 0x1p30f && (m == 0.0f || (m >= 0x1p-30f && m <= 0x1p50f));
+}
+TORCHAUG_HOST_DEVICE inline float normalize_px_by_unchecked(float v, float inv_max, float mean, float std,
+                                                           float std_rcp) {
+#if defined(__CUDA_ARCH__)
+  const float a = rn_sub(rn_mul(v, inv_max), mean);
+  const float q = __fmul_rn(a, std_rcp);
+  return __fmaf_rn(__fmaf_rn(-q, std, a), std_rcp, q);
+#else
+  return normalize_px_by(v, inv_max, mean, std, std_rcp);
+#endif
+}
+
 }  // namespace kernels
 }  // namespace torchaug
