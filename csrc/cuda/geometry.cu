@@ -227,6 +227,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   for (int i = tid; i < kChunk * kTileX; i += kTileX * kTileY) s_h[region_rows * kChunk * kTileX + i] = acc_t(0);
   // 32-bit indices (the launch checks B and the output size): fewer registers than int64, which
   // this kernel, at its 64-register bound, otherwise spills (b reloaded from local memory per row)
+  const int out_h = static_cast<int>(p.out_h), out_w = static_cast<int>(p.out_w);
   const int ox = static_cast<int>(blockIdx.x) * kTileX + tx;
   const int row0 = static_cast<int>(blockIdx.y) * kTileRows;
   for (int b = blockIdx.z; b < B; b += gridDim.z) {
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     if (ty == 0) {
       int n = 0;
       bool consecutive = v.stride_x == 1;  // taps x0, x0 + 1, ... all inside the image
-      if (ox < p.out_w) {
+      if (ox < out_w) {
         const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
                                                            resized_crop_source_column(p, b, ox));
         if (ax.count > kMaxTaps) {
@@ -274,7 +275,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       for (int tr = tx + (ty - 1) * kTileX; tr < kTileRows; tr += 2 * kTileX) {
         const int oy = row0 + tr;
         int n = 0;
-        if (oy < p.out_h) {
+        if (oy < out_h) {
           const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, oy);
           if (ay.count > kMaxTaps) {
             s_fits = 0;
@@ -306,7 +307,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     if (!s_fits || nrows > region_rows) {
       for (int r = 0; r < kRowsPerThread; ++r) {
         const int oy = row0 + ty + r * kTileY;
-        if (ox < p.out_w && oy < p.out_h) resized_crop_output_px(in, batch, p, b, oy, ox);
+        if (ox < out_w && oy < out_h) resized_crop_output_px(in, batch, p, b, oy, ox);
       }
       __syncthreads();  // s_fits etc. are rewritten for the next sample
       continue;
@@ -368,8 +369,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           }
           obase = static_cast<float*>(p.out) + b * p.os.b + (row0 + ty) * p.os.y + ox * p.os.x + c0 * p.os.c;
         }
-        const int rows_left = static_cast<int>(kernels::min_of<int64_t>(p.out_h - row0, kTileRows));
-        const bool column_inside = ox < p.out_w;
+        const int rows_left = min(out_h - row0, kTileRows);
+        const bool column_inside = ox < out_w;
         for (int rr = 0; rr < kRowsPerThread; ++rr) {
           const int trow = ty + rr * kTileY;
           if (!column_inside || trow >= rows_left) continue;
