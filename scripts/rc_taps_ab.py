@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import torchaug.functional as F  # noqa: E402
 from bench_geometry import MEAN, STD, torchaug_pipeline, torchvision_pipeline  # noqa: E402
-from harness import environment, time_cuda  # noqa: E402
+from harness import environment, saved_env, time_cuda  # noqa: E402
 
 MODES = ["exponent", "scaled"]
 
@@ -43,19 +43,19 @@ def main():
         return F.resized_crop_boxes(inputs[i % n_rot], params[i % n_rot], [224, 224], flip=flips[i % n_rot], mean=MEAN,
                                     std=STD, validate=False)
 
-    ref = None
-    for mode in MODES:  # the modes agree bitwise on this case too
-        os.environ["TORCHAUG_RC_TAPS"] = mode
-        out = op(0)
-        ref = out if ref is None else ref
-        print(f"  {mode:<9} bitwise equal to exponent: {torch.equal(out, ref)}", flush=True)
-    for r in range(args.rounds):
-        for mode in MODES:
+    with saved_env("TORCHAUG_RC_TAPS"):  # the caller's setting comes back afterwards
+        ref = None
+        for mode in MODES:  # the modes agree bitwise on this case too
             os.environ["TORCHAUG_RC_TAPS"] = mode
-            rows.setdefault(("op, params drawn beforehand", mode), []).append(time_cuda(op, args.iters, repeats=3)["ms"])
-            rows.setdefault(("transform, params on GPU", mode), []).append(
-                time_cuda(lambda i: fused(inputs[i % n_rot]), args.iters, repeats=3)["ms"])
-    os.environ.pop("TORCHAUG_RC_TAPS")
+            out = op(0)
+            ref = out if ref is None else ref
+            print(f"  {mode:<9} bitwise equal to exponent: {torch.equal(out, ref)}", flush=True)
+        for r in range(args.rounds):
+            for mode in MODES:
+                os.environ["TORCHAUG_RC_TAPS"] = mode
+                rows.setdefault(("op, params drawn beforehand", mode), []).append(time_cuda(op, args.iters, repeats=3)["ms"])
+                rows.setdefault(("transform, params on GPU", mode), []).append(
+                    time_cuda(lambda i: fused(inputs[i % n_rot]), args.iters, repeats=3)["ms"])
     try:
         tv = torchvision_pipeline()
         rows[("torchvision v2 batch-wide (peer)", "-")] = [time_cuda(lambda i: tv(inputs[i % n_rot]), args.iters)["ms"]]

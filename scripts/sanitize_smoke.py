@@ -6,6 +6,21 @@ import torch
 
 import torchaug.functional as F
 
+
+def with_env(name, values, fn):
+    """fn(value) with os.environ[name] = value for each value, then the caller's setting back."""
+    old = os.environ.get(name)
+    try:
+        for v in values:
+            os.environ[name] = v
+            fn(v)
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
 assert torch.cuda.is_available()
 dev = "cuda"
 g = torch.Generator().manual_seed(0)
@@ -65,10 +80,10 @@ for dtype, cl, w in cases + [(torch.uint8, False, 36)]:
     F.augment(y, ops, mags, "nearest"); F.augment(y[:, :1], ops, mags, "bilinear", 0.5)
 # augment's resident path with 16-byte planes, and the slot passes on the same program
 y = torch.randint(0, 256, (19, 3, 64, 48), generator=g, dtype=torch.uint8).to(dev)
-for mode in ("force", "0"):
-    os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
-    F.augment(y, ops, mags, "nearest"); F.augment(y, ops, mags, "bilinear", [1, 2, 3])
-os.environ.pop("TORCHAUG_AUGMENT_RESIDENT")
+with_env("TORCHAUG_AUGMENT_RESIDENT", ("force", "0"),
+         lambda _: (F.augment(y, ops, mags, "nearest"), F.augment(y, ops, mags, "bilinear", [1, 2, 3]),
+                    F.augment(y, ops, mags, "bilinear", [1, 2, 3], mean=[0.485, 0.456, 0.406],
+                              std=[0.229, 0.224, 0.225])))
 # filter tiles wider and taller than a small 1-channel image (fresh allocations)
 for dtype in (torch.uint8, torch.float32):
     y = torch.randint(0, 256, (4, 1, 5, 7), generator=g).to(dtype).to(dev)
@@ -79,18 +94,14 @@ torch.ops.torchaug._random_resized_crop_boxes(torch.rand(300, 22, device=dev, dt
 torch.cuda.synchronize()
 print("sanitize smoke: all kernels ran")
 # detection family: nms (shared and global removal words), batched_nms, roi_align forward and backward
-import os  # noqa: E402
-
 from torchaug import ops as tops  # noqa: E402
 
 xy = torch.rand(700, 2, generator=g) * 100
 bx = torch.cat([xy, xy + torch.rand(700, 2, generator=g) * 30], 1).to(dev)
 sc = torch.rand(700, generator=g).to(dev)
-for limit in ("5120", "2"):
-    os.environ["TORCHAUG_NMS_SHARED_TILES"] = limit
-    tops.nms(bx, sc, 0.5)
-    tops.batched_nms(bx.half(), sc, torch.randint(0, 4, (700,), generator=g).to(dev), 0.5)
-os.environ.pop("TORCHAUG_NMS_SHARED_TILES")
+with_env("TORCHAUG_NMS_SHARED_TILES", ("5120", "2"),
+         lambda _: (tops.nms(bx, sc, 0.5),
+                    tops.batched_nms(bx.half(), sc, torch.randint(0, 4, (700,), generator=g).to(dev), 0.5)))
 feat = torch.rand(2, 4, 13, 17, device=dev, requires_grad=True)
 rois = torch.tensor([[0, 1.0, 1, 9, 7], [1, -4, -3, 20, 16], [1, 3, 3, 3, 3]], device=dev)
 for aligned in (False, True):
