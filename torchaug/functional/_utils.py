@@ -97,21 +97,22 @@ def _constant_row(values: tuple, device: torch.device, dtype: torch.dtype) -> to
 def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str) -> torch.Tensor:
     """A (B, k) tensor from a number, a length-k sequence, or a tensor of shape (), (k,), (1, k) or
     (B, k); a batch-broadcast value is returned expanded (stride 0), not copied."""
+    values = None  # the row, when value is a constant given as numbers
     if (type(value) is list or type(value) is tuple) and len(value) == k and all(type(v) is float for v in value):
         # a transform's constant (Normalize keeps mean and std as lists of floats), without the
         # ABC checks below (~20 us a call in a chain's host time)
-        if torch.compiler.is_compiling():  # traced: a constant of the graph
-            return torch.tensor(value, dtype=dtype, device=device).unsqueeze(0).expand(batch, k)
-        return _constant_rows(tuple(value), device if type(device) is torch.device else torch.device(device), dtype, batch)
-    if not isinstance(value, torch.Tensor):
+        values = tuple(value)
+    elif not isinstance(value, torch.Tensor):
         if isinstance(value, numbers.Number):
             value = [float(value)] * k
         if isinstance(value, Sequence) and len(value) in (1, k) and all(isinstance(v, numbers.Number) for v in value):
             values = tuple(float(v) for v in value) * (k if len(value) == 1 else 1)
-            if torch.compiler.is_compiling():  # traced: a constant of the graph
-                return torch.tensor(values, dtype=dtype, device=device).unsqueeze(0).expand(batch, k)
-            return _constant_rows(values, torch.device(device), dtype, batch)
-        value = torch.as_tensor(value, dtype=dtype)
+        else:
+            value = torch.as_tensor(value, dtype=dtype)
+    if values is not None:
+        if torch.compiler.is_compiling():  # traced: a constant of the graph
+            return torch.tensor(values, dtype=dtype, device=device).unsqueeze(0).expand(batch, k)
+        return _constant_rows(values, device if type(device) is torch.device else torch.device(device), dtype, batch)
     if value.dim() == 0:
         value = value.reshape(1).expand(k)
     if value.dim() == 1:
