@@ -26,9 +26,9 @@ namespace {
 
 constexpr int kResThreads = 1024;
 constexpr int kResWarps = kResThreads / 32;
-constexpr int kResHeld = 13;
+constexpr int kResHeld = 13;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
 // the kinds of a sharpness or geometric slot, for the held loop's specializations
-constexpr int kResSharp = 0, kResBytes = 1, kResTaps = 2;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
+constexpr int kResSharp = 0, kResBytes = 1, kResTaps = 2;
 
 struct ResidentArgs {
   const uint8_t* in;

@@ -462,10 +462,10 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
     tap_mode = m == "exponent" ? kTapsExponent : kTapsScaled;
   }
   TORCHAUG_CHECK(tile_rows == 16 || tile_rows == 32 || tile_rows == 56, "TORCHAUG_RC_TILE_ROWS must be 16, 32 or 56");
-  // the region: enough rows for the bound, at least 4 rows per output row of a 16-row tile
   TORCHAUG_CHECK(B <= INT_MAX && p.out_h <= INT_MAX / 2 && p.out_w <= INT_MAX / 2,
                  "resized_crop: expected fewer than 2^31 images and an output size under 2^30, got ", B, " images of ",
                  p.out_h, "x", p.out_w);
+  // the region: enough rows for the bound, at least 4 rows per output row of a 16-row tile
   const int region_rows = std::min(max_rows, std::max(max_scale_y > 0 ? rows_needed(tile_rows) : 0, 64));
   const size_t smem = static_cast<size_t>(region_rows + 1) * row_bytes;
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cuda", [&] {
