@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import torchaug.functional as F
 from conftest import (
+    CUDA,
     assert_close_images,
     random_images,
     requires_cuda,
@@ -448,6 +449,25 @@ def test_cpu_cuda_agree():
             assert (a.int() - b.int()).abs().max() <= 1
         else:
             torch.testing.assert_close(a.float(), b.float(), atol=1e-2 if a.dtype == torch.bfloat16 else 1e-4, rtol=1e-3)
+
+
+@pytest.mark.skipif(not CUDA or torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_cuda_kernels_of_more_than_48k_shared_memory_on_every_device():
+    """resized_crop's tile kernel and the resident augment launch with more than 48 KiB of dynamic
+    shared memory, an opt-in that belongs to the device it was set on: one process launching them
+    on each GPU in turn gets the same bytes on every one (the opt-in is set once per device)."""
+    gen = torch.Generator().manual_seed(3)
+    x = random_images(8, 3, 375, 500, torch.uint8, generator=gen)
+    boxes = random_boxes(8, 375, 500, gen)
+    ops = torch.randint(0, len(F.AUGMENT_OPS), (8, 2), generator=gen)
+    mags = torch.rand(8, 2, generator=gen)
+    results = []
+    for d in range(torch.cuda.device_count()):
+        dev = f"cuda:{d}"
+        crop = F.resized_crop_boxes(x.to(dev), boxes.to(dev), [224, 224])
+        results.append((crop.cpu(), F.augment(crop, ops.to(dev), mags.to(dev), validate=False).cpu()))
+    for crop, aug in results[1:]:
+        assert torch.equal(crop, results[0][0]) and torch.equal(aug, results[0][1])
 
 
 @requires_cuda

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "../augment_impl.h"
+#include "shared_opt_in.cuh"
 
 namespace torchaug {
 namespace {
@@ -471,18 +472,6 @@ int64_t shared_optin(int device) {
   return v;
 }
 
-// The kernel's shared memory opt-in, set once per device to `limit` (every launch that fits the
-// resident path fits it) instead of on every call.
-template <int C, int N>
-void resident_opt_in(int device, int64_t limit) {
-  static std::atomic<uint64_t> done{0};  // bit d: set on device d
-  const uint64_t bit = device >= 0 && device < 64 ? uint64_t(1) << device : 0;
-  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(augment_resident_kernel<C, N>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(limit)));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
-
 bool dense_planes(const Strides4& s, int64_t H, int64_t W, const void* ptr) {
   return s.x == 1 && s.y == W && (H * W) % 16 == 0 && s.c % 16 == 0 && s.b % 16 == 0 &&
          reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
@@ -538,8 +527,8 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   const auto stream = c10::cuda::getCurrentCUDAStream();
   with_channels(C, [&](auto ch) {
     with_affine_taps(interpolation, [&](auto taps) {
-      auto kernel = augment_resident_kernel<decltype(ch)::value, decltype(taps)::value>;
-      resident_opt_in<decltype(ch)::value, decltype(taps)::value>(images.get_device(), limit);
+      constexpr auto kernel = augment_resident_kernel<decltype(ch)::value, decltype(taps)::value>;
+      opt_in_shared<kernel>(images.get_device(), static_cast<int>(limit));  // every launch that fits fits `limit`
       kernel<<<static_cast<unsigned>(B), kResThreads, static_cast<size_t>(bytes), stream>>>(A);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });

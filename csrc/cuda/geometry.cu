@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "../geometry_impl.h"
+#include "shared_opt_in.cuh"
 
 namespace torchaug {
 namespace {
@@ -473,12 +474,8 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
       constexpr int kC = decltype(kc)::value;
       constexpr int kR = decltype(rows_per_thread)::value;
       const auto go = [&](auto mode) {
-        const auto kernel = resized_crop_kernel<kC, kR, decltype(mode)::value, scalar_t, Batch>;
-        static const bool opted_in = [&] {
-          C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRegionBytes));
-          return true;
-        }();
-        (void)opted_in;
+        constexpr auto kernel = resized_crop_kernel<kC, kR, decltype(mode)::value, scalar_t, Batch>;
+        opt_in_shared<kernel>(src.get_device(), kMaxRegionBytes);
         const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
                         static_cast<unsigned>((p.out_h + kTileY * kR - 1) / (kTileY * kR)),
                         static_cast<unsigned>(std::min(B, kMaxGridZ)));
