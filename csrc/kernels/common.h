@@ -91,13 +91,18 @@ TORCHAUG_HOST_DEVICE inline float rcp_for_div(float b) {
   return b;  // unused on the host
 #endif
 }
+#if defined(__CUDA_ARCH__)
+// rn_div_by's quotient without its range test, for callers that have established the range once
+// (normalize_px_by_unchecked)
+__device__ inline float rn_div_by_unchecked(float a, float b, float r) {
+  const float q = __fmul_rn(a, r);
+  return __fmaf_rn(__fmaf_rn(-q, b, a), r, q);
+}
+#endif
 TORCHAUG_HOST_DEVICE inline float rn_div_by(float a, float b, float r) {
 #if defined(__CUDA_ARCH__)
   const float m = fabsf(a);
-  if (r != 0.0f && (m == 0.0f || (m >= 0x1p-60f && m <= 0x1p60f))) {
-    const float q = __fmul_rn(a, r);
-    return __fmaf_rn(__fmaf_rn(-q, b, a), r, q);
-  }
+  if (r != 0.0f && (m == 0.0f || (m >= 0x1p-60f && m <= 0x1p60f))) return rn_div_by_unchecked(a, b, r);
 #else
   (void)r;
 #endif

@@ -66,9 +66,7 @@ TORCHAUG_HOST_DEVICE inline bool normalize_u8_in_range(float inv_max, float mean
 TORCHAUG_HOST_DEVICE inline float normalize_px_by_unchecked(float v, float inv_max, float mean, float std,
                                                            float std_rcp) {
 #if defined(__CUDA_ARCH__)
-  const float a = rn_sub(rn_mul(v, inv_max), mean);
-  const float q = __fmul_rn(a, std_rcp);
-  return __fmaf_rn(__fmaf_rn(-q, std, a), std_rcp, q);
+  return rn_div_by_unchecked(rn_sub(rn_mul(v, inv_max), mean), std, std_rcp);
 #else
   return normalize_px_by(v, inv_max, mean, std, std_rcp);
 #endif
