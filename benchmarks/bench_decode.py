@@ -92,7 +92,12 @@ def main():
         bs = batches_of(files, B)
         case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
         t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
-        res.add(case, "torchaug nvJPEG hardware", B, t, target=25000 if name == "110KB" else None)
+        res.add(case, "torchaug nvJPEG hardware", B, t, target=25000 if name == "110KB" else None,
+                note="the batch shared between the device's decoders (TORCHAUG_NVJPEG_DECODERS, default 2)")
+        with saved_env("TORCHAUG_NVJPEG_DECODERS"):
+            os.environ["TORCHAUG_NVJPEG_DECODERS"] = "1"  # read at each call
+            t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
+        res.add(case, "torchaug nvJPEG hardware, one decoder", B, t, note="TORCHAUG_NVJPEG_DECODERS=1 (before session 23)")
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)

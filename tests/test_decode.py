@@ -344,6 +344,71 @@ def test_cuda_hybrid_lanes_under_concurrent_callers():
     assert not errors, errors
 
 
+@requires_cuda
+@pytest.mark.parametrize("mode", ["rgb", "gray"])
+def test_cuda_batch_shared_between_decoders_equals_one_decoder(mode, monkeypatch):
+    """A hardware batch of at least 2 x 32 files is shared between the device's free decoders (each
+    its own nvJPEG handle, state and stream, decoding at the same time; TORCHAUG_NVJPEG_DECODERS, read
+    at each call, caps them): every sample is bitwise what one decoder gives. A damaged file in a
+    later share makes nvJPEG reject that share, whose files are retried one by one: the error names
+    the file's index, and skip mode drops only that file."""
+    data = [_bytes(b) for b in _sized_photos(150)]
+    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", "1")
+    one = [t.clone() for t in decode_jpeg(data, device="cuda", mode=mode)]
+    for n in ("2", "3", "4"):
+        monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", n)
+        for _ in range(2):
+            shared = decode_jpeg(data, device="cuda", mode=mode)
+            assert len(shared) == len(one)
+            for i, (a, b) in enumerate(zip(shared, one)):
+                assert torch.equal(a, b), (n, i)
+    bad = list(data)
+    bad[140] = _bytes(BAD["damaged_data"][0])
+    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 140 \("):
+        decode_jpeg(bad, device="cuda", mode=mode)
+    images, failures = decode_jpeg(bad, device="cuda", mode=mode, on_error="skip")
+    assert [i for i, _ in failures] == [140]
+    assert len(images) == len(one) - 1
+    for a, b in zip(images, one[:140] + one[141:]):
+        assert torch.equal(a, b)
+
+
+@requires_cuda
+def test_cuda_concurrent_callers_share_the_decoders(monkeypatch):
+    """Three threads decoding large batches at once with two decoders allowed: calls wait for a free
+    decoder or take fewer extra ones, and each batch decodes right."""
+    import threading
+
+    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", "2")
+    data = [_bytes(b) for b in _sized_photos(128)]
+    expected = [t.clone() for t in decode_jpeg(data, device="cuda")]
+    errors = []
+
+    def run(k):
+        try:
+            for j in range(4):
+                part = slice(k * 8, k * 8 + 64 + 16 * j)
+                got = decode_jpeg(data[part], device="cuda")
+                torch.cuda.synchronize()
+                assert all(torch.equal(a, b) for a, b in zip(got, expected[part]))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@requires_cuda
+def test_decoders_env_is_checked(monkeypatch):
+    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", "0")
+    with pytest.raises(RuntimeError, match=r"TORCHAUG_NVJPEG_DECODERS must be an integer in \[1, 16\], got '0'"):
+        decode_jpeg([_bytes(_good())], device="cuda")
+
+
 @pytest.mark.skipif(not CUDA or torch.cuda.device_count() < 2, reason="needs 2 CUDA devices (the multi-GPU device machine)")
 def test_cuda_decode_on_the_second_gpu():
     """A decode on cuda:1 while cuda:0 is current must decode in cuda:1's context (a decode thread

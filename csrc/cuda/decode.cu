@@ -4,7 +4,8 @@
 //  - baseline JPEGs (1 component, or YCbCr 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0) go to nvJPEG's batched
 //    decoder on the hardware JPEG engines (A100 / H100), RGB ones in one call and grayscale ones in
 //    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
-//    samples' slots;
+//    samples' slots. A large group is shared between the device's free decoders (each its own nvJPEG
+//    handle, state and stream, up to TORCHAUG_NVJPEG_DECODERS), decoding at the same time;
 //  - the others nvJPEG takes (progressive, 4:1:1, everything when the GPU has no JPEG engine, and
 //    the share of the hardware-decodable ones that `hw_load` leaves to them) go through nvJPEG's
 //    hybrid decoder on the decoder's lanes: CPU threads, each with its own nvJPEG state and CUDA
@@ -21,9 +22,10 @@
 // (seen on H100s: meta-pytorch/torchcodec#1634, pytorch/vision#9606): output memory taken from the
 // caller's stream pool may be a block that kernels still queued there will read (a tensor freed
 // while its last reader is pending), and the decoder would overwrite it under them. So the output
-// and the scratch buffer come from the pool of the batched decoder's stream, a stream of the
-// decoder's own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
-// the memory only after the caller's work on it is done).
+// and the scratch buffer come from the pool of the first decoder's batched stream, a stream of the
+// decoder's own that only decodes; the caller's stream is recorded on them and waits for every
+// decoder that wrote them (the caching allocator reuses the memory only after the caller's work on it
+// is done, so after every decoder's).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
@@ -40,10 +42,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -315,7 +319,9 @@ double default_hw_load() {
   return load;
 }
 
-// One per device, created on first use and kept for the life of the process (as torchvision does:
+// A decoder: its own nvJPEG handle, hardware batched state and stream, and lanes. A call holds one
+// for its whole decode; calls from different threads take different decoders of the device's pool
+// (below) and decode at the same time. Kept for the life of the process (as torchvision does:
 // destroying nvJPEG objects from an atexit hook can run after the CUDA runtime has shut down).
 struct Decoder {
   nvjpegHandle_t handle = nullptr;
@@ -324,7 +330,6 @@ struct Decoder {
   std::unique_ptr<Batched> batched_;
   std::unique_ptr<LanePool> lanes_;
   Event allocated;  // recorded on the batched stream for the lanes' streams to wait on
-  std::mutex mutex;
 
   Decoder() {
     // chroma upsampled by interpolation, as libjpeg-turbo's default "fancy" upsampling does (nvJPEG's
@@ -367,14 +372,107 @@ struct Decoder {
   }
 };
 
-Decoder& decoder_for(const at::Device& device) {
-  static std::mutex mutex;
-  static std::map<int, Decoder*> decoders;
-  std::lock_guard<std::mutex> lock(mutex);
-  Decoder*& d = decoders[device.index()];
-  if (d == nullptr) d = new Decoder();  // created with `device` current (the caller's guard)
-  return *d;
+// How many decoders of a device may be in use at once: TORCHAUG_NVJPEG_DECODERS (read at each call,
+// so that a process can compare settings), else kDefaultDecoders. A call takes one, and for a large
+// hardware batch as many more as are free, each decoding a share of the batch on its own handle,
+// state and stream at the same time; calls from several threads take one each. On an idle H100
+// two decoders in flight decoded 1.56x the files of one, three 1.79x (scripts/decode_beside_model.py,
+// RESULTS.md case 6, session 23): one hardware batched call leaves the JPEG engines idle between
+// its steps.
+constexpr int kDefaultDecoders = 2;
+int decoder_limit() {
+  const char* v = std::getenv("TORCHAUG_NVJPEG_DECODERS");
+  if (v == nullptr) return kDefaultDecoders;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  TORCHAUG_CHECK(end != v && *end == '\0' && n >= 1 && n <= 16,
+                 "torchaug::decode_jpeg: TORCHAUG_NVJPEG_DECODERS must be an integer in [1, 16], got '", v, "'");
+  return static_cast<int>(n);
 }
+
+// The decoders of one device, made on demand and kept. A call's first decoder waits while `limit`
+// are in use; its extra ones are only taken when free (a call never waits holding one, so calls
+// cannot deadlock). The one freed last is reused first (one thread decoding keeps reusing one
+// decoder, its buffers already grown).
+class DecoderPool {
+ public:
+  Decoder& take(int limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    given_back_.wait(lock, [&] { return in_use_ < limit; });
+    return take_locked(lock);
+  }
+  Decoder* try_take(int limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (in_use_ >= limit) return nullptr;
+    return &take_locked(lock);
+  }
+  void give_back(Decoder& d) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --in_use_;
+      free_.push_back(&d);
+    }
+    given_back_.notify_all();
+  }
+
+ private:
+  Decoder& take_locked(std::unique_lock<std::mutex>& lock) {
+    ++in_use_;
+    if (!free_.empty()) {
+      Decoder* d = free_.back();
+      free_.pop_back();
+      return *d;
+    }
+    lock.unlock();
+    try {
+      return *new Decoder();  // made with the caller's device current (its guard)
+    } catch (...) {
+      lock.lock();
+      --in_use_;
+      given_back_.notify_all();
+      throw;
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable given_back_;
+  std::vector<Decoder*> free_;
+  int in_use_ = 0;
+};
+
+DecoderPool& pool_for(const at::Device& device) {
+  static std::mutex mutex;
+  static std::map<int, DecoderPool*> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  DecoderPool*& p = pools[device.index()];
+  if (p == nullptr) p = new DecoderPool();
+  return *p;
+}
+
+// The decoders a call holds: the first (waited for) and the extra ones it got, given back on return.
+struct HeldDecoders {
+  DecoderPool& pool;
+  std::vector<Decoder*> all;
+  HeldDecoders(DecoderPool& p, int limit) : pool(p) { all.push_back(&p.take(limit)); }
+  ~HeldDecoders() {
+    for (Decoder* d : all) pool.give_back(*d);
+  }
+  HeldDecoders(const HeldDecoders&) = delete;
+  HeldDecoders& operator=(const HeldDecoders&) = delete;
+  Decoder& first() { return *all.front(); }
+  // up to `n` decoders in all, as far as free ones allow
+  void add_up_to(int n, int limit) {
+    while (static_cast<int>(all.size()) < n) {
+      Decoder* d = pool.try_take(limit);
+      if (d == nullptr) break;
+      all.push_back(d);
+    }
+  }
+};
+
+// A hardware batch is shared between decoders only when each share has at least this many files
+// (a call's fixed costs are paid per decoder).
+constexpr size_t kMinShare = 32;
 
 // TORCHAUG_DECODE_TRACE=1 prints a line to stderr as a decode enters each step (a diagnostic: where
 // a decode that does not return is; 2-GPU training runs stalled with one rank's decode thread
@@ -477,6 +575,52 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   return true;
 }
 
+// One group through the hardware batched decoder of each of `decoders`: contiguous shares of at least
+// kMinShare files, the first decoded on the calling thread and the others on a thread each, all at
+// the same time, each on its decoder's stream. The caller's stream waits for every share. The files
+// of a share nvJPEG rejected go to `retry`; the first decoder's stream then waits for that share's
+// stream too (the lanes that retry them start after the first decoder's stream).
+void decode_hardware(const std::vector<Decoder*>& decoders, const at::Device& device, std::vector<Job>& group,
+                     nvjpegOutputFormat_t format, cudaStream_t caller, std::vector<Job>& retry) {
+  const size_t k = std::max<size_t>(1, std::min(decoders.size(), group.size() / kMinShare));
+  std::vector<std::vector<Job>> shares(k);
+  for (size_t i = 0; i < k; ++i) {
+    shares[i].assign(group.begin() + static_cast<std::ptrdiff_t>(group.size() * i / k),
+                     group.begin() + static_cast<std::ptrdiff_t>(group.size() * (i + 1) / k));
+  }
+  std::vector<char> ok(k, 0);
+  std::vector<std::exception_ptr> errors(k);
+  auto run = [&](size_t i) {
+    try {
+      const c10::cuda::CUDAGuard guard(device);
+      ok[i] = decode_batched(decoders[i]->batched(device), shares[i], format);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  try {
+    for (size_t i = 1; i < k; ++i) helpers.emplace_back(run, i);
+  } catch (const std::system_error&) {
+    // no thread for the remaining shares: they are decoded on this thread after the first
+  }
+  run(0);
+  for (size_t i = helpers.size() + 1; i < k; ++i) run(i);
+  for (auto& t : helpers) t.join();
+  Batched& first = decoders[0]->batched(device);
+  for (size_t i = 0; i < k; ++i) {
+    Batched& b = decoders[i]->batched(device);
+    b.done.block(caller);  // a rejected share may have queued work too
+    if (!ok[i]) {
+      retry.insert(retry.end(), shares[i].begin(), shares[i].end());
+      if (i > 0) b.done.block(first.stream.stream());
+    }
+  }
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 struct OrientJob {
   int64_t src, dst, c, hs, ws, o;
 };
@@ -501,8 +645,9 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
   const int dev = device.index();
   trace(dev, "enter", static_cast<int64_t>(plan.samples.size()));
-  Decoder& d = decoder_for(device);
-  std::lock_guard<std::mutex> lock(d.mutex);
+  const int limit = decoder_limit();
+  HeldDecoders held(pool_for(device), limit);
+  Decoder& d = held.first();
   trace(dev, "locked");
 
   // the output, and a scratch buffer for the samples shown rotated or mirrored (decoded there
@@ -582,17 +727,15 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   trace(dev, "lanes", static_cast<int64_t>(hybrid.size()));
   start_lanes(hybrid);
 
-  // meanwhile the batched groups on the decoder's stream (they need not wait for the caller's
-  // stream: their memory is the decoder's); the caller's stream waits for them
-  bool queued = false;
+  // meanwhile the batched groups on the decoders' streams (they need not wait for the caller's
+  // stream: their memory is the decoders'), a large group shared with the free decoders of the
+  // device; the caller's stream waits for them. Rejected files are retried one by one on the lanes.
+  held.add_up_to(static_cast<int>(std::max(hw_rgb.size(), hw_y.size()) / kMinShare), limit);
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
-    if (!decode_batched(batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
-      retry.insert(retry.end(), group->begin(), group->end());  // retried one by one on the lanes
-    }
-    queued = true;
+    decode_hardware(held.all, device, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB,
+                    current.stream(), retry);
   }
-  if (queued) batched.done.block(current.stream());
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
   join_lanes(hybrid);
