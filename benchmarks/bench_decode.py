@@ -136,13 +136,14 @@ def main():
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process
     with saved_env("TORCHAUG_SHM_POOL"):
-        for workers, pool in ((1, True), (2, True), (2, False)):
+        for workers, pool, threads in ((1, True, 1), (2, True, 1), (2, True, 2), (2, False, 1)):
             os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
             ds = Repeated(ImageFolderBytes(root), n_batches * B)
             loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
                                                  drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
             pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
-                                     device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
+                                     device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last,
+                                     threads=threads)
             count, t0, stats0 = 0, None, None
             for k, (x, y) in enumerate(pf):
                 if k == skip:
@@ -154,6 +155,7 @@ def main():
             dt = time.perf_counter() - t0
             st = pf.stats.per_batch_ms(stats0)
             res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
+                    + (f", {threads} producer threads" if threads > 1 else "")
                     + ("" if pool else ", a new shared-memory segment per batch"), B,
                     {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool else None,
                     note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))

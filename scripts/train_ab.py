@@ -11,6 +11,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   the hardware engines (TORCHAUG_NVJPEG_HW_LOAD=0.7, or as set);
 - "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
   instead of reusing theirs;
+- "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
+  its own nvJPEG decoder);
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -120,6 +122,8 @@ def main():
                                 "--hw-load"),
         "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--no-shm-pool"),
+        "threads2": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers),
+                                   "--prefetch-threads", "2"] + common),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                               "--list-path", "--with-autograd"),
     }

@@ -345,52 +345,38 @@ def test_cuda_hybrid_lanes_under_concurrent_callers():
 
 
 @requires_cuda
-@pytest.mark.parametrize("mode", ["rgb", "gray"])
-def test_cuda_batch_shared_between_decoders_equals_one_decoder(mode, monkeypatch):
-    """A hardware batch of at least 2 x 32 files is shared between the device's free decoders (each
-    its own nvJPEG handle, state and stream, decoding at the same time; TORCHAUG_NVJPEG_DECODERS, read
-    at each call, caps them): every sample is bitwise what one decoder gives. A damaged file in a
-    later share makes nvJPEG reject that share, whose files are retried one by one: the error names
-    the file's index, and skip mode drops only that file."""
-    data = [_bytes(b) for b in _sized_photos(150)]
-    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", "1")
-    one = [t.clone() for t in decode_jpeg(data, device="cuda", mode=mode)]
-    for n in ("2", "3", "4"):
-        monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", n)
-        for _ in range(2):
-            shared = decode_jpeg(data, device="cuda", mode=mode)
-            assert len(shared) == len(one)
-            for i, (a, b) in enumerate(zip(shared, one)):
-                assert torch.equal(a, b), (n, i)
-    bad = list(data)
-    bad[140] = _bytes(BAD["damaged_data"][0])
-    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 140 \("):
-        decode_jpeg(bad, device="cuda", mode=mode)
-    images, failures = decode_jpeg(bad, device="cuda", mode=mode, on_error="skip")
-    assert [i for i, _ in failures] == [140]
-    assert len(images) == len(one) - 1
-    for a, b in zip(images, one[:140] + one[141:]):
-        assert torch.equal(a, b)
-
-
-@requires_cuda
-def test_cuda_concurrent_callers_share_the_decoders(monkeypatch):
-    """Three threads decoding large batches at once with two decoders allowed: calls wait for a free
-    decoder or take fewer extra ones, and each batch decodes right."""
+@pytest.mark.parametrize("decoders", ["1", "2", "3"])
+def test_cuda_concurrent_callers_take_their_own_decoders(decoders, monkeypatch):
+    """Three threads decoding batches at once, each call on a decoder of the device's pool (its own
+    nvJPEG handle, state and stream; TORCHAUG_NVJPEG_DECODERS of them at most, read at each call: the
+    other calls wait for one): every batch bitwise what one thread alone gets, in RGB and gray. One
+    thread's batches hold a damaged file, which makes nvJPEG reject the batch on whichever decoder
+    takes it: skip mode drops that file only, the error names its index."""
     import threading
 
-    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", "2")
     data = [_bytes(b) for b in _sized_photos(128)]
-    expected = [t.clone() for t in decode_jpeg(data, device="cuda")]
+    damaged = _bytes(BAD["damaged_data"][0])
+    expected = {m: [t.clone() for t in decode_jpeg(data, device="cuda", mode=m)] for m in ("rgb", "gray")}
+    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", decoders)
     errors = []
 
     def run(k):
         try:
             for j in range(4):
+                mode = ("rgb", "gray")[(k + j) % 2]
                 part = slice(k * 8, k * 8 + 64 + 16 * j)
-                got = decode_jpeg(data[part], device="cuda")
+                want = expected[mode][part]
+                if k == 2:
+                    batch = data[part][:10] + [damaged] + data[part][10:]
+                    got, failures = decode_jpeg(batch, device="cuda", mode=mode, on_error="skip")
+                    assert [i for i, _ in failures] == [10], failures
+                    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 10 \("):
+                        decode_jpeg(batch, device="cuda", mode=mode)
+                else:
+                    got = decode_jpeg(data[part], device="cuda", mode=mode)
                 torch.cuda.synchronize()
-                assert all(torch.equal(a, b) for a, b in zip(got, expected[part]))
+                assert len(got) == len(want)
+                assert all(torch.equal(a, b) for a, b in zip(got, want)), (k, j)
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
@@ -542,6 +528,9 @@ def test_prefetcher_decodes_encoded_batches(folder, device):
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=0, collate_fn=collate_encoded, pin_memory=device == "cuda")
     crop = torchaug.transforms.Resize([32, 32])
     got = [(x.cpu(), y.cpu()) for x, y in torchaug.Prefetcher(loader, crop, device=device)]
+    # two producer threads decoding at the same time (on two decoders on CUDA): the same batches
+    assert all(torch.equal(a, x.cpu()) and torch.equal(b, y.cpu())
+               for (a, b), (x, y) in zip(got, torchaug.Prefetcher(loader, crop, device=device, threads=2)))
     for (x, y), (encoded, labels) in zip(got, loader):
         expected = crop(decode_jpeg(encoded, device=device))
         assert torch.equal(x, expected.cpu()) and torch.equal(y, labels)
@@ -580,7 +569,8 @@ def test_encoded_images_views_include_empty_files():
     assert EncodedImages.from_bytes([]).tensors() == []
 
 
-def test_prefetcher_skips_bad_files_and_their_labels():
+@pytest.mark.parametrize("threads", [1, 3])
+def test_prefetcher_skips_bad_files_and_their_labels(threads):
     files = [_bytes(_good()), _bytes(BAD["truncated_scan"][0]), _bytes(_good()), _bytes(b"nope")]
     batch = (EncodedImages.from_bytes(files), torch.tensor([10, 11, 12, 13]), ["a", "b", "c", "d"])
     pf = torchaug.Prefetcher([batch], torchaug.transforms.Resize([16, 16]), device="cpu", on_decode_error="skip")
@@ -588,5 +578,11 @@ def test_prefetcher_skips_bad_files_and_their_labels():
     assert images.shape == (2, 3, 16, 16)
     assert labels.tolist() == [10, 12] and names == ["a", "c"]
     assert [(b, i) for b, i, _ in pf.decode_failures] == [(0, 1), (0, 3)]
+    # batch numbers go on across epochs, whichever thread decodes the batch
+    pf = torchaug.Prefetcher([batch, batch[:1] + (batch[1] + 10, batch[2])] * 2, torchaug.transforms.Resize([16, 16]),
+                             device="cpu", on_decode_error="skip", threads=threads)
+    got = list(pf) + list(pf)
+    assert [y.tolist() for _, y, _ in got] == [[10, 12], [20, 22]] * 4
+    assert sorted((b, i) for b, i, _ in pf.decode_failures) == [(b, i) for b in range(8) for i in (1, 3)]
     with pytest.raises(RuntimeError, match="sample 1"):
         list(torchaug.Prefetcher([batch], torchaug.transforms.Resize([16, 16]), device="cpu"))

@@ -64,6 +64,80 @@ def test_prefetcher_equals_synchronous_chain(device, workers):
         assert torch.equal(x, ex) and torch.equal(y.cpu(), ey)
 
 
+def _slow_first_stage(pf, seconds):
+    """pf's first stage (decode, copy) made to take seconds(batch number) longer, so that with several
+    threads later batches finish it before earlier ones."""
+    load = pf._load_batch
+
+    def slow(batch, index):
+        import time
+        time.sleep(seconds(index))
+        return load(batch, index)
+    pf._load_batch = slow
+    return pf
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_yield_what_one_thread_yields(device, threads):
+    """Producer threads whose first stages finish out of order (batch 3k slowest): the batches come
+    in the loader's order, each bitwise what the synchronous chain gives (the chain's random draws
+    in the loader's order), over two epochs."""
+    loader = DataLoader(RaggedDataset(n=40), batch_size=4, collate_fn=collate_ragged, pin_memory=device == "cuda")
+    expected = reference(list(DataLoader(RaggedDataset(n=40), batch_size=4, collate_fn=collate_ragged)) * 2, 7, device)
+    pf = torchaug.Prefetcher(loader, chain(7), device=device, depth=2, mean=MEAN, std=STD,
+                             memory_format=torch.channels_last, threads=threads)
+    _slow_first_stage(pf, lambda i: 0.03 if i % 3 == 0 else 0.0)
+    got = list(pf) + list(pf)
+    assert len(got) == len(expected) == 20
+    for k, ((x, y), (ex, ey)) in enumerate(zip(got, expected)):
+        assert torch.equal(x, ex) and torch.equal(y.cpu(), ey), k
+    assert pf.stats.batches == 20
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_errors_early_break_and_arguments(device):
+    """With 3 producer threads: a loader's error and a transform's error reach the caller at their
+    batch after every earlier batch; an early break stops every thread."""
+    loader = DataLoader(RaggedDataset(n=20, fail_at=13), batch_size=4, num_workers=2, collate_fn=collate_ragged)
+    pf = _slow_first_stage(torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device, depth=3, threads=3),
+                           lambda i: 0.02 * (i % 2))
+    it = iter(pf)
+    threads = list(it._threads)
+    assert len(threads) == 3
+    assert [next(it)[1].tolist() for _ in range(3)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    with pytest.raises(ValueError, match="corrupt sample 13"):
+        next(it)
+    assert not any(t.is_alive() for t in threads)
+
+    calls = []
+
+    def bad_on_the_third(images):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("transform says no")
+        return images
+    x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    it = iter(_slow_first_stage(torchaug.Prefetcher([x] * 6, bad_on_the_third, device=device, threads=3),
+                                lambda i: 0.02 * (3 - i % 3)))
+    next(it), next(it)
+    with pytest.raises(RuntimeError, match="transform says no"):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+    it = iter(torchaug.Prefetcher(DataLoader(RaggedDataset(n=40), batch_size=2, collate_fn=collate_ragged),
+                                  T.Resize([8, 8]), device=device, threads=3))
+    next(it)
+    threads = list(it._threads)
+    assert len(threads) == 3
+    it.close()
+    assert not any(t.is_alive() for t in threads)
+    for bad in (0, 17, True, 2.0):
+        with pytest.raises(ValueError, match="threads must be an int in \\[1, 16\\]"):
+            torchaug.Prefetcher([x], device=device, threads=bad)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_batch_structures_pass_through(device):
     Pair = collections.namedtuple("Pair", "image label")
@@ -169,11 +243,11 @@ def test_timeout_shows_where_the_producer_is():
     q = queue.Queue()
     try:
         with pytest.raises(RuntimeError, match=r"(?s)no batch came for 0.2 s \(timeout\).*_stuck_in_a_decode"):
-            _take(q, 0.2, stuck)
+            _take(q, 0.2, [stuck])
         q.put("batch")
-        assert _take(q, 0.2, stuck) == "batch"
+        assert _take(q, 0.2, [stuck]) == "batch"
         q.put("batch")
-        assert _take(q, 0, stuck) == "batch"  # 0: no timeout
+        assert _take(q, 0, [stuck]) == "batch"  # 0: no timeout
     finally:
         release.set()
         stuck.join()

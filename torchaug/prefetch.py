@@ -5,6 +5,7 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
+import contextlib
 import queue
 import sys
 import threading
@@ -143,12 +144,19 @@ class Prefetcher:
     Re-iterable across epochs, len() when the loader has one, and a loop that breaks early shuts
     the loader's iterator down (or call close() on the iterator). An exception in the loader or a
     transform reaches the caller at the batch it belongs to. timeout > 0: a batch the producer
-    thread has not prepared after that many seconds is a RuntimeError that shows where the thread
-    is (its Python stack), instead of a wait without end (a stalled loader or decode; under DDP the
-    other ranks then fail in their collectives instead of waiting too). Without CUDA (device "cpu")
-    the same chain runs inline (and timeout does not apply). `stats` (a PrefetchStats) says where
+    threads have not prepared after that many seconds is a RuntimeError that shows where the threads
+    are (their Python stacks), instead of a wait without end (a stalled loader or decode; under DDP
+    the other ranks then fail in their collectives instead of waiting too). Without CUDA (device
+    "cpu") the same chain runs inline (and timeout does not apply), unless threads > 1. `stats` (a PrefetchStats) says where
     the host time went: waiting for the loader, preparing, or one side waiting for the other.
-    Batches are prepared without autograd (no graph is recorded, outputs never require grad)."""
+    Batches are prepared without autograd (no graph is recorded, outputs never require grad).
+
+    threads: producer threads (each with its own side stream) preparing batches at the same time.
+    Each takes the next batch from the loader and decodes and copies it beside the others (decode
+    calls from different threads run on different nvJPEG decoders at once, up to
+    TORCHAUG_NVJPEG_DECODERS); the chain and batch_transform then run one batch at a time in the
+    loader's order, so that the batches and their random draws are exactly those of one thread.
+    On the CPU, threads > 1 prepares batches on such threads too (1: inline)."""
 
     def __init__(
         self,
@@ -166,11 +174,14 @@ class Prefetcher:
         decode_mode: str = "rgb",
         on_decode_error: str = "raise",
         timeout: float = 0,
+        threads: int = 1,
     ):
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"torchaug.Prefetcher: depth must be an int >= 1, got {depth!r}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 16:
+            raise ValueError(f"torchaug.Prefetcher: threads must be an int in [1, 16], got {threads!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise ValueError(f"torchaug.Prefetcher: timeout must be a number of seconds >= 0 (0: wait without end), got {timeout!r}")
         if batch_transform is not None and not callable(batch_transform):
@@ -198,7 +209,10 @@ class Prefetcher:
         self.decode_failures = []
         self.stats = PrefetchStats()
         self._batches = 0
-        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self.threads = threads
+        # a side stream per producer thread (a batch's whole preparation is on one of them)
+        self._streams = [torch.cuda.Stream(self.device) for _ in range(threads)] if self.device.type == "cuda" else []
+        self._stream = self._streams[0] if self._streams else None
         self._live = None
 
     def __len__(self) -> int:
@@ -220,10 +234,21 @@ class Prefetcher:
 
     def _prepare_batch(self, batch):
         self._batches += 1
+        return self._transform_batch(self._load_batch(batch, self._batches - 1))
+
+    def _load_batch(self, batch, index: int):
+        """A batch's first stage: decoded (EncodedImages) and copied to the device. It draws nothing
+        at random, so producer threads run it for different batches at the same time."""
         if isinstance(self._images(batch), EncodedImages):
-            batch = self._decode(batch)
+            batch = self._decode(batch, index)
         if self._stream is not None:
             batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
+        return batch
+
+    def _transform_batch(self, batch):
+        """A batch's second stage: the chain and batch_transform, which draw their random parameters;
+        producer threads run it one batch at a time in the loader's order, so that the draws are
+        those of one thread."""
         if self.transform is not None:
             batch = self._apply_to_images(batch, self.transform)
         elif isinstance(self._images(batch), RaggedImages):
@@ -232,7 +257,7 @@ class Prefetcher:
             batch = self.batch_transform(batch)
         return batch
 
-    def _decode(self, batch):
+    def _decode(self, batch, index: int):
         """The batch with its EncodedImages decoded on the device: one RaggedImages (the decoder's
         buffer and the sizes, no tensor per image), or a list of (C, H_i, W_i) images for
         decode_mode="unchanged" (which may mix 1- and 3-channel images)."""
@@ -243,9 +268,9 @@ class Prefetcher:
         images, failures = decode(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
         if not failures:
             return self._replace_images(batch, images)
-        self.decode_failures += [(self._batches - 1, i, reason) for i, reason in failures]
+        self.decode_failures += [(index, i, reason) for i, reason in failures]
         if not len(images):
-            raise RuntimeError(f"torchaug.Prefetcher: no file of batch {self._batches - 1} decoded: {failures[0][1]} (and {len(failures) - 1} more)")
+            raise RuntimeError(f"torchaug.Prefetcher: no file of batch {index} decoded: {failures[0][1]} (and {len(failures) - 1} more)")
         bad = {i for i, _ in failures}
         keep = [i for i in range(len(encoded)) if i not in bad]
         n = len(encoded)
@@ -318,81 +343,162 @@ def _thread_stack(thread: threading.Thread) -> str:
     return "".join(traceback.format_stack(frame)) if frame is not None else "  (the thread has ended)\n"
 
 
-def _take(q: "queue.Queue", timeout: float, thread: threading.Thread):
-    """The next item of the producer's queue; with timeout > 0, a RuntimeError showing where the
-    producer thread is when no item came for that many seconds."""
+def _take(q: "queue.Queue", timeout: float, threads: Sequence[threading.Thread]):
+    """The next item of the producers' queue; with timeout > 0, a RuntimeError showing where the
+    producer threads are when no item came for that many seconds."""
     if timeout <= 0:
         return q.get()
     try:
         return q.get(timeout=timeout)
     except queue.Empty:
-        raise RuntimeError(f"torchaug.Prefetcher: no batch came for {timeout:g} s (timeout); the producer thread is "
-                           f"at (most recent call last):\n{_thread_stack(thread)}") from None
+        where = "".join(f"{t.name} (most recent call last):\n{_thread_stack(t)}" for t in threads)
+        raise RuntimeError(f"torchaug.Prefetcher: no batch came for {timeout:g} s (timeout); the producer threads are "
+                           f"at:\n{where}") from None
 
 
-def _produce(owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer) -> None:
-    """The producer thread of a _PrefetchIterator: batches from the loader, prepared on the side
-    stream, with an event marking the end of each; an exception goes to the consumer at its batch."""
-    stream = owner._stream
+class _Producers:
+    """What the producer threads of one _PrefetchIterator share: the loader's iterator (taken from
+    one thread at a time, each batch numbered), and the turn: the number of the next batch to be
+    transformed and queued, so that the chain's random draws and the queue follow the loader's order
+    whatever order the threads' first stages finish in."""
+
+    def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer):
+        self.owner, self.it, self.q, self.stop, self.consumer = owner, it, q, stop, consumer
+        self.taking = threading.Lock()
+        self.turn_changed = threading.Condition()
+        self.turn = 0  # the number (counted from this iterator's first batch) of the next batch to queue
+        self.taken = 0
+        self.ended = False  # the loader ended or failed: no thread takes another batch
+
+    def next_batch(self):
+        """(number in this iterator, number in the Prefetcher's life, batch, seconds waited for it),
+        with _END or (_Failed, None) for the batch once the loader ends or fails, then None."""
+        with self.taking:
+            if self.ended:
+                return None
+            n = self.taken
+            self.taken += 1
+            t0 = time.perf_counter()
+            try:
+                batch = next(self.it)
+            except StopIteration:
+                self.ended = True
+                return n, None, _END, 0.0
+            except Exception as e:  # a worker's error
+                self.ended = True
+                return n, None, (_Failed(e), None), 0.0
+            index = self.owner._batches
+            self.owner._batches += 1
+            return n, index, batch, time.perf_counter() - t0
+
+    def wait_turn(self, n: int) -> bool:
+        with self.turn_changed:
+            while self.turn != n:
+                if self.stop.is_set():
+                    return False
+                self.turn_changed.wait(0.05)
+        return not self.stop.is_set()
+
+    def pass_turn(self) -> None:
+        with self.turn_changed:
+            self.turn += 1
+            self.turn_changed.notify_all()
+
+
+def _failed_or_end(item) -> bool:
+    return item is _END or (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], _Failed))
+
+
+def _produce(shared: _Producers, stream) -> None:
+    """A producer thread of a _PrefetchIterator: batches from the loader, loaded (decoded, copied) on
+    this thread's side stream beside the other threads', then, at their turn, transformed there, with
+    an event marking the end of each; an exception goes to the consumer at its batch."""
+    owner, q, stop = shared.owner, shared.q, shared.stop
     stats = owner.stats
-    torch.cuda.set_device(owner.device)
+    if stream is not None:
+        torch.cuda.set_device(owner.device)
+
+    def on_stream():
+        return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
     while not stop.is_set():
-        t0 = time.perf_counter()
-        try:
-            batch = next(it)
-        except StopIteration:
-            _put(q, stop, _END)
+        taken = shared.next_batch()
+        if taken is None:
             return
-        except Exception as e:  # a worker's error
-            _put(q, stop, (_Failed(e), None))
-            return
+        n, index, batch, waited = taken
+        item = batch if _failed_or_end(batch) else None
         t1 = time.perf_counter()
-        try:
-            if any(t.is_cuda for t in _tensors(batch, [])):
-                # a batch already on the GPU may still be written by the consumer's stream; host
-                # batches need no wait (the side stream must not queue behind the model's step)
-                stream.wait_stream(consumer)
-            with torch.cuda.stream(stream):
-                batch = owner._prepare(batch)
-                done = torch.cuda.Event()
-                done.record(stream)
-        except Exception as e:
-            _put(q, stop, (_Failed(e), None))
+        if item is None:
+            try:
+                if stream is not None and any(t.is_cuda for t in _tensors(batch, [])):
+                    # a batch already on the GPU may still be written by the consumer's stream; host
+                    # batches need no wait (the side stream must not queue behind the model's step)
+                    stream.wait_stream(shared.consumer)
+                with on_stream(), torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+                    batch = owner._load_batch(batch, index)
+            except Exception as e:
+                item = (_Failed(e), None)
+        loaded = time.perf_counter() - t1
+        if not shared.wait_turn(n):
             return
         t2 = time.perf_counter()
-        stats.add_batch(t1 - t0, t2 - t1)
-        if not _put(q, stop, (batch, done)):
+        if item is None:
+            try:
+                with on_stream(), torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+                    batch = owner._transform_batch(batch)
+                    done = None
+                    if stream is not None:
+                        done = torch.cuda.Event()
+                        done.record(stream)
+                item = (batch, done)
+            except Exception as e:
+                item = (_Failed(e), None)
+        t3 = time.perf_counter()
+        if _failed_or_end(item):
+            # the consumer stops at this item: no thread takes another batch
+            shared.ended = True
+            _put(q, stop, item)
+            shared.pass_turn()
             return
-        stats.queue_full += time.perf_counter() - t2
+        stats.add_batch(waited, loaded + t3 - t2)
+        if not _put(q, stop, item):
+            return
+        stats.queue_full += time.perf_counter() - t3
+        shared.pass_turn()
 
 
 class _PrefetchIterator:
-    """On CUDA a producer thread takes batches from the loader and prepares them on the side stream,
-    at most `depth` ahead, so that the host work of the chain (decode calls, launches, Python) runs
-    while the consumer's thread runs the model's step; on the CPU the chain runs inline."""
+    """On CUDA `threads` producer threads take batches from the loader and prepare them on their
+    side streams, at most `depth` ahead, so that the host work of the chain (decode calls, launches,
+    Python) runs while the consumer's thread runs the model's step; on the CPU the chain runs inline
+    (or on `threads` > 1 producer threads)."""
 
     def __init__(self, owner: Prefetcher):
         self._owner = owner
         self._it = iter(owner.loader)
         self._stop = threading.Event()
-        self._thread = None
-        if owner._stream is not None:
+        self._threads = []
+        # on the CPU with one thread the chain runs inline; else producer threads prepare the batches
+        self._inline = owner._stream is None and owner.threads == 1
+        if not self._inline:
             # the stream the consumer reads on (the main thread's): batches already on the GPU are
             # prepared after the work queued there
-            self._consumer = torch.cuda.current_stream(owner.device)
+            self._consumer = torch.cuda.current_stream(owner.device) if owner._stream is not None else None
             self._queue = queue.Queue(maxsize=owner.depth)
-            # the thread holds no reference to this iterator, so that a loop that breaks early lets
+            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer)
+            # the threads hold no reference to this iterator, so that a loop that breaks early lets
             # it be collected and closed (__del__)
-            self._thread = threading.Thread(target=_produce, args=(owner, self._it, self._queue, self._stop, self._consumer),
-                                            name="torchaug-prefetch", daemon=True)
-            self._thread.start()
+            self._threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
+                                              name="torchaug-prefetch" + (f"-{k}" if k else ""))
+                             for k, stream in enumerate(owner._streams or [None] * owner.threads)]
+            for t in self._threads:
+                t.start()
 
     def __iter__(self):
         return self
 
     def __next__(self):
         owner = self._owner
-        if owner._stream is None:  # CPU: the chain inline
+        if self._inline:  # CPU, one thread: the chain inline
             if self._it is None:
                 raise StopIteration
             t0 = time.perf_counter()
@@ -405,11 +511,11 @@ class _PrefetchIterator:
             batch = owner._prepare(batch)
             owner.stats.add_batch(t1 - t0, time.perf_counter() - t1)
             return batch
-        if self._thread is None:
+        if not self._threads:
             raise StopIteration
         t0 = time.perf_counter()
         try:
-            item = _take(self._queue, owner.timeout, self._thread)
+            item = _take(self._queue, owner.timeout, self._threads)
         except RuntimeError:
             self._abandon()
             raise
@@ -426,6 +532,8 @@ class _PrefetchIterator:
     def _hand_over(self, batch, done):
         """The consumer's stream waits for the batch, and its memory is not reused before the work
         queued on that stream (the model reading it) is done."""
+        if done is None:  # prepared on the CPU
+            return batch
         consumer = torch.cuda.current_stream(self._owner.device)
         consumer.wait_event(done)
         for t in _tensors(batch, []):
@@ -434,18 +542,20 @@ class _PrefetchIterator:
         return batch
 
     def _abandon(self) -> None:
-        """close() for a producer thread that does not come back (a timeout): it is told to stop
-        and left behind (a daemon thread), and the loader's iterator is shut down."""
+        """close() for producer threads that do not come back (a timeout): they are told to stop
+        and left behind (daemon threads), and the loader's iterator is shut down."""
         self._stop.set()
-        self._thread = None
+        self._threads = []
         self._shutdown_loader()
 
     def close(self) -> None:
-        """Stops the producer, drops the queued batches and shuts the loader's iterator (and its
+        """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
         workers) down, unless the loader keeps persistent workers for the next epoch."""
         self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
+        threads, self._threads = self._threads, []
+        for thread in threads:
+            if thread is threading.current_thread():
+                continue
             while thread.is_alive():
                 try:
                     self._queue.get(timeout=0.05)

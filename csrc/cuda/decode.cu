@@ -4,8 +4,9 @@
 //  - baseline JPEGs (1 component, or YCbCr 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0) go to nvJPEG's batched
 //    decoder on the hardware JPEG engines (A100 / H100), RGB ones in one call and grayscale ones in
 //    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
-//    samples' slots. A large group is shared between the device's free decoders (each its own nvJPEG
-//    handle, state and stream, up to TORCHAUG_NVJPEG_DECODERS), decoding at the same time;
+//    samples' slots. Calls from different threads take different decoders of the device (each its
+//    own nvJPEG handle, state, stream and lanes; up to TORCHAUG_NVJPEG_DECODERS) and decode at the
+//    same time;
 //  - the others nvJPEG takes (progressive, 4:1:1, everything when the GPU has no JPEG engine, and
 //    the share of the hardware-decodable ones that `hw_load` leaves to them) go through nvJPEG's
 //    hybrid decoder on the decoder's lanes: CPU threads, each with its own nvJPEG state and CUDA
@@ -22,10 +23,9 @@
 // (seen on H100s: meta-pytorch/torchcodec#1634, pytorch/vision#9606): output memory taken from the
 // caller's stream pool may be a block that kernels still queued there will read (a tensor freed
 // while its last reader is pending), and the decoder would overwrite it under them. So the output
-// and the scratch buffer come from the pool of the first decoder's batched stream, a stream of the
-// decoder's own that only decodes; the caller's stream is recorded on them and waits for every
-// decoder that wrote them (the caching allocator reuses the memory only after the caller's work on it
-// is done, so after every decoder's).
+// and the scratch buffer come from the pool of the batched decoder's stream, a stream of the
+// decoder's own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
+// the memory only after the caller's work on it is done).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
@@ -42,12 +42,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -372,13 +370,13 @@ struct Decoder {
   }
 };
 
-// How many decoders of a device may be in use at once: TORCHAUG_NVJPEG_DECODERS (read at each call,
-// so that a process can compare settings), else kDefaultDecoders. A call takes one, and for a large
-// hardware batch as many more as are free, each decoding a share of the batch on its own handle,
-// state and stream at the same time; calls from several threads take one each. On an idle H100
-// two decoders in flight decoded 1.56x the files of one, three 1.79x (scripts/decode_beside_model.py,
-// RESULTS.md case 6, session 23): one hardware batched call leaves the JPEG engines idle between
-// its steps.
+// How many decoders of a device may be in use at once, so how many calls (from different threads)
+// decode on it at the same time: TORCHAUG_NVJPEG_DECODERS (read at each call, so that a process can
+// compare settings), else kDefaultDecoders. On an idle H100 two threads each calling with batches of
+// 256 decoded 1.56x the files of one thread, three 1.79x (scripts/decode_beside_model.py, RESULTS.md
+// case 6, session 23): one batched call leaves the JPEG engines idle during its host-side steps,
+// which another call in flight fills. (Sharing one call's batch between decoders did not gain in the
+// same session: its shares start and end together.)
 constexpr int kDefaultDecoders = 2;
 int decoder_limit() {
   const char* v = std::getenv("TORCHAUG_NVJPEG_DECODERS");
@@ -390,33 +388,14 @@ int decoder_limit() {
   return static_cast<int>(n);
 }
 
-// The decoders of one device, made on demand and kept. A call's first decoder waits while `limit`
-// are in use; its extra ones are only taken when free (a call never waits holding one, so calls
-// cannot deadlock). The one freed last is reused first (one thread decoding keeps reusing one
-// decoder, its buffers already grown).
+// The decoders of one device, made on demand and kept. A call takes one, waiting while `limit` are
+// in use; the one given back last is reused first (one thread decoding keeps reusing one decoder, its
+// buffers already grown).
 class DecoderPool {
  public:
   Decoder& take(int limit) {
     std::unique_lock<std::mutex> lock(mutex_);
     given_back_.wait(lock, [&] { return in_use_ < limit; });
-    return take_locked(lock);
-  }
-  Decoder* try_take(int limit) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (in_use_ >= limit) return nullptr;
-    return &take_locked(lock);
-  }
-  void give_back(Decoder& d) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --in_use_;
-      free_.push_back(&d);
-    }
-    given_back_.notify_all();
-  }
-
- private:
-  Decoder& take_locked(std::unique_lock<std::mutex>& lock) {
     ++in_use_;
     if (!free_.empty()) {
       Decoder* d = free_.back();
@@ -433,7 +412,16 @@ class DecoderPool {
       throw;
     }
   }
+  void give_back(Decoder& d) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --in_use_;
+      free_.push_back(&d);
+    }
+    given_back_.notify_all();
+  }
 
+ private:
   std::mutex mutex_;
   std::condition_variable given_back_;
   std::vector<Decoder*> free_;
@@ -449,30 +437,15 @@ DecoderPool& pool_for(const at::Device& device) {
   return *p;
 }
 
-// The decoders a call holds: the first (waited for) and the extra ones it got, given back on return.
-struct HeldDecoders {
+// A decoder of the device's pool, held for the life of one call.
+struct HeldDecoder {
   DecoderPool& pool;
-  std::vector<Decoder*> all;
-  HeldDecoders(DecoderPool& p, int limit) : pool(p) { all.push_back(&p.take(limit)); }
-  ~HeldDecoders() {
-    for (Decoder* d : all) pool.give_back(*d);
-  }
-  HeldDecoders(const HeldDecoders&) = delete;
-  HeldDecoders& operator=(const HeldDecoders&) = delete;
-  Decoder& first() { return *all.front(); }
-  // up to `n` decoders in all, as far as free ones allow
-  void add_up_to(int n, int limit) {
-    while (static_cast<int>(all.size()) < n) {
-      Decoder* d = pool.try_take(limit);
-      if (d == nullptr) break;
-      all.push_back(d);
-    }
-  }
+  Decoder& d;
+  explicit HeldDecoder(DecoderPool& p) : pool(p), d(p.take(decoder_limit())) {}
+  ~HeldDecoder() { pool.give_back(d); }
+  HeldDecoder(const HeldDecoder&) = delete;
+  HeldDecoder& operator=(const HeldDecoder&) = delete;
 };
-
-// A hardware batch is shared between decoders only when each share has at least this many files
-// (a call's fixed costs are paid per decoder).
-constexpr size_t kMinShare = 32;
 
 // TORCHAUG_DECODE_TRACE=1 prints a line to stderr as a decode enters each step (a diagnostic: where
 // a decode that does not return is; 2-GPU training runs stalled with one rank's decode thread
@@ -575,52 +548,6 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   return true;
 }
 
-// One group through the hardware batched decoder of each of `decoders`: contiguous shares of at least
-// kMinShare files, the first decoded on the calling thread and the others on a thread each, all at
-// the same time, each on its decoder's stream. The caller's stream waits for every share. The files
-// of a share nvJPEG rejected go to `retry`; the first decoder's stream then waits for that share's
-// stream too (the lanes that retry them start after the first decoder's stream).
-void decode_hardware(const std::vector<Decoder*>& decoders, const at::Device& device, std::vector<Job>& group,
-                     nvjpegOutputFormat_t format, cudaStream_t caller, std::vector<Job>& retry) {
-  const size_t k = std::max<size_t>(1, std::min(decoders.size(), group.size() / kMinShare));
-  std::vector<std::vector<Job>> shares(k);
-  for (size_t i = 0; i < k; ++i) {
-    shares[i].assign(group.begin() + static_cast<std::ptrdiff_t>(group.size() * i / k),
-                     group.begin() + static_cast<std::ptrdiff_t>(group.size() * (i + 1) / k));
-  }
-  std::vector<char> ok(k, 0);
-  std::vector<std::exception_ptr> errors(k);
-  auto run = [&](size_t i) {
-    try {
-      const c10::cuda::CUDAGuard guard(device);
-      ok[i] = decode_batched(decoders[i]->batched(device), shares[i], format);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> helpers;
-  try {
-    for (size_t i = 1; i < k; ++i) helpers.emplace_back(run, i);
-  } catch (const std::system_error&) {
-    // no thread for the remaining shares: they are decoded on this thread after the first
-  }
-  run(0);
-  for (size_t i = helpers.size() + 1; i < k; ++i) run(i);
-  for (auto& t : helpers) t.join();
-  Batched& first = decoders[0]->batched(device);
-  for (size_t i = 0; i < k; ++i) {
-    Batched& b = decoders[i]->batched(device);
-    b.done.block(caller);  // a rejected share may have queued work too
-    if (!ok[i]) {
-      retry.insert(retry.end(), shares[i].begin(), shares[i].end());
-      if (i > 0) b.done.block(first.stream.stream());
-    }
-  }
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
-
 struct OrientJob {
   int64_t src, dst, c, hs, ws, o;
 };
@@ -645,9 +572,8 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
   const int dev = device.index();
   trace(dev, "enter", static_cast<int64_t>(plan.samples.size()));
-  const int limit = decoder_limit();
-  HeldDecoders held(pool_for(device), limit);
-  Decoder& d = held.first();
+  const HeldDecoder held(pool_for(device));
+  Decoder& d = held.d;
   trace(dev, "locked");
 
   // the output, and a scratch buffer for the samples shown rotated or mirrored (decoded there
@@ -727,15 +653,17 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   trace(dev, "lanes", static_cast<int64_t>(hybrid.size()));
   start_lanes(hybrid);
 
-  // meanwhile the batched groups on the decoders' streams (they need not wait for the caller's
-  // stream: their memory is the decoders'), a large group shared with the free decoders of the
-  // device; the caller's stream waits for them. Rejected files are retried one by one on the lanes.
-  held.add_up_to(static_cast<int>(std::max(hw_rgb.size(), hw_y.size()) / kMinShare), limit);
+  // meanwhile the batched groups on the decoder's stream (they need not wait for the caller's
+  // stream: their memory is the decoder's); the caller's stream waits for them
+  bool queued = false;
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
-    decode_hardware(held.all, device, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB,
-                    current.stream(), retry);
+    if (!decode_batched(batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
+      retry.insert(retry.end(), group->begin(), group->end());  // retried one by one on the lanes
+    }
+    queued = true;
   }
+  if (queued) batched.done.block(current.stream());
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
 
   join_lanes(hybrid);
