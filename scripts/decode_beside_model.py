@@ -1,24 +1,20 @@
-"""Decoding beside a training step, and how many decoders a decode should use (issue 5: with
-ResNet-50 the Prefetcher's one producer thread prepares a batch in ~65 ms against ~20 ms beside
-EfficientNet-b0, and the training loop waits, RESULTS.md case 5, sessions 17 and 19; issue 6: the
-decode alone misses 25,000 img/s).
+"""Decoding beside a training step (issue 5: with ResNet-50 the Prefetcher's one producer thread
+prepares a batch in ~65 ms against ~20 ms beside EfficientNet-b0, and the training loop waits,
+RESULTS.md case 5, sessions 17 and 19): for k = 1, 2, 3 threads, each decoding batches of 256 JPEGs
+(decode_jpeg_ragged) and cropping them (RandomResizedCrop(224)) in a loop on its own stream, with the
+GPU otherwise idle and the whole time the main thread trains ResNet-50 (bf16, channels_last, batch
+256, at most two steps queued ahead, as a training loop whose host runs ahead): img/s of the
+training and of the decoding threads together. Each thread's call takes its own nvJPEG decoder
+(TORCHAUG_NVJPEG_DECODERS=3 here).
 
---threads: for k = 1, 2, 3 threads, each decoding batches of 256 JPEGs (decode_jpeg_ragged) and
-cropping them (RandomResizedCrop(224)) in a loop on its own stream, with the GPU otherwise idle and
-the whole time the main thread trains ResNet-50 (bf16, channels_last, batch 256, at most two steps
-queued ahead, as a training loop whose host runs ahead): img/s of the training and of the decoding
-threads together. Each thread's call takes its own decoder (TORCHAUG_NVJPEG_DECODERS=3).
+(Session 23 also ran a --split mode at commit adf688a, when one call shared its batch between the
+free decoders; that sharing was taken out, and the mode with it.)
 
---split: one thread; each call shares its batch between up to D decoders (TORCHAUG_NVJPEG_DECODERS
-= D, read at each call): decode only, GPU idle, on ~110 KB and ~65 KB files; then decode + crop
-beside ResNet-50 as above.
-
-    python3 scripts/decode_beside_model.py [--threads] [--split] [--seconds 6] [--json PATH]
+    python3 scripts/decode_beside_model.py [--seconds 6] [--json PATH]
 """
 import argparse
 import json
 import os
-import statistics
 import sys
 import threading
 import time
@@ -74,25 +70,20 @@ def train(model, opt, x, y, stop_at):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--threads", action="store_true")
-    ap.add_argument("--split", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
     import torchvision
 
     files = make_files(256, 93, 4.5)
-    large = make_files(256, 97, 4.5)
-    kb = lambda fs: sum(f.numel() for f in fs) / len(fs) / 1e3  # noqa: E731
-    print(f"files: 256 of mean {kb(files):.0f} KB and 256 of mean {kb(large):.0f} KB", flush=True)
+    print(f"files: 256 of mean {sum(f.numel() for f in files) / len(files) / 1e3:.0f} KB", flush=True)
     model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x = torch.randn(256, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (256,), device="cuda")
     train(model, opt, x, y, time.perf_counter() + 3)  # warm-up (cudnn autotuning)
-    os.environ["TORCHAUG_NVJPEG_DECODERS"] = "4"
     crop = T.RandomResizedCrop(224)
-    for _ in range(3):  # four decoders made and grown
-        crop(decode_jpeg_ragged(large, device="cuda"))
+    for _ in range(3):
+        crop(decode_jpeg_ragged(files, device="cuda"))
     torch.cuda.synchronize()
 
     rows = []
@@ -126,26 +117,9 @@ def main():
                  if with_model else "GPU otherwise idle: ")
         print(f"{k} thread(s), {decoders} decoder(s) allowed, {where}decode + crop {decoded:,.0f} img/s", flush=True)
 
-    if args.threads:
-        for with_model in (False, True):
-            for k in (1, 2, 3):
-                beside(k, 3, with_model)
-    if args.split:
-        for name, fs in (("~110 KB", large), ("~65 KB", files)):
-            for d in (1, 2, 3, 4):
-                os.environ["TORCHAUG_NVJPEG_DECODERS"] = str(d)
-                times = []
-                for _ in range(12):
-                    torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    decode_jpeg_ragged(fs, device="cuda")
-                    torch.cuda.synchronize()
-                    times.append(time.perf_counter() - t0)
-                ms = statistics.median(times[2:]) * 1e3
-                rows.append({"case": "decode only, idle", "files": name, "decoders": d, "ms": ms, "img_s": 256 / ms * 1e3})
-                print(f"decode only of 256 {name} files, GPU idle, {d} decoder(s): {ms:.2f} ms, {256 / ms * 1e3:,.0f} img/s", flush=True)
-        for d in (1, 2, 3):
-            beside(1, d, True)
+    for with_model in (False, True):
+        for k in (1, 2, 3):
+            beside(k, 3, with_model)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)

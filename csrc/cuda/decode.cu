@@ -372,11 +372,12 @@ struct Decoder {
 
 // How many decoders of a device may be in use at once, so how many calls (from different threads)
 // decode on it at the same time: TORCHAUG_NVJPEG_DECODERS (read at each call, so that a process can
-// compare settings), else kDefaultDecoders. On an idle H100 two threads each calling with batches of
-// 256 decoded 1.56x the files of one thread, three 1.79x (scripts/decode_beside_model.py, RESULTS.md
-// case 6, session 23): one batched call leaves the JPEG engines idle during its host-side steps,
-// which another call in flight fills. (Sharing one call's batch between decoders did not gain in the
-// same session: its shares start and end together.)
+// compare settings), else kDefaultDecoders. On idle H100s two threads each calling with batches of
+// 256 decoded 1.2x to 1.9x the files of one thread timed before them in the same process, three or
+// four no more than two (RESULTS.md case 6, session 23): one batched call leaves the JPEG engines
+// idle during its host-side steps, which another call in flight fills. Beside a training step it
+// did not gain.
+// (Sharing one call's batch between decoders did not gain either: its shares start and end together.)
 constexpr int kDefaultDecoders = 2;
 int decoder_limit() {
   const char* v = std::getenv("TORCHAUG_NVJPEG_DECODERS");
