@@ -96,7 +96,9 @@ def decode_jpeg(
     None: the decoder's default (TORCHAUG_NVJPEG_HW_LOAD, else 1.0: on an H100 every smaller share
     measured slower, benchmarks/RESULTS.md case 6). Where the GPU has no JPEG engines every file
     takes the hybrid decoder.
-    The two decoders' pixels differ by a level or so, so a file's pixels can depend on the share."""
+    The two decoders' pixels differ by a level or so, so a file's pixels can depend on the share.
+    Calls from different threads decode at the same time on CUDA, each on a decoder of its own (up
+    to TORCHAUG_NVJPEG_DECODERS per device, default 2): the Prefetcher's `threads` use this."""
     single = isinstance(input, (torch.Tensor, bytes, bytearray, memoryview))
     flat, offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
     images = [flat[o:o + c * h * w].view(c, h, w) for o, (c, h, w) in zip(offsets, sizes) if c > 0]
