@@ -317,31 +317,42 @@ def test_cuda_hardware_and_hybrid_shares_agree_with_cpu(mode):
             assert diff.mean() < 0.1 and diff.max() <= 4, (load, i, diff.mean().item(), diff.max().item())
 
 
-@requires_cuda
-def test_cuda_hybrid_lanes_under_concurrent_callers():
-    """Two Python threads decoding at once (the Prefetcher's producer beside a user's call) share
-    the decoder: each gets its own batch right."""
+def _in_threads(run, n):
+    """run(k) for k in 0..n-1, each on a thread of its own, all at once; the first failure is raised."""
     import threading
 
-    data = [_bytes(b) for b in _sized_photos(40)]
-    expected = [t.clone() for t in decode_jpeg(data, device="cuda", hw_load=0.0)]
     errors = []
 
-    def run(k):
+    def guarded(k):
         try:
-            for _ in range(5):
-                got = decode_jpeg(data[k::2], device="cuda", hw_load=0.0)
-                torch.cuda.synchronize()
-                assert all(torch.equal(a, b) for a, b in zip(got, expected[k::2]))
+            run(k)
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors, errors
+    if errors:
+        raise errors[0]
+
+
+@requires_cuda
+def test_cuda_hybrid_lanes_under_concurrent_callers():
+    """Two Python threads decoding at once on the hybrid decoder's lanes (the Prefetcher's producer
+    beside a user's call; each call on a decoder of its own, with its own lanes): each gets its own
+    batch right."""
+    data = [_bytes(b) for b in _sized_photos(40)]
+    expected = [t.clone() for t in decode_jpeg(data, device="cuda", hw_load=0.0)]
+
+    def run(k):
+        for _ in range(5):
+            got = decode_jpeg(data[k::2], device="cuda", hw_load=0.0)
+            torch.cuda.synchronize()
+            assert all(torch.equal(a, b) for a, b in zip(got, expected[k::2]))
+
+    _in_threads(run, 2)
 
 
 @requires_cuda
@@ -352,40 +363,29 @@ def test_cuda_concurrent_callers_take_their_own_decoders(decoders, monkeypatch):
     other calls wait for one): every batch bitwise what one thread alone gets, in RGB and gray. One
     thread's batches hold a damaged file, which makes nvJPEG reject the batch on whichever decoder
     takes it: skip mode drops that file only, the error names its index."""
-    import threading
-
     data = [_bytes(b) for b in _sized_photos(128)]
     damaged = _bytes(BAD["damaged_data"][0])
     expected = {m: [t.clone() for t in decode_jpeg(data, device="cuda", mode=m)] for m in ("rgb", "gray")}
     monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", decoders)
-    errors = []
 
     def run(k):
-        try:
-            for j in range(4):
-                mode = ("rgb", "gray")[(k + j) % 2]
-                part = slice(k * 8, k * 8 + 64 + 16 * j)
-                want = expected[mode][part]
-                if k == 2:
-                    batch = data[part][:10] + [damaged] + data[part][10:]
-                    got, failures = decode_jpeg(batch, device="cuda", mode=mode, on_error="skip")
-                    assert [i for i, _ in failures] == [10], failures
-                    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 10 \("):
-                        decode_jpeg(batch, device="cuda", mode=mode)
-                else:
-                    got = decode_jpeg(data[part], device="cuda", mode=mode)
-                torch.cuda.synchronize()
-                assert len(got) == len(want)
-                assert all(torch.equal(a, b) for a, b in zip(got, want)), (k, j)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        for j in range(4):
+            mode = ("rgb", "gray")[(k + j) % 2]
+            part = slice(k * 8, k * 8 + 64 + 16 * j)
+            want = expected[mode][part]
+            if k == 2:
+                batch = data[part][:10] + [damaged] + data[part][10:]
+                got, failures = decode_jpeg(batch, device="cuda", mode=mode, on_error="skip")
+                assert [i for i, _ in failures] == [10], failures
+                with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 10 \("):
+                    decode_jpeg(batch, device="cuda", mode=mode)
+            else:
+                got = decode_jpeg(data[part], device="cuda", mode=mode)
+            torch.cuda.synchronize()
+            assert len(got) == len(want)
+            assert all(torch.equal(a, b) for a, b in zip(got, want)), (k, j)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    _in_threads(run, 3)
 
 
 @requires_cuda
