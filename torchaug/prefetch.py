@@ -156,7 +156,10 @@ class Prefetcher:
     calls from different threads run on different nvJPEG decoders at once, up to
     TORCHAUG_NVJPEG_DECODERS); the chain and batch_transform then run one batch at a time in the
     loader's order, so that the batches and their random draws are exactly those of one thread.
-    On the CPU, threads > 1 prepares batches on such threads too (1: inline)."""
+    Up to `depth` prepared batches wait in the queue, and each thread holds one more while it waits
+    for its turn. On the CPU, threads > 1 prepares batches on such threads too (1: inline). Two
+    threads measured faster on an H100 when the GPU had room (no model beside), not beside a
+    training step (benchmarks/RESULTS.md, cases 5 and 6, session 23): the default is 1."""
 
     def __init__(
         self,
