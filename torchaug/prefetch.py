@@ -147,8 +147,9 @@ class Prefetcher:
     threads have not prepared after that many seconds is a RuntimeError that shows where the threads
     are (their Python stacks), instead of a wait without end (a stalled loader or decode; under DDP
     the other ranks then fail in their collectives instead of waiting too). Without CUDA (device
-    "cpu") the same chain runs inline (and timeout does not apply), unless threads > 1. `stats` (a PrefetchStats) says where
-    the host time went: waiting for the loader, preparing, or one side waiting for the other.
+    "cpu") the same chain runs inline (and timeout does not apply), unless threads > 1. `stats` (a
+    PrefetchStats) says where the host time went: waiting for the loader, preparing, or one side
+    waiting for the other.
     Batches are prepared without autograd (no graph is recorded, outputs never require grad).
 
     threads: producer threads (each with its own side stream) preparing batches at the same time.
