@@ -87,7 +87,8 @@ class PrefetchStats:
 
     - loader: waiting for the loader's next batch (DataLoader workers reading or decoding);
     - prepare: preparing batches (decode calls, copies, the chain's Python and launches; on the CPU,
-      the chain's work itself);
+      the chain's work itself), summed over the producer threads: with threads > 1 it can exceed
+      the wall time (a thread's wait for its turn to run the chain is not counted);
     - queue_full: the producer thread waiting because `depth` batches were ready and not taken
       (the model is the slower side);
     - consumer_wait: the consumer waiting for a batch (the data is the slower side).
