@@ -152,6 +152,42 @@ C10_HOST_DEVICE inline void resized_crop_backward_px(const scalar_t* grad, const
   }
 }
 
+// The backward's host side, the same for both backends: grad_in (zeros, in the memory format the
+// forward's input had) and the parameter block, whose pointers stay valid while the plan lives.
+struct ResizedCropBackwardPlan {
+  at::Tensor grad_in, boxes, flip, std;
+  ResizedCropBackwardParams p{};
+  int64_t batch = 0;
+};
+
+inline ResizedCropBackwardPlan plan_resized_crop_backward(const at::Tensor& grad, const at::Tensor& boxes,
+                                                          c10::SymIntArrayRef input_size, int64_t interpolation,
+                                                          bool antialias, const std::optional<at::Tensor>& flip,
+                                                          const std::optional<at::Tensor>& std, bool channels_last) {
+  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::_resized_crop_backward: input_size must be (B, C, H, W)");
+  std::vector<int64_t> isz;
+  for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
+  ResizedCropBackwardPlan plan;
+  // at::zeros ignores a memory format in its options: empty (which honours it), then zero_
+  plan.grad_in = at::empty(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
+                                                                           : at::MemoryFormat::Contiguous))
+                     .zero_();
+  plan.batch = isz[0];
+  if (plan.batch == 0) return plan;
+  plan.boxes = boxes.contiguous();
+  if (flip) plan.flip = flip->contiguous();
+  if (std) plan.std = *std;
+  const at::Tensor& sd = plan.std;
+  plan.p = ResizedCropBackwardParams{plan.boxes.data_ptr<int64_t>(),
+                                     plan.flip.defined() ? plan.flip.data_ptr<bool>() : nullptr,
+                                     sd.defined() ? sd.data_ptr<float>() : nullptr,
+                                     sd.defined() ? strides2(sd) : Strides2{0, 0},
+                                     strides4(grad), strides4(plan.grad_in),
+                                     isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
+                                     antialias && interpolation != kernels::kNearest};
+  return plan;
+}
+
 // ---------------------------------------------------------------------------------------------
 // warp_affine
 // ---------------------------------------------------------------------------------------------

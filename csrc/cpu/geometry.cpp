@@ -70,24 +70,11 @@ at::Tensor resized_crop_ragged_cpu(const at::Tensor& data, const at::Tensor& off
 at::Tensor resized_crop_backward_cpu(const at::Tensor& grad, const at::Tensor& boxes, c10::SymIntArrayRef input_size,
                                      int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
                                      const std::optional<at::Tensor>& std, bool channels_last) {
-  const char* op = "_resized_crop_backward";
-  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
-  std::vector<int64_t> isz;
-  for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
-  // at::zeros ignores a memory format in its options: empty (which honours it), then zero_
-  auto grad_in = at::empty(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
-                                                                           : at::MemoryFormat::Contiguous))
-                     .zero_();
-  const int64_t B = isz[0];
+  const auto plan = plan_resized_crop_backward(grad, boxes, input_size, interpolation, antialias, flip, std, channels_last);
+  const at::Tensor& grad_in = plan.grad_in;
+  const ResizedCropBackwardParams& p = plan.p;
+  const int64_t B = plan.batch;
   if (B == 0) return grad_in;
-  const auto bx = boxes.contiguous();
-  const auto fl = flip ? flip->contiguous() : at::Tensor();
-  const auto sd = std ? *std : at::Tensor();
-  ResizedCropBackwardParams p{bx.data_ptr<int64_t>(), fl.defined() ? fl.data_ptr<bool>() : nullptr,
-                              sd.defined() ? sd.data_ptr<float>() : nullptr, sd.defined() ? strides2(sd) : Strides2{0, 0},
-                              strides4(grad), strides4(grad_in),
-                              isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
-                              antialias && interpolation != kernels::kNearest};
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "resized_crop_backward_cpu", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
     const scalar_t* g = grad.data_ptr<scalar_t>();

@@ -563,25 +563,12 @@ __global__ void resized_crop_backward_kernel(const scalar_t* __restrict__ grad, 
 at::Tensor resized_crop_backward_cuda(const at::Tensor& grad, const at::Tensor& boxes, c10::SymIntArrayRef input_size,
                                       int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
                                       const std::optional<at::Tensor>& std, bool channels_last) {
-  const char* op = "_resized_crop_backward";
-  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W)");
   c10::cuda::CUDAGuard guard(grad.device());
-  std::vector<int64_t> isz;
-  for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
-  // at::zeros ignores a memory format in its options: empty (which honours it), then zero_
-  auto grad_in = at::empty(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
-                                                                           : at::MemoryFormat::Contiguous))
-                     .zero_();
-  const int64_t B = isz[0];
+  const auto plan = plan_resized_crop_backward(grad, boxes, input_size, interpolation, antialias, flip, std, channels_last);
+  const at::Tensor& grad_in = plan.grad_in;
+  const ResizedCropBackwardParams& p = plan.p;
+  const int64_t B = plan.batch;
   if (B == 0) return grad_in;
-  const auto bx = boxes.contiguous();
-  const auto fl = flip ? flip->contiguous() : at::Tensor();
-  const auto sd = std ? *std : at::Tensor();
-  ResizedCropBackwardParams p{bx.data_ptr<int64_t>(), fl.defined() ? fl.data_ptr<bool>() : nullptr,
-                              sd.defined() ? sd.data_ptr<float>() : nullptr, sd.defined() ? strides2(sd) : Strides2{0, 0},
-                              strides4(grad), strides4(grad_in),
-                              isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
-                              antialias && interpolation != kernels::kNearest};
   const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "resized_crop_backward_cuda", [&] {
     resized_crop_backward_kernel<scalar_t><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
