@@ -47,8 +47,10 @@ def patch_list_path():
 def patch_autograd_dispatch():
     """The Prefetcher's producer as before it prepared batches below the autograd keys (every
     torchaug op call went through its Python autograd kernel)."""
+    import contextlib
+
     import torchaug.prefetch as P
-    P.Prefetcher._prepare = P.Prefetcher._prepare_batch
+    P._preparing = contextlib.nullcontext
 
 
 def patch_noop_dispatches():

@@ -81,6 +81,16 @@ def _pipeline(transform, mean, std, dtype, memory_format) -> Optional[Callable]:
     return Compose(chain, fuse=fuse)
 
 
+@contextlib.contextmanager
+def _preparing():
+    """What every preparation of a batch runs under. Preparing data records no autograd graph. Below
+    the autograd dispatch keys torchaug's ops also skip their Python autograd kernels
+    (torch.library.register_autograd): each call would otherwise take the GIL again, beside the
+    training loop's thread."""
+    with torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+        yield
+
+
 class PrefetchStats:
     """Host time a Prefetcher's work took, in seconds summed since it was made, to tell where a
     training step that waits for data loses its time:
@@ -231,10 +241,7 @@ class Prefetcher:
 
     # -- one batch, on whatever stream is current ------------------------------------------------
     def _prepare(self, batch):
-        # Preparing data records no autograd graph. Below the autograd dispatch keys torchaug's ops
-        # also skip their Python autograd kernels (torch.library.register_autograd): each call
-        # would otherwise take the GIL again, beside the training loop's thread.
-        with torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+        with _preparing():
             return self._prepare_batch(batch)
 
     def _prepare_batch(self, batch):
@@ -438,7 +445,7 @@ def _produce(shared: _Producers, stream) -> None:
                     # a batch already on the GPU may still be written by the consumer's stream; host
                     # batches need no wait (the side stream must not queue behind the model's step)
                     stream.wait_stream(shared.consumer)
-                with on_stream(), torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+                with on_stream(), _preparing():
                     batch = owner._load_batch(batch, index)
             except Exception as e:
                 item = (_Failed(e), None)
@@ -448,7 +455,7 @@ def _produce(shared: _Producers, stream) -> None:
         t2 = time.perf_counter()
         if item is None:
             try:
-                with on_stream(), torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+                with on_stream(), _preparing():
                     batch = owner._transform_batch(batch)
                     done = None
                     if stream is not None:
