@@ -56,6 +56,11 @@ class Repeated(torch.utils.data.Dataset):
         return self.ds[i % len(self.ds)]
 
 
+def single_ms(bs):
+    """CUDA-event ms per batch of one caller decoding the batches `bs` in turn."""
+    return time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
+
+
 def threaded_ms(bs, threads, iters, repeats=3):
     """Wall ms per batch of `iters` batches decoded by `threads` Python threads at once, each calling
     decode_jpeg on its share of the batches back to back on a stream of its own; median of repeats."""
@@ -118,15 +123,14 @@ def main():
         kb = sum(f.numel() for f in files) / len(files) / 1e3
         bs = batches_of(files, B)
         case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
-        t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
-        res.add(case, "torchaug nvJPEG hardware", B, t, target=25000 if name == "110KB" else None)
+        res.add(case, "torchaug nvJPEG hardware", B, single_ms(bs), target=25000 if name == "110KB" else None)
         res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, threaded_ms(bs, 2, len(bs) * 4),
                 target=25000 if name == "110KB" else None,
                 note="each thread's calls on its own decoder and stream (the Prefetcher's threads=2); wall time per batch")
         # the single caller again: in one process a row timed first measured up to 1.35x slower than
         # the same code timed right after it (session 23), so the threaded row has one on each side
-        t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
-        res.add(case, "torchaug nvJPEG hardware (timed again)", B, t, note="the first row's code, timed after the threaded row")
+        res.add(case, "torchaug nvJPEG hardware (timed again)", B, single_ms(bs),
+                note="the first row's code, timed after the threaded row")
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)

@@ -17,8 +17,7 @@ os.environ["TORCHAUG_NVJPEG_DECODERS"] = "4"
 
 import torch  # noqa: E402
 
-from bench_decode import batches_of, make_files, threaded_ms, time_cuda  # noqa: E402
-from torchaug.io import decode_jpeg  # noqa: E402
+from bench_decode import batches_of, make_files, single_ms, threaded_ms  # noqa: E402
 
 
 def main():
@@ -26,10 +25,7 @@ def main():
     for name, files in (("110KB", make_files(512, 97, 4.5)), ("67KB", make_files(512, 93, 4.0, seed=1))):
         bs = batches_of(files, 256)
         for k in (1, 2, 3, 4, 1):
-            if k == 1:
-                ms = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)["ms"]
-            else:
-                ms = threaded_ms(bs, k, len(bs) * 4)["ms"]
+            ms = (single_ms(bs) if k == 1 else threaded_ms(bs, k, len(bs) * 4))["ms"]
             rows.append({"files": name, "threads": k, "ms_per_batch": ms, "img_per_s": 256e3 / ms})
             print(f"{name} {k} thread(s): {ms:.2f} ms/batch, {256e3 / ms:,.0f} img/s", flush=True)
     if len(sys.argv) > 2 and sys.argv[1] == "--json":
