@@ -309,7 +309,7 @@ def test_cuda_resident_path_where_it_does_not_fit():
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
-@pytest.mark.parametrize("out", ["float32", "float16-cl", "bfloat16"])
+@pytest.mark.parametrize("out", ["float32", "float16-cl", "bfloat16", "bfloat16-cl"])
 @pytest.mark.parametrize("layout", ["3x224x224", "3x31x37", "1x32x48", "3x30x36-cl"])
 def test_fused_normalize_equals_augment_then_normalize(device, out, layout):
     """augment(..., mean, std, out_dtype, memory_format) is normalize(augment(...)) bitwise: on

@@ -45,7 +45,7 @@ struct ResidentArgs {
   bool vec_in, vec_out;  // dense planes of whole 16-byte words
   bool held;             // plane / 4 <= kResThreads * kResHeld: geometric slots hold their words in registers
   bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
-  bool vec_norm;         // its float32 output in dense NCHW planes of whole 16-byte words
+  int norm_words;        // the fused normalize's packed store (kNormWords*), or kNormWordsNone
   bool nearest_bytes;    // nearest geometric slots copy bytes (resident_value; false: the float path)
   NormalizeParams norm;
 };
@@ -55,6 +55,34 @@ struct ResidentArgs {
 // sm_90 (the exponent trick of resized_crop's pixel_to_acc).
 __device__ __forceinline__ float byte_to_float(uint32_t w, int k) {
   return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(k))) - 8388608.0f;
+}
+
+// The fused normalize's packed store: a thread normalizes 4 pixels (a word of each plane) and writes
+// their 4 * C values as C groups of 4 consecutive output elements, each one 16-byte (float32) or
+// 8-byte (float16 / bfloat16) store. NCHW: group c is channel c's 4 values, stored as each channel
+// is computed; NHWC (channels_last): the 4 pixels' values are consecutive in memory, group i their
+// elements 4i .. 4i + 3. Where the output is neither (strides, alignment, H * W not a multiple of
+// 4, float64) each value is stored alone (store_pixel).
+constexpr int kNormWordsNone = 0, kNormWordsNchw = 1, kNormWordsNhwc = 2;
+
+// g: 4 output values, stored at once in the output's type as vector k of base (elements 4k .. 4k + 3;
+// indexed in whole vectors, the form nvcc keeps as one 16- or 8-byte store)
+template <int kKind>
+__device__ __forceinline__ void store_norm_group(void* base, int64_t k, const float (&g)[4]) {
+  if constexpr (kKind == kPixF32) {
+    reinterpret_cast<float4*>(base)[k] = make_float4(g[0], g[1], g[2], g[3]);
+  } else {
+    uint32_t h[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // the conversions store_pixel makes, as bits
+      if constexpr (kKind == kPixF16) {
+        h[j] = c10::Half(g[j]).x;
+      } else {
+        h[j] = c10::BFloat16(g[j]).x;
+      }
+    }
+    reinterpret_cast<uint2*>(base)[k] = make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
+  }
 }
 
 // Walks the pixels p = threadIdx.x + i * kResThreads of an H x W plane with their (y, x).
@@ -403,20 +431,51 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
           return kernels::normalize_px_by(v, np.inv_max, mean[c], sd[c], rcp[c]);
         }
       };
-      if (A.vec_norm) {
-        float* o = static_cast<float*>(np.out) + b * np.os.b;
+      const auto packed = [&](auto kind, auto layout) {
+        constexpr int kKind = decltype(kind)::value;
+        const int64_t e = b * np.os.b;  // the sample's first output element
+        const auto element = [&](int64_t i) -> void* {  // the address of output element e + i
+          return kKind == kPixF32 ? static_cast<void*>(static_cast<float*>(np.out) + e + i)
+                                  : static_cast<void*>(static_cast<uint16_t*>(np.out) + e + i);
+        };
         for (int q = t; q < HW / 4; q += kResThreads) {
+          if constexpr (decltype(layout)::value == kNormWordsNchw) {
 #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
-            float4 r;
-            r.x = norm(byte_to_float(w, 0), c);
-            r.y = norm(byte_to_float(w, 1), c);
-            r.z = norm(byte_to_float(w, 2), c);
-            r.w = norm(byte_to_float(w, 3), c);
-            reinterpret_cast<float4*>(o + c * np.os.c)[q] = r;
+            for (int c = 0; c < C; ++c) {
+              const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+              const float g[4] = {norm(byte_to_float(w, 0), c), norm(byte_to_float(w, 1), c), norm(byte_to_float(w, 2), c),
+                                  norm(byte_to_float(w, 3), c)};
+              store_norm_group<kKind>(element(c * np.os.c), q, g);
+            }
+          } else {
+            float v[4 * C];  // the 4 pixels' values in memory order: pixel-major, channel-minor
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+#pragma unroll
+              for (int j = 0; j < 4; ++j) v[j * C + c] = norm(byte_to_float(w, j), c);
+            }
+#pragma unroll
+            for (int i = 0; i < C; ++i) {
+              const float g[4] = {v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+              store_norm_group<kKind>(element(0), static_cast<int64_t>(q) * C + i, g);
+            }
           }
         }
+      };
+      const auto packed_in = [&](auto layout) {
+        if (np.out_kind == kPixF32) {
+          packed(std::integral_constant<int, kPixF32>{}, layout);
+        } else if (np.out_kind == kPixF16) {
+          packed(std::integral_constant<int, kPixF16>{}, layout);
+        } else {
+          packed(std::integral_constant<int, kPixBF16>{}, layout);
+        }
+      };
+      if (A.norm_words == kNormWordsNchw) {
+        packed_in(std::integral_constant<int, kNormWordsNchw>{});
+      } else if (A.norm_words == kNormWordsNhwc) {
+        packed_in(std::integral_constant<int, kNormWordsNhwc>{});
       } else {
         resident_pixels(H, W, [&](int p, int y, int x) {
 #pragma unroll
@@ -472,6 +531,19 @@ int64_t shared_optin(int device) {
   return v;
 }
 
+// Which packed store the fused normalize's output takes (store_norm_group), or kNormWordsNone.
+int packed_norm_store(const NormalizeParams& n, int64_t C, int64_t H, int64_t W) {
+  const bool f32 = n.out_kind == kPixF32, half = n.out_kind == kPixF16 || n.out_kind == kPixBF16;
+  const Strides4& s = n.os;
+  const uintptr_t align = f32 ? 16 : 8;
+  if (!(f32 || half) || (H * W) % 4 != 0 || s.b % 4 != 0 || reinterpret_cast<uintptr_t>(n.out) % align != 0) {
+    return kNormWordsNone;
+  }
+  if (s.x == 1 && s.y == W && s.c % 4 == 0) return kNormWordsNchw;
+  if (s.c == 1 && s.x == C && s.y == W * C) return kNormWordsNhwc;
+  return kNormWordsNone;
+}
+
 bool dense_planes(const Strides4& s, int64_t H, int64_t W, const void* ptr) {
   return s.x == 1 && s.y == W && (H * W) % 16 == 0 && s.c % 16 == 0 && s.b % 16 == 0 &&
          reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
@@ -518,11 +590,9 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   A.nearest_bytes = nearest == nullptr || std::strcmp(nearest, "float") != 0;
   if (norm) {
     A.norm = *norm;
-    const Strides4& s = norm->os;
-    A.vec_norm = norm->out_kind == kPixF32 && s.x == 1 && s.y == W && (H * W) % 4 == 0 && s.c % 4 == 0 && s.b % 4 == 0 &&
-                 reinterpret_cast<uintptr_t>(norm->out) % 16 == 0;
+    A.norm_words = packed_norm_store(*norm, C, H, W);
   } else {
-    A.vec_norm = false;
+    A.norm_words = kNormWordsNone;
   }
   const auto stream = c10::cuda::getCurrentCUDAStream();
   with_channels(C, [&](auto ch) {
