@@ -197,6 +197,61 @@ def test_epochs_len_and_early_break():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_break_without_close_shuts_everything_down(device):
+    """A loop that breaks off while the user keeps the Prefetcher (the usual `pf = Prefetcher(...)`)
+    stops the producer threads and the loader's workers there and then: the Prefetcher holds its
+    iterator only weakly (its threads hold the Prefetcher, so a strong reference kept them, the
+    queued batches and the workers alive for ever)."""
+    import threading
+    import weakref
+
+    loader = DataLoader(RaggedDataset(n=64), batch_size=4, num_workers=2, collate_fn=collate_ragged)
+    pf = torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device, threads=2)
+    for _ in pf:
+        it = pf._live()
+        workers, threads, it_ref = list(it._it._workers), list(it._threads), weakref.ref(it)
+        del it
+        break
+    assert it_ref() is None  # collected, hence closed
+    for w in workers:
+        w.join(timeout=10)
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(w.is_alive() for w in workers)
+    assert not any(t.is_alive() for t in threads)
+    assert sum(1 for _ in pf) == 16  # the Prefetcher itself still iterates
+
+
+def test_exit_with_live_iterator_does_not_abort():
+    """A program that ends while a Prefetcher's producer threads still run exits cleanly: they are
+    stopped at exit, before Python finalizes. Before, a thread inside a torch call then was killed
+    unwinding through C++ frames and the process aborted (exit code 134, "terminate called without
+    an active exception"), 5 times in 5 here."""
+    import os
+    import subprocess
+    import sys
+
+    child = """
+import torch, torchaug
+x = torch.randn(600, 600)
+def slow(images):
+    for _ in range(20):
+        torch.mm(x, x)  # inside a torch call (the GIL released) most of the time
+    return images
+pf = torchaug.Prefetcher([torch.zeros(2, 3, 8, 8, dtype=torch.uint8)] * 1000, slow, device="cpu", threads=2)
+it = iter(pf)
+next(it)
+print("exiting with the iterator live", flush=True)
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "exiting with the iterator live" in run.stdout and "terminate" not in run.stderr
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_persistent_workers_survive_epochs_and_early_break(device):
     """A loader with persistent workers keeps them from one epoch to the next: the prefetcher must not
     shut them down at the end of an epoch or on an early break."""

@@ -5,12 +5,14 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
+import atexit
 import contextlib
 import queue
 import sys
 import threading
 import time
 import traceback
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -228,16 +230,21 @@ class Prefetcher:
         # a side stream per producer thread (a batch's whole preparation is on one of them)
         self._streams = [torch.cuda.Stream(self.device) for _ in range(threads)] if self.device.type == "cuda" else []
         self._stream = self._streams[0] if self._streams else None
+        # the live iterator, weakly: the producer threads hold this Prefetcher, so a strong reference
+        # would keep an iterator whose loop broke off (and its threads, queued batches and the
+        # loader's workers) alive as long as the threads run, that is, for ever
         self._live = None
 
     def __len__(self) -> int:
         return len(self.loader)
 
     def __iter__(self) -> "_PrefetchIterator":
-        if self._live is not None:
-            self._live.close()
-        self._live = _PrefetchIterator(self)
-        return self._live
+        live = self._live() if self._live is not None else None
+        if live is not None:
+            live.close()
+        it = _PrefetchIterator(self)
+        self._live = weakref.ref(it)
+        return it
 
     # -- one batch, on whatever stream is current ------------------------------------------------
     def _prepare(self, batch):
@@ -504,6 +511,7 @@ class _PrefetchIterator:
                              for k, stream in enumerate(owner._streams or [None] * owner.threads)]
             for t in self._threads:
                 t.start()
+            _RUNNING.add(self)
 
     def __iter__(self):
         return self
@@ -563,6 +571,7 @@ class _PrefetchIterator:
     def close(self) -> None:
         """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
         workers) down, unless the loader keeps persistent workers for the next epoch."""
+        _RUNNING.discard(self)
         self._stop.set()
         threads, self._threads = self._threads, []
         for thread in threads:
@@ -587,5 +596,21 @@ class _PrefetchIterator:
     def __del__(self):
         try:
             self.close()
+        except Exception:
+            pass
+
+
+# Iterators whose producer threads may still run. At interpreter exit they are closed before Python
+# finalizes: a producer thread still inside a torch call then (which released the GIL) is stopped by
+# the interpreter as it takes the GIL back, unwinding through C++ frames that must not be unwound,
+# and the process aborts ("terminate called without an active exception").
+_RUNNING: "weakref.WeakSet[_PrefetchIterator]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_running() -> None:
+    for it in list(_RUNNING):
+        try:
+            it.close()
         except Exception:
             pass
