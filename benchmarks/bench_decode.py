@@ -56,6 +56,12 @@ class Repeated(torch.utils.data.Dataset):
         return self.ds[i % len(self.ds)]
 
 
+def pinned_views(files):
+    """The files as views of one pinned buffer (as collate_encoded + pin_memory=True hand them over)."""
+    buf = torch.cat(files).pin_memory()
+    return list(buf.split([f.numel() for f in files]))
+
+
 def single_ms(bs):
     """CUDA-event ms per batch of one caller decoding the batches `bs` in turn."""
     return time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
@@ -134,6 +140,14 @@ def main():
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)
+        # the same files as views of one pinned buffer: what a DataLoader with pin_memory=True hands
+        # the Prefetcher (collate_encoded packs a batch in one buffer, pinned in one copy)
+        pb = batches_of(pinned_views(files), B)
+        res.add(case, "torchaug nvJPEG hardware, pinned input", B, single_ms(pb), target=25000 if name == "110KB" else None,
+                note="the files in one pinned buffer (DataLoader pin_memory=True), the rows above read them from pageable memory")
+        t = time_cuda(lambda i: tvio.decode_jpeg(pb[i % len(pb)], device="cuda", mode=tvio.ImageReadMode.RGB),
+                      iters=len(pb) * 2, warmup=3, repeats=5)
+        res.add(case, "torchvision.io.decode_jpeg cuda (batched), pinned input", B, t)
         torch.set_num_threads(16)
         t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cpu"), iters=len(bs), warmup=1, repeats=3)
         res.add(case, "torchaug CPU libjpeg-turbo (16 threads, one call)", B, t)
@@ -148,6 +162,10 @@ def main():
     case = "decode + RRC + flip + RandAugment(2,9) + normalize"
     t = time_cuda(lambda i: chain(decode_jpeg_ragged(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
     res.add(case, "torchaug (bytes in memory, one process)", B, t, target=20000)
+    pb = batches_of(pinned_views(files), B)
+    t = time_cuda(lambda i: chain(decode_jpeg_ragged(pb[i % len(pb)], device="cuda")), iters=len(pb) * 2, warmup=3, repeats=5)
+    res.add(case, "torchaug (bytes in pinned memory, one process)", B, t, target=20000,
+            note="the bytes as the Prefetcher gets them from a DataLoader with pin_memory=True")
     t = time_cuda(lambda i: chain(decode_jpeg(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
     res.add(case, "torchaug, decoded batch as a list of views", B, t, note="the path before RaggedImages was read in place")
     host = host_ms(chain, lambda i: decode_jpeg_ragged(bs[i % len(bs)], device="cuda"))

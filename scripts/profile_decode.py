@@ -7,7 +7,11 @@ RandAugment(2, 9) + Normalize to bf16 channels_last, as examples/train.py's Pref
 The SM time per batch is what a decode or a chain takes from a model training beside it (case 5
 of benchmarks/RESULTS.md: ~4% of ResNet-50's step is lost, about 2.5 ms a batch).
 
-    python3 scripts/profile_decode.py [--decode-only] [--json PATH]
+--pinned: instead, the decode rate alone of the same batches read from pageable memory (a tensor per
+file, as bench_decode's rows) and from one pinned buffer (what a DataLoader with pin_memory=True
+hands the Prefetcher), torchaug and torchvision.io.decode_jpeg (batched, CUDA) alternating.
+
+    python3 scripts/profile_decode.py [--decode-only | --pinned] [--json PATH]
 """
 import json
 import os
@@ -20,7 +24,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 import torchaug.transforms as T  # noqa: E402
-from bench_decode import batches_of, make_files, single_ms  # noqa: E402
+from bench_decode import batches_of, make_files, pinned_views, single_ms  # noqa: E402
 from torchaug.io import decode_jpeg_ragged  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -61,7 +65,35 @@ def report(title, rows, calls=CALLS):
     return {"title": title, "kernel_us_per_call": total_k / calls, "rows": out}
 
 
+def pinned_rates():
+    import torchvision.io as tvio
+    from harness import time_cuda
+
+    results = []
+    for name, files in (("110KB", make_files(512, 97, 4.5)), ("67KB", make_files(512, 93, 4.0, seed=1))):
+        sets = {"pageable": batches_of(files, 256), "pinned": batches_of(pinned_views(files), 256)}
+        decoders = {"torchaug": lambda b: decode_jpeg_ragged(b, device="cuda"),
+                    "torchvision": lambda b: tvio.decode_jpeg(b, device="cuda", mode=tvio.ImageReadMode.RGB)}
+        rows = {}
+        for rnd in range(2):
+            for dec, fn in decoders.items():
+                for mem, bs in sets.items():
+                    ms = time_cuda(lambda i: fn(bs[i % len(bs)]), iters=len(bs) * 2, warmup=3, repeats=5)["ms"]
+                    rows.setdefault(f"{dec} {mem}", []).append(ms)
+        for key, ms in rows.items():
+            print(f"decode 256 x {name}, {key:22s}: {' / '.join(f'{m:.2f}' for m in ms)} ms per batch, best "
+                  f"{256e3 / min(ms):,.0f} img/s", flush=True)
+            results.append({"files": name, "row": key, "ms_per_batch": ms, "img_s_best": 256e3 / min(ms)})
+    return results
+
+
 def main():
+    if "--pinned" in sys.argv:
+        results = pinned_rates()
+        if "--json" in sys.argv:
+            with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "pinned": results}, f, indent=1)
+        return
     results = []
     chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
                        T.Normalize(MEAN, STD, out_dtype=torch.bfloat16, memory_format=torch.channels_last)])

@@ -11,7 +11,9 @@
      calls issued back to back without waiting, against the GPU time of the same calls; host_ms).
   7. host_ab: the chain's host time per call with the C++ autograd kernels, then with Python
      register_autograd wrappers put back over them (last: they stay for the process).
-    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident] [nearest] [chain] [host_ab]   (the first three by default)"""
+  8. host: where the chain's host time goes: torch.profiler's CPU table (ops and CUDA runtime calls,
+     self time) and cProfile's Python functions by own time, over calls issued in groups of 25.
+    python3 scripts/profile_ops.py [tables] [per_op] [stats] [resident] [nearest] [chain] [host] [host_ab]   (the first three by default)"""
 import os
 import sys
 import time
@@ -150,6 +152,32 @@ if "chain" in steps:
         kernel_table(name, fn, warmup=10, rows=20, cpu=True)
         issued, done = host_ms(fn)
         print(f"{name}: host {issued:.4f} ms/call issued, {done:.4f} ms/call to completion (best of 5 x 50 calls)")
+
+if "host" in steps:
+    import cProfile
+    import pstats
+
+    fn = lambda: chain(photos)  # noqa: E731
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    print(f"chain: host {host_ms(fn)[0]:.4f} ms/call issued (best of 5 x 50 calls)")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(4):
+            for _ in range(25):
+                fn()
+            torch.cuda.synchronize()
+    print("## chain, 100 calls: host time by op / runtime call (self CPU)")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=50))
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(4):
+        for _ in range(25):
+            fn()
+        torch.cuda.synchronize()
+    pr.disable()
+    print("## chain, 100 calls: Python functions by own time (cProfile)")
+    pstats.Stats(pr).sort_stats("tottime").print_stats(30)
 
 if "host_ab" in steps:
     # the chain's host time with the C++ autograd kernels (csrc/host_autograd.cpp), then with

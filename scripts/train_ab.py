@@ -13,6 +13,7 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   instead of reusing theirs;
 - "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
   its own nvJPEG decoder);
+- "switch": the same with Python's GIL switch interval at 0.5 ms (sys.setswitchinterval) instead of 5 ms;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -77,7 +78,13 @@ def patch_hw_load():
     os.environ.setdefault("TORCHAUG_NVJPEG_HW_LOAD", "0.7")
 
 
-PATCHES = {"--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+def patch_switch_interval():
+    """Python's GIL switch interval at 0.5 ms instead of 5 ms for the whole process (a thread that
+    waits for the GIL asks the running thread for it after that long)."""
+    sys.setswitchinterval(0.0005)
+
+
+PATCHES = {"--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -124,6 +131,8 @@ def main():
                                 "--hw-load"),
         "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--no-shm-pool"),
+        "switch": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                "--switch-interval"),
         "threads2": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers),
                                    "--prefetch-threads", "2"] + common),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,

@@ -1,0 +1,151 @@
+"""Where the Prefetcher's decode pipeline loses time against the same work on bytes in memory (issue 6:
+bench_decode's Prefetcher rows ran 1.3x-1.9x below its in-memory row). The same Prefetcher (decode +
+RandomResizedCrop(224) + flip + RandAugment(2, 9) + Normalize to bf16 channels_last, 256 files of
+~110 KB a batch) fed four ways:
+
+  - a list of batches already in pinned memory (no workers, no pin thread);
+  - a list of batches in pageable memory;
+  - a DataLoader with 2 byte-reading workers, pin_memory=True (bench_decode's row);
+  - the same DataLoader with pin_memory=False.
+
+Per batch: img/s over the timed batches, and the producer's host time split into the decode call,
+the copies to the device, and the chain (the chain's host work: Python and launches), plus the
+loader wait (PrefetchStats). The decode's GPU span is the time from the producer's decode call to
+the decoded batch being ready on its stream (CUDA events).
+
+    python3 scripts/prefetch_stages.py [--batches N] [--rounds R] [--only pinned,pageable,loader_pinned,loader]
+        [--switch S1,S2] [--json PATH]
+"""
+import gc
+import json
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, ROOT)
+
+import torch  # noqa: E402
+
+import torchaug  # noqa: E402
+import torchaug.transforms as T  # noqa: E402
+from bench_decode import Repeated, make_files  # noqa: E402
+from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+B = 256
+
+
+class Timed(torchaug.Prefetcher):
+    """A Prefetcher that times its decode calls, copies and chain (host seconds, summed)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.t = {"decode": 0.0, "copy": 0.0, "chain": 0.0, "decode_gpu": 0.0}
+        self._events = []
+
+    def _decode(self, batch, index):
+        t0 = time.perf_counter()
+        e0 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        out = super()._decode(batch, index)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e1.record()
+        self._events.append((e0, e1))
+        self.t["decode"] += time.perf_counter() - t0
+        return out
+
+    def _load_batch(self, batch, index):
+        t0 = time.perf_counter()
+        out = super()._load_batch(batch, index)
+        self.t["copy"] += time.perf_counter() - t0  # minus the decode, below
+        return out
+
+    def _transform_batch(self, batch):
+        t0 = time.perf_counter()
+        out = super()._transform_batch(batch)
+        self.t["chain"] += time.perf_counter() - t0
+        return out
+
+    def snapshot(self):
+        torch.cuda.synchronize()
+        gpu = sum(a.elapsed_time(b) for a, b in self._events) / 1e3
+        d = dict(self.t, decode_gpu=gpu, batches=len(self._events))
+        d["copy"] -= d["decode"]
+        return d
+
+
+def run(name, loader, n_batches, skip):
+    pf = Timed(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
+               device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
+    count, t0 = 0, None
+    for k, (x, y) in enumerate(pf):
+        if k == skip:
+            torch.cuda.synchronize()
+            t0, s0, st0 = time.perf_counter(), pf.snapshot(), pf.stats.as_dict()
+        elif k > skip:
+            count += x.shape[0]
+        if k + 1 >= n_batches:
+            break
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    s1, nb = pf.snapshot(), count / B
+    per = {k: 1e3 * (s1[k] - s0[k]) / nb for k in ("decode", "decode_gpu", "copy", "chain")}
+    st = pf.stats.per_batch_ms(st0)
+    row = {"feed": name, "img_s": count / dt, "ms_per_batch": 1e3 * dt / nb, **{f"{k}_ms": v for k, v in per.items()},
+           "loader_ms": st.get("loader"), "consumer_wait_ms": st.get("consumer_wait")}
+    print(f"{name:44s} {row['img_s']:8,.0f} img/s  {row['ms_per_batch']:6.2f} ms/batch | host ms/batch: decode call "
+          f"{per['decode']:.2f} (GPU span {per['decode_gpu']:.2f}), copies {per['copy']:.2f}, chain {per['chain']:.2f}, "
+          f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}", flush=True)
+    pf._events.clear()  # no CUDA event may reach the next DataLoader's forked workers (their
+    del pf             # garbage collector would destroy it there, where CUDA cannot run)
+    gc.collect()
+    return row
+
+
+def main():
+    n_batches = int(sys.argv[sys.argv.index("--batches") + 1]) if "--batches" in sys.argv else 24
+    skip = 4
+    files = make_files(512, 97, 4.5)
+    labels = torch.arange(B) % 8
+    chunks = [files[i:i + B] for i in range(0, len(files), B)]
+    pageable = [(EncodedImages.from_bytes(c), labels) for c in chunks]
+    pinned = [(e.pin_memory(), y.pin_memory()) for e, y in pageable]
+    root = tempfile.mkdtemp(prefix="torchaug_stages_")
+    for i, f in enumerate(files):
+        os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
+        with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
+            fh.write(f.numpy().tobytes())
+
+    def loader(pin):
+        ds = Repeated(ImageFolderBytes(root), (n_batches + 2) * B)
+        return torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=2, pin_memory=pin, drop_last=True,
+                                           prefetch_factor=4, collate_fn=collate_encoded)
+
+    feeds = {"pinned": ("list of batches in pinned memory", lambda: [pinned[i % 2] for i in range(n_batches)]),
+             "pageable": ("list of batches in pageable memory", lambda: [pageable[i % 2] for i in range(n_batches)]),
+             "loader_pinned": ("DataLoader, 2 workers, pin_memory=True", lambda: loader(True)),
+             "loader": ("DataLoader, 2 workers, pin_memory=False", lambda: loader(False))}
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(feeds)
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
+    # --switch S1,S2: each feed run under each of these GIL switch intervals (sys.setswitchinterval,
+    # default 0.005 s: a thread waiting for the GIL asks for it after that long)
+    switches = [float(v) for v in sys.argv[sys.argv.index("--switch") + 1].split(",")] if "--switch" in sys.argv else [None]
+    default_switch = sys.getswitchinterval()
+    rows = []
+    for rnd in range(rounds):
+        for key in only:
+            for sw in switches:
+                name, make = feeds[key]
+                sys.setswitchinterval(sw or default_switch)
+                rows.append(run(name + (f", switch interval {sw * 1e3:g} ms" if sw else ""), make(), n_batches, skip))
+                sys.setswitchinterval(default_switch)
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
