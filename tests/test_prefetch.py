@@ -202,7 +202,6 @@ def test_break_without_close_shuts_everything_down(device):
     stops the producer threads and the loader's workers there and then: the Prefetcher holds its
     iterator only weakly (its threads hold the Prefetcher, so a strong reference kept them, the
     queued batches and the workers alive for ever)."""
-    import threading
     import weakref
 
     loader = DataLoader(RaggedDataset(n=64), batch_size=4, num_workers=2, collate_fn=collate_ragged)
@@ -220,6 +219,40 @@ def test_break_without_close_shuts_everything_down(device):
     assert not any(w.is_alive() for w in workers)
     assert not any(t.is_alive() for t in threads)
     assert sum(1 for _ in pf) == 16  # the Prefetcher itself still iterates
+
+
+class CollectingDataset(Dataset):
+    """Each sample runs the worker's garbage collector first."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        import gc
+        gc.collect()
+        return torch.full((3, 4, 4), i, dtype=torch.uint8)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_workers_forked_beside_cyclic_garbage_of_cuda_batches():
+    """Batches a Prefetcher handed over (their record_stream makes freeing them a CUDA call) left in
+    reference cycles when the next loader forks its workers: the Prefetcher collects them first, so a
+    worker's garbage collector does not free them where CUDA cannot run (the worker aborted)."""
+    import gc
+
+    x = torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
+    gc.disable()
+    try:
+        for _ in range(3):
+            (batch,) = list(torchaug.Prefetcher([x], device="cuda"))
+            cycle = [batch]
+            cycle.append(cycle)
+            del batch, cycle
+        loader = DataLoader(CollectingDataset(), batch_size=2, num_workers=2)
+        got = list(torchaug.Prefetcher(loader, device="cuda"))
+    finally:
+        gc.enable()
+    assert [b[:, 0, 0, 0].tolist() for b in got] == [[0, 1], [2, 3], [4, 5], [6, 7]]
 
 
 def test_exit_with_live_iterator_does_not_abort():

@@ -7,6 +7,7 @@ i+depth are copied to the GPU and augmented on a side CUDA stream.
 """
 import atexit
 import contextlib
+import gc
 import queue
 import sys
 import threading
@@ -493,6 +494,12 @@ class _PrefetchIterator:
 
     def __init__(self, owner: Prefetcher):
         self._owner = owner
+        if getattr(owner.loader, "num_workers", 0) > 0 and torch.cuda.is_initialized():
+            # the loader's workers are forked from this process: cyclic garbage holding CUDA tensors
+            # (batches handed over, whose record_stream makes freeing them a CUDA call) would be
+            # freed by a worker's garbage collector, where CUDA cannot run, and the worker would
+            # abort; collected here first
+            gc.collect()
         self._it = iter(owner.loader)
         self._stop = threading.Event()
         self._threads = []
