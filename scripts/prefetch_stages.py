@@ -8,7 +8,8 @@ RandomResizedCrop(224) + flip + RandAugment(2, 9) + Normalize to bf16 channels_l
   - a DataLoader with 2 byte-reading workers, pin_memory=True (bench_decode's row);
   - the same DataLoader with pin_memory=False.
 
-Per batch: img/s over the timed batches, and the producer's host time split into the decode call,
+Per batch: img/s over the timed batches, and the producer's host time split into the decode call (and
+the CPU time of the thread making it),
 the copies to the device, and the chain (the chain's host work: Python and launches), plus the
 loader wait (PrefetchStats). The decode's GPU span is the time from the producer's decode call to
 the decoded batch being ready on its stream (CUDA events).
@@ -43,10 +44,11 @@ class Timed(torchaug.Prefetcher):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.t = {"decode": 0.0, "copy": 0.0, "chain": 0.0, "decode_gpu": 0.0}
+        self.t = {"decode": 0.0, "decode_cpu": 0.0, "copy": 0.0, "chain": 0.0, "decode_gpu": 0.0}
         self._events = []
 
     def _decode(self, batch, index):
+        c0 = time.thread_time()
         t0 = time.perf_counter()
         e0 = torch.cuda.Event(enable_timing=True)
         e0.record()
@@ -55,6 +57,7 @@ class Timed(torchaug.Prefetcher):
         e1.record()
         self._events.append((e0, e1))
         self.t["decode"] += time.perf_counter() - t0
+        self.t["decode_cpu"] += time.thread_time() - c0
         return out
 
     def _load_batch(self, batch, index):
@@ -92,12 +95,12 @@ def run(name, loader, n_batches, skip):
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     s1, nb = pf.snapshot(), count / B
-    per = {k: 1e3 * (s1[k] - s0[k]) / nb for k in ("decode", "decode_gpu", "copy", "chain")}
+    per = {k: 1e3 * (s1[k] - s0[k]) / nb for k in ("decode", "decode_cpu", "decode_gpu", "copy", "chain")}
     st = pf.stats.per_batch_ms(st0)
     row = {"feed": name, "img_s": count / dt, "ms_per_batch": 1e3 * dt / nb, **{f"{k}_ms": v for k, v in per.items()},
            "loader_ms": st.get("loader"), "consumer_wait_ms": st.get("consumer_wait")}
     print(f"{name:44s} {row['img_s']:8,.0f} img/s  {row['ms_per_batch']:6.2f} ms/batch | host ms/batch: decode call "
-          f"{per['decode']:.2f} (GPU span {per['decode_gpu']:.2f}), copies {per['copy']:.2f}, chain {per['chain']:.2f}, "
+          f"{per['decode']:.2f} (its thread's CPU time {per['decode_cpu']:.2f}, GPU span {per['decode_gpu']:.2f}), copies {per['copy']:.2f}, chain {per['chain']:.2f}, "
           f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}", flush=True)
     pf._events.clear()  # no CUDA event may reach the next DataLoader's forked workers (their
     del pf             # garbage collector would destroy it there, where CUDA cannot run)

@@ -1,5 +1,10 @@
+"""Step times of a TORCHAUG_DECODE_TRACE=1 log (csrc/cuda/decode.cu's trace lines on stderr): for
+each pair of consecutive steps of a thread, how often it occurred and the mean and total ms between
+them, largest total first.
+
+    TORCHAUG_DECODE_TRACE=1 python3 some_script.py 2> trace.log; python3 scripts/trace_deltas.py trace.log
+"""
 import re,sys,collections
-# mean ms from each step to the next, per thread
 last={}; acc=collections.defaultdict(list)
 for line in open(sys.argv[1]):
     m=re.match(r"torchaug decode_jpeg cuda:\d+ thread (\d+) t=([\d.]+): (.*) \(", line)
