@@ -56,6 +56,16 @@ class Repeated(torch.utils.data.Dataset):
         return self.ds[i % len(self.ds)]
 
 
+def write_folder(files, prefix="torchaug_decode_"):
+    """The files written into a new temporary ImageFolder layout (8 classes, c0 .. c7); its root."""
+    root = tempfile.mkdtemp(prefix=prefix)
+    for i, f in enumerate(files):
+        os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
+        with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
+            fh.write(f.numpy().tobytes())
+    return root
+
+
 def pinned_views(files):
     """The files as views of one pinned buffer (as collate_encoded + pin_memory=True hand them over)."""
     buf = torch.cat(files).pin_memory()
@@ -178,11 +188,7 @@ def main():
     # the whole input pipeline: workers read files, the Prefetcher decodes and augments on the GPU;
     # one long epoch (the files repeated), timed after its first batches (the workers' start and
     # the decoder's allocations), so that the rows are the steady state, not an epoch's start
-    root = tempfile.mkdtemp(prefix="torchaug_decode_")
-    for i, f in enumerate(files):
-        os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
-        with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
-            fh.write(f.numpy().tobytes())
+    root = write_folder(files)
     n_batches, skip = (16, 4) if args.quick else (48, 8)
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process

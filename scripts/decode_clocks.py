@@ -36,6 +36,9 @@ from bench_decode import batches_of, make_files, pinned_views  # noqa: E402
 from torchaug.io import decode_jpeg_ragged  # noqa: E402
 
 
+CYCLES_PER_MS = 1.98e6  # torch.cuda._sleep's unit at the H100's boost clock (1980 MHz)
+
+
 def sampler(log, stop):
     p = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.video,pstate,utilization.gpu",
                           "--format=csv,noheader,nounits", "-lms", "100"], stdout=subprocess.PIPE, text=True)
@@ -50,7 +53,7 @@ def keeper(stop):
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         while not stop.is_set():
-            torch.cuda._sleep(2_000_000)  # ~1 ms of one thread spinning
+            torch.cuda._sleep(int(CYCLES_PER_MS))  # ~1 ms of one thread spinning
             s.synchronize()
 
 
@@ -58,7 +61,7 @@ def gpu_only(stop, seconds=5.0):
     # one long kernel on another stream, no host calls while the phase runs
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        torch.cuda._sleep(int(seconds * 1.98e9))
+        torch.cuda._sleep(int(seconds * 1e3 * CYCLES_PER_MS))
     stop.wait()
 
 
@@ -114,11 +117,10 @@ def main():
     torch.cuda.synchronize()
     if "--long" in sys.argv:
         side = torch.cuda.Stream()
-        cycles_per_ms = 1.98e6  # the H100's boost clock
         for rnd in range(3):
             for sleep_ms in (0, 100):
                 with torch.cuda.stream(side):
-                    torch.cuda._sleep(int(sleep_ms * cycles_per_ms))
+                    torch.cuda._sleep(int(sleep_ms * CYCLES_PER_MS))
                 t0 = time.perf_counter()
                 decode_jpeg_ragged(bs[rnd % len(bs)], device="cuda")
                 t1 = time.perf_counter()

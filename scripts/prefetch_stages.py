@@ -21,7 +21,6 @@ import gc
 import json
 import os
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,7 +31,7 @@ import torch  # noqa: E402
 
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from bench_decode import Repeated, make_files  # noqa: E402
+from bench_decode import Repeated, make_files, write_folder  # noqa: E402
 from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -116,11 +115,7 @@ def main():
     chunks = [files[i:i + B] for i in range(0, len(files), B)]
     pageable = [(EncodedImages.from_bytes(c), labels) for c in chunks]
     pinned = [(e.pin_memory(), y.pin_memory()) for e, y in pageable]
-    root = tempfile.mkdtemp(prefix="torchaug_stages_")
-    for i, f in enumerate(files):
-        os.makedirs(os.path.join(root, f"c{i % 8}"), exist_ok=True)
-        with open(os.path.join(root, f"c{i % 8}", f"{i:05d}.jpg"), "wb") as fh:
-            fh.write(f.numpy().tobytes())
+    root = write_folder(files, prefix="torchaug_stages_")
 
     def loader(pin):
         ds = Repeated(ImageFolderBytes(root), (n_batches + 2) * B)
