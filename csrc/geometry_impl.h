@@ -361,8 +361,10 @@ namespace torchaug {
 // ---------------------------------------------------------------------------------------------
 
 // Checks of resized_crop_ragged's batch description. offsets and sizes are host metadata (CPU
-// int64), checked against data here; the returned pair is on data's device.
+// int64), checked against data here; the returned pair is on data's device. max_height, when given,
+// receives the tallest image's height (0 for an empty batch), read in the same pass.
 std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& data, const at::Tensor& offsets,
-                                                     const at::Tensor& sizes, int64_t channels);
+                                                     const at::Tensor& sizes, int64_t channels,
+                                                     int64_t* max_height = nullptr);
 
 }  // namespace torchaug

@@ -3,6 +3,8 @@
 // nvcc also compiles).
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "convert_impl.h"
 #include "geometry_impl.h"
 #include "ops_common.h"
@@ -232,7 +234,7 @@ void check_flip(const char* op, const at::Tensor& images, const at::Tensor& hori
 }
 
 std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& data, const at::Tensor& offsets,
-                                                     const at::Tensor& sizes, int64_t channels) {
+                                                     const at::Tensor& sizes, int64_t channels, int64_t* max_height) {
   TORCHAUG_CHECK(data.dim() == 1, "torchaug::", op, ": data must be a 1-D tensor (the images' elements back to back), got ",
               data.dim(), "-D with shape ", shape_str(data.sizes()));
   TORCHAUG_CHECK(is_image_dtype(data.scalar_type()), "torchaug::", op,
@@ -251,13 +253,16 @@ std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& 
   auto sz = sizes.contiguous();
   const int64_t* o = off.data_ptr<int64_t>();
   const int64_t* s = sz.data_ptr<int64_t>();
+  int64_t tallest = 0;
   for (int64_t b = 0; b < B; ++b) {
+    tallest = std::max(tallest, s[2 * b]);
     TORCHAUG_CHECK(s[2 * b] > 0 && s[2 * b + 1] > 0, "torchaug::", op, ": sizes[", b, "] must be positive, got (",
                 s[2 * b], ", ", s[2 * b + 1], ")");
     TORCHAUG_CHECK(o[b] >= 0 && o[b] + channels * s[2 * b] * s[2 * b + 1] <= data.numel(), "torchaug::", op,
                 ": image ", b, " (offset ", o[b], ", ", channels, "x", s[2 * b], "x", s[2 * b + 1],
                 ") lies outside data of ", data.numel(), " elements");
   }
+  if (max_height != nullptr) *max_height = tallest;
   if (!data.device().is_cpu()) {
     off = off.pin_memory().to(data.device(), /*non_blocking=*/true);
     sz = sz.pin_memory().to(data.device(), /*non_blocking=*/true);

@@ -533,7 +533,10 @@ at::Tensor resized_crop_ragged_cuda(const at::Tensor& data, const at::Tensor& of
                                     std::optional<at::MemoryFormat> memory_format) {
   const char* op = "resized_crop_ragged";
   c10::cuda::CUDAGuard guard(data.device());
-  auto [off, sz] = plan_ragged(op, data, offsets, sizes, channels);
+  // the tallest image bounds the crops inside the images (from the host metadata plan_ragged
+  // checks), as the batch's height does for a dense batch: tiles as tall as that allows
+  int64_t max_h = 0;
+  auto [off, sz] = plan_ragged(op, data, offsets, sizes, channels, &max_h);
   const int64_t B = off.size(0);
   const at::Tensor ref = data.new_empty({B, 0});
   auto plan = plan_resized_crop(op, ref, channels, data.scalar_type(),
@@ -542,11 +545,6 @@ at::Tensor resized_crop_ragged_cuda(const at::Tensor& data, const at::Tensor& of
   if (B == 0) return plan.out;
   const at::Tensor src = data.contiguous();
   const RaggedBatch batch{off.data_ptr<int64_t>(), sz.data_ptr<int64_t>(), channels, channels_last_in};
-  // the tallest image bounds the crops inside the images (sizes is host metadata, checked by
-  // plan_ragged), as the batch's height does for a dense batch: tiles as tall as that allows
-  const at::Tensor heights = sizes.contiguous();
-  int64_t max_h = 0;
-  for (int64_t b = 0; b < B; ++b) max_h = std::max(max_h, heights.data_ptr<int64_t>()[2 * b]);
   launch_resized_crop(src, batch, plan, B, static_cast<double>(max_h) / static_cast<double>(plan.p.out_h));
   return plan.out;
 }
