@@ -5,8 +5,8 @@
 # (scripts/rc_taps_ab.py) with Nsight Compute on each mode, and the 1-GPU training rows with GPU
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
-#                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile]
-#   (PYTEST_K selects tests, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs)
+#                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
+#   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
@@ -16,7 +16,7 @@ if [[ $steps == *" build "* ]]; then
 fi
 if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
-  python3 -m pytest tests -q -ra -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
+  python3 -m pytest ${PYTEST_FILES:-tests} -q -ra -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
   echo "pytest: $(( $(date +%s) - t0 )) s"
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
@@ -42,6 +42,8 @@ fi
 [[ $steps == *" loader_probe "* ]] && timeout 200 python3 scripts/loader_probe.py 2>&1 | tee "$OUT/loader_probe.log"
 [[ $steps == *" train_ab "* ]] && timeout 580 python3 scripts/train_ab.py ${TRAIN_AB_ARGS:-} --json "$OUT/train_ab.json" 2>&1 | tee "$OUT/train_ab.log"
 [[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"
+[[ $steps == *" balance "* ]] && timeout 400 python3 scripts/resident_balance.py ${BALANCE_ARGS:---all-ops} --json "$OUT/balance.json" 2>&1 | tee "$OUT/balance.log"
+[[ $steps == *" augment_quick "* ]] && python3 benchmarks/bench_augment.py --quick --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" > "$OUT/bench_augment.log" 2>&1 && grep -E "torchaug|floor|torchvision" "$OUT/bench_augment.md" | head -24
 [[ $steps == *" augment "* ]] && python3 benchmarks/bench_augment.py --json "$OUT/bench_augment.json" --markdown "$OUT/bench_augment.md" > "$OUT/bench_augment.log" 2>&1 && grep -E "torchaug|floor" "$OUT/bench_augment.md" | head -12
 if [[ $steps == *" ncu "* ]]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)

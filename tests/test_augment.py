@@ -306,6 +306,38 @@ def test_cuda_resident_path_where_it_does_not_fit():
         _with_resident("yes", lambda: F.augment(x, ops, mags))
 
 
+@requires_cuda
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("layout", ["3x224x224", "3x32x48"])
+def test_cuda_resident_samples_longest_first(interpolation, layout):
+    """A batch with more samples than the GPU runs blocks at once has its blocks take the samples
+    longest first (resident_order_kernel). Which block runs a sample does not change its bytes: the
+    result equals the index order (TORCHAUG_RESIDENT_ORDER=0) and the slot passes, with a per-sample
+    fill and per-sample normalize constants, which show a sample written with another's parameters
+    or a sample left unwritten. A bad TORCHAUG_RESIDENT_ORDER is an error that says so."""
+    gen = torch.Generator().manual_seed(len(layout))
+    c, h, w = (int(v) for v in layout.split("x"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    b = 3 * sms + 7  # more than two blocks an SM (32x48 runs two, 224x224 one)
+    x = random_images(b, c, h, w, torch.uint8, "cuda", generator=gen)
+    ops, mags = _chain_program(b, 2, gen, "cuda")
+    ops[::5, 1] = AUGMENT_OPS["sharpness"]  # costly programs spread over the batch
+    fill = (torch.rand(b, c, generator=gen) * 255).cuda()
+    mean = torch.rand(b, c, generator=gen).cuda()
+    std = (torch.rand(b, c, generator=gen) + 0.1).cuda()
+    for norm in ({}, {"mean": mean, "std": std, "out_dtype": torch.float32}):
+        run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False, **norm)  # noqa: E731
+        for ref in (_with_env("TORCHAUG_RESIDENT_ORDER", "0", run), _with_resident("0", run)):
+            torch.cuda.synchronize()
+            out = torch.full_like(ref, 7)  # the caching allocator's next block of that size: no stale result
+            del out
+            res = run()
+            differ = (res != ref).flatten(1).any(1)
+            assert not differ.any(), f"{norm.keys()}: samples {differ.nonzero().flatten().tolist()[:10]} differ"
+    with pytest.raises(RuntimeError, match="TORCHAUG_RESIDENT_ORDER must be 0 or 1, got 'yes'"):
+        _with_env("TORCHAUG_RESIDENT_ORDER", "yes", lambda: F.augment(x[:2], ops[:2], mags[:2]))
+
+
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 

@@ -34,6 +34,7 @@ constexpr int kResSharp = 0, kResBytes = 1, kResTaps = 2;
 struct ResidentArgs {
   const uint8_t* in;
   uint8_t* out;
+  const int* order;  // block i runs sample order[i] (resident_order_kernel), or sample i where nullptr
   Strides4 is, os;
   int height, width, n, plane;  // plane: bytes between planes (H * W rounded up to 16)
   const int64_t* ops;
@@ -238,7 +239,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   __shared__ uint32_t wsum[kResWarps];
   __shared__ int last[3];
   __shared__ AugStepT<float> steps[2];
-  const int64_t b = blockIdx.x;
+  const int64_t b = A.order != nullptr ? A.order[blockIdx.x] : blockIdx.x;
   const int t = threadIdx.x, H = A.height, W = A.width, HW = H * W;
   int pl[C + 1];  // the plane of each channel, and the free one
 #pragma unroll
@@ -509,6 +510,98 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   }
 }
 
+// ---- the order of the samples ----------------------------------------------------------------
+// The launch is a block per sample in a few waves (256 samples of 224 x 224 are two on an H100's
+// 132 SMs, one block an SM), and blocks start in index order. A program costs from nothing (the
+// identity) to ~7 LUT slots (sharpness), so a costly sample that starts late finishes alone while
+// the other SMs idle. Blocks therefore take their samples longest first (list scheduling, LPT):
+// resident_order_kernel sorts the sample indices by an estimate of the program's time in one block
+// (a counting sort), and block i runs sample order[i]. Which block runs a sample does not change its
+// bytes. scripts/resident_balance.py measures it (session 26, H100, RandAugment(2, 9) with the
+// fused normalize, 256 x 224 x 224: 0.147-0.190 ms in the drawn order, 0.126-0.132 longest first).
+constexpr int kOrderThreads = 1024;
+constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket share it
+
+// A slot's estimated time on the resident path, in ~3 us units of a batch of 256 samples of 224 x
+// 224 on an H100 (scripts/resident_balance.py: the batch of [op, identity] programs minus the batch
+// of identities; a LUT slot ~12 us). Unknown ids are the identity (lower_aug).
+__device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
+  switch (op) {
+    case kernels::kColorBrightness:
+    case kernels::kColorGamma:
+    case kernels::kColorInvert:
+    case kernels::kColorPosterize:
+    case kernels::kColorSolarize:
+    case kernels::kColorSolarizeAdd:
+      return 4;
+    case kernels::kColorContrast:
+    case kernels::kColorAutocontrast:
+      return 7;
+    case kernels::kColorSaturation:
+    case kernels::kColorGrayscale:
+      return 11;
+    case kernels::kColorEqualize:
+      return 12;
+    case kernels::kColorHue:
+      return 16;
+    case kernels::kAugShearX:
+    case kernels::kAugShearY:
+    case kernels::kAugTranslateX:
+    case kernels::kAugTranslateY:
+    case kernels::kAugRotate:
+      return bilinear ? 20 : 10;
+    case kernels::kAugSharpness:
+      return 28;
+    default:
+      return 0;
+  }
+}
+
+// order: the B sample indices, the most costly programs first (the order within a cost is
+// whichever the atomics give: it only decides which block runs which sample).
+__global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int64_t* ops, Strides2 ops_s, int B, int n,
+                                                                       bool bilinear, int* order) {
+  __shared__ int start[kOrderBuckets];
+  __shared__ int wsum[kOrderBuckets / 32];
+  const int t = threadIdx.x, lane = t % 32;
+  const auto bucket = [&](int b) {  // buckets run from the most costly (0) down
+    int c = 0;
+    for (int k = 0; k < n; ++k) c += resident_slot_cost(ops[ops_s.at(b, k)], bilinear);
+    return kOrderBuckets - 1 - min(c, kOrderBuckets - 1);
+  };
+  for (int i = t; i < kOrderBuckets; i += kOrderThreads) start[i] = 0;
+  __syncthreads();
+  for (int b = t; b < B; b += kOrderThreads) atomicAdd(&start[bucket(b)], 1);
+  __syncthreads();
+  // each bucket's first position: the exclusive scan of the counts (a warp scan, then the warps before)
+  int h = 0, x = 0;
+  if (t < kOrderBuckets) {
+    h = start[t];
+    x = h;
+    for (int off = 1; off < 32; off *= 2) {
+      const int y = __shfl_up_sync(0xffffffffu, x, off);
+      if (lane >= off) x += y;
+    }
+    if (lane == 31) wsum[t / 32] = x;
+  }
+  __syncthreads();
+  if (t < kOrderBuckets) {
+    for (int w = 0; w < t / 32; ++w) x += wsum[w];
+    start[t] = x - h;
+  }
+  __syncthreads();
+  for (int b = t; b < B; b += kOrderThreads) order[atomicAdd(&start[bucket(b)], 1)] = b;
+}
+
+// TORCHAUG_RESIDENT_ORDER: unset or "1": samples longest first where the launch has more blocks
+// than the GPU runs at once; "0": in index order (A/B tests and benchmarks).
+bool resident_order_enabled() {
+  const char* e = std::getenv("TORCHAUG_RESIDENT_ORDER");
+  if (e == nullptr || std::strcmp(e, "1") == 0) return true;
+  TORCHAUG_CHECK(std::strcmp(e, "0") == 0, "torchaug::augment: TORCHAUG_RESIDENT_ORDER must be 0 or 1, got '", e, "'");
+  return false;
+}
+
 // TORCHAUG_AUGMENT_RESIDENT: unset or "1": the resident path where it applies; "0": never (the
 // slot passes, for A/B tests and benchmarks); "force": always, and an error where it cannot (tests).
 int resident_mode() {
@@ -526,6 +619,18 @@ int64_t shared_optin(int device) {
   int v = cache[device].load(std::memory_order_relaxed);
   if (v == 0) {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cache[device].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+// The device's multiprocessor count, read once per device.
+int multiprocessors(int device) {
+  static std::atomic<int> cache[64] = {};
+  if (device < 0 || device >= 64) return 1;
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device));
     cache[device].store(v, std::memory_order_relaxed);
   }
   return v;
@@ -567,6 +672,7 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
                  "x", W);
   if (!fits) return false;
   ResidentArgs A;
+  A.order = nullptr;
   A.in = images.data_ptr<uint8_t>();
   A.out = norm ? nullptr : out.data_ptr<uint8_t>();
   A.is = strides4(images);
@@ -594,11 +700,25 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   } else {
     A.norm_words = kNormWordsNone;
   }
+  const bool ordered = resident_order_enabled() && A.n > 0;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   with_channels(C, [&](auto ch) {
     with_affine_taps(interpolation, [&](auto taps) {
       constexpr auto kernel = augment_resident_kernel<decltype(ch)::value, decltype(taps)::value>;
       opt_in_shared<kernel>(images.get_device(), static_cast<int>(limit));  // every launch that fits fits `limit`
+      // the order only matters where some blocks wait for others to finish
+      int per_sm = 0;
+      if (ordered) {
+        C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kResThreads, static_cast<size_t>(bytes)));
+      }
+      at::Tensor order;
+      if (ordered && B > static_cast<int64_t>(per_sm) * multiprocessors(images.get_device())) {
+        order = at::empty({B}, images.options().dtype(at::kInt));
+        resident_order_kernel<<<1, kOrderThreads, 0, stream>>>(A.ops, A.ops_s, static_cast<int>(B), A.n,
+                                                               interpolation != 0, order.data_ptr<int>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        A.order = order.data_ptr<int>();
+      }
       kernel<<<static_cast<unsigned>(B), kResThreads, static_cast<size_t>(bytes), stream>>>(A);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });

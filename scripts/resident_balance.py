@@ -1,0 +1,209 @@
+"""How much of the resident augment kernel's time is load imbalance between its blocks (a block per
+sample, ~2 waves on an H100): per-op costs from batches where every sample runs the same op, then
+RandAugment(2, 9) programs timed in their drawn order, in longest-first order (the samples and their
+programs permuted on the host: what a kernel taking its samples longest-first would run) and in
+shortest-first order, beside a greedy list-scheduling model of the same costs; then the same
+programs with the kernel ordering them itself (TORCHAUG_RESIDENT_ORDER=1, the default; the rows
+before run with 0), every op's cost (--all-ops: the ones RandAugment does not draw, and the
+geometric ops bilinear), and case 4's chain with the kernel's order off and on in alternate rounds.
+
+    python3 scripts/resident_balance.py [--programs 4] [--iters 20] [--all-ops] [--chain-rounds 3] [--json out.json]
+"""
+import argparse
+import heapq
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torchaug.functional as F  # noqa: E402
+import torchaug.transforms as T  # noqa: E402
+from harness import time_cuda  # noqa: E402
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def makespan(costs, sms):
+    """Greedy list scheduling in the given order (the hardware's block dispatch, roughly)."""
+    free = [0.0] * sms
+    for c in costs:
+        t = heapq.heappop(free)
+        heapq.heappush(free, t + c)
+    return max(free)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--programs", type=int, default=4)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--all-ops", action="store_true")
+    p.add_argument("--chain-rounds", type=int, default=3)
+    p.add_argument("--fill-probe", action="store_true",
+                   help="identity programs on 1 .. 2 x SMs samples: is a block's load + store bound by its SM or by DRAM")
+    p.add_argument("--json")
+    a = p.parse_args()
+    B, dev = a.batch, "cuda"
+    os.environ["TORCHAUG_RESIDENT_ORDER"] = "0"  # the index order, unless a row says otherwise
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    torch.manual_seed(0)
+    x = torch.randint(0, 256, (B, 3, 224, 224), dtype=torch.uint8, device=dev)
+
+    def run(img, ops, mags, out_dtype=torch.float32):
+        if out_dtype is None:
+            return F.augment(img, ops, mags, validate=False)
+        return F.augment(img, ops, mags, validate=False, mean=MEAN, std=STD, out_dtype=out_dtype)
+
+    def kernel_ms(fn, calls=10):
+        """The resident kernel's own mean time (CUPTI through torch.profiler): small batches are
+        issued slower than they run, so CUDA events would time the host."""
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        times = [getattr(e, "device_time", None) or e.cuda_time for e in prof.key_averages() if "augment_resident" in e.key]
+        return times[0] / 1e3 if times else float("nan")
+
+    def ms(img, ops, mags, out_dtype=torch.float32):
+        return time_cuda(lambda i: run(img, ops, mags, out_dtype), a.iters)["ms"]
+
+    fill_rows = []
+    if a.fill_probe:
+        # one sample per SM at most (one wave) up to two waves: if a block's load + normalize + store
+        # is bound by its SM, a wave takes the same time however many SMs run; if by DRAM, it grows
+        for n in (1, 8, 33, 66, 99, 132, min(2 * sms, B)):
+            ops = torch.zeros((n, 2), dtype=torch.int64, device=dev)
+            mags = torch.zeros((n, 2), device=dev)
+            row = {"samples": n}
+            for label, dt in (("u8", None), ("bf16", torch.bfloat16), ("f32", torch.float32)):
+                row[label] = kernel_ms(lambda: run(x[:n], ops, mags, dt))
+            fill_rows.append(row)
+            print(f"identity, {n} samples: uint8 out {row['u8'] * 1e3:.1f} us, bf16 {row['bf16'] * 1e3:.1f}, "
+                  f"float32 {row['f32'] * 1e3:.1f}", flush=True)
+    policy = T.RandAugment(2, 9)
+    progs = [policy.make_params(x) for _ in range(a.programs)]
+    used = sorted({int(v) for pr in progs for v in pr["ops"].flatten().tolist()})
+    # a magnitude per op as the programs have it (the first sample that uses it)
+    mag_of = {}
+    for pr in progs:
+        for o, m in zip(pr["ops"].flatten().tolist(), pr["magnitudes"].flatten().tolist()):
+            mag_of.setdefault(int(o), float(m))
+    names = {v: k for k, v in F.AUGMENT_OPS.items()}
+    ident = F.AUGMENT_OPS["identity"]
+
+    def uniform(op, interpolation="nearest"):
+        ops = torch.tensor([[op, ident]], device=dev).expand(B, 2).contiguous()
+        mags = torch.tensor([[mag_of.get(op, 0.5), 0.0]], device=dev, dtype=torch.float32).expand(B, 2).contiguous()
+        return time_cuda(lambda i: F.augment(x, ops, mags, interpolation, validate=False, mean=MEAN, std=STD,
+                                             out_dtype=torch.float32), a.iters)["ms"]
+
+    base = uniform(ident)
+    cost = {}
+    print(f"SMs {sms}, batch {B}; uniform batches [op, identity], fused normalize to float32 (ms):")
+    print(f"  identity {base:.4f}")
+    for op in used:
+        if op == ident:
+            continue
+        t = uniform(op)
+        cost[op] = max(t - base, 0.0)
+        print(f"  {names[op]:<13} {t:.4f}  (+{cost[op] * 1e3:.1f} us)")
+    cost[ident] = 0.0
+    extra = {}
+    if a.all_ops:
+        for name, op in F.AUGMENT_OPS.items():
+            if op not in cost:
+                extra[name] = uniform(op) - base
+        for name in ("shear_x", "translate_x", "rotate"):
+            extra[name + " bilinear"] = uniform(F.AUGMENT_OPS[name], "bilinear") - uniform(ident, "bilinear")
+        print("  other ops: " + ", ".join(f"{k} +{v * 1e3:.1f} us" for k, v in extra.items()), flush=True)
+    # a sample's own time in a uniform batch: the batch time over its waves (the base's share too)
+    waves = -(-B // sms)
+    per_base = base / waves
+
+    rows = []
+    for k, pr in enumerate(progs):
+        ops, mags = pr["ops"], pr["magnitudes"]
+        est = torch.tensor([per_base + sum(cost[int(o)] / waves for o in row) for row in ops.tolist()])
+        order = torch.argsort(est, descending=True)
+        rev = order.flip(0)
+        o_d, o_a = order.to(dev), rev.to(dev)
+        r = {
+            "program": k,
+            "drawn": ms(x, ops, mags),
+            "longest_first": ms(x[o_d], ops[o_d], mags[o_d]),
+            "shortest_first": ms(x[o_a], ops[o_a], mags[o_a]),
+            "drawn_u8": ms(x, ops, mags, None),
+            "longest_first_u8": ms(x[o_d], ops[o_d], mags[o_d], None),
+            "drawn_bf16": ms(x, ops, mags, torch.bfloat16),
+            "model_drawn": makespan(est.tolist(), sms),
+            "model_longest_first": makespan(est[order].tolist(), sms),
+            "model_shortest_first": makespan(est[rev].tolist(), sms),
+            "model_bound": max(float(est.sum()) / sms, float(est.max())),
+        }
+        # other orders, for the stores' overlap with other blocks' compute (DRAM idles while a wave
+        # of long programs computes): longest and shortest alternately, and some short ones first
+        d = order.tolist()
+        alt = [d[(i // 2) if i % 2 == 0 else len(d) - 1 - i // 2] for i in range(len(d))]
+        others = {"alternate": alt}
+        for frac in (4, 2):
+            kk = sms // frac
+            others[f"short{kk}_then_longest"] = d[len(d) - kk:][::-1] + d[:len(d) - kk]
+        for name, perm in others.items():
+            o = torch.tensor(perm, device=dev)
+            assert sorted(perm) == list(range(B))
+            r[name] = ms(x[o], ops[o], mags[o])
+        print(f"program {k}, other orders: " + ", ".join(f"{n} {r[n]:.4f}" for n in others), flush=True)
+        os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"
+        r["kernel_order"] = ms(x, ops, mags)
+        r["kernel_order_u8"] = ms(x, ops, mags, None)
+        os.environ["TORCHAUG_RESIDENT_ORDER"] = "0"
+        rows.append(r)
+        print(f"program {k}: drawn {r['drawn']:.4f} ms, longest-first {r['longest_first']:.4f}, shortest-first "
+              f"{r['shortest_first']:.4f}; uint8 out {r['drawn_u8']:.4f} / {r['longest_first_u8']:.4f}; bf16 out "
+              f"{r['drawn_bf16']:.4f}; model {r['model_drawn']:.4f} / {r['model_longest_first']:.4f} / "
+              f"{r['model_shortest_first']:.4f}, bound {r['model_bound']:.4f}; the kernel's order {r['kernel_order']:.4f} "
+              f"(uint8 out {r['kernel_order_u8']:.4f})", flush=True)
+    # case 4's chain (bench_augment's first row), the kernel's order off and on in alternate rounds
+    photos = [torch.randint(0, 256, (B, 3, 375, 500), dtype=torch.uint8, device=dev) for _ in range(4)]
+    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
+                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    chain_rows = {"0": [], "1": []}
+    for _ in range(a.chain_rounds):
+        for mode in ("0", "1"):
+            os.environ["TORCHAUG_RESIDENT_ORDER"] = mode
+            chain_rows[mode].append(time_cuda(lambda i: chain(photos[i % 4]), 40)["ms"])
+    # the chain's kernels under each order (CUPTI through torch.profiler): us a call
+    kernels = {}
+    for mode in ("0", "1"):
+        os.environ["TORCHAUG_RESIDENT_ORDER"] = mode
+        for i in range(3):
+            chain(photos[i % 4])
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for i in range(20):
+                chain(photos[i % 4])
+            torch.cuda.synchronize()
+        kernels[mode] = {e.key[:60]: e.device_time_total / 20 for e in prof.key_averages() if e.device_time_total > 0}
+        print(f"chain kernels, TORCHAUG_RESIDENT_ORDER={mode} (us a call): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(kernels[mode].items(), key=lambda kv: -kv[1])), flush=True)
+    os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"
+    print("chain RRC224+flip+RandAugment(2,9)+normalize, ms a batch: index order "
+          + " ".join(f"{v:.4f}" for v in chain_rows["0"]) + "; longest first " + " ".join(f"{v:.4f}" for v in chain_rows["1"]),
+          flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "sms": sms, "base_ms": base,
+                       "cost_ms": {names[o]: c for o, c in cost.items()}, "other_ops_ms": extra, "programs": rows, "fill_probe_ms": fill_rows,
+                       "chain_ms": {"index_order": chain_rows["0"], "longest_first": chain_rows["1"]},
+                       "chain_kernels_us": kernels}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
