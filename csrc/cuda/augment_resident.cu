@@ -67,11 +67,14 @@ __device__ __forceinline__ float byte_to_float(uint32_t w, int k) {
 constexpr int kNormWordsNone = 0, kNormWordsNchw = 1, kNormWordsNhwc = 2;
 
 // g: 4 output values, stored at once in the output's type as vector k of base (elements 4k .. 4k + 3;
-// indexed in whole vectors, the form nvcc keeps as one 16- or 8-byte store)
+// indexed in whole vectors, the form nvcc keeps as one 16- or 8-byte store). Evict-first
+// (st.global.cs): this kernel never reads the output again, and the lines it would evict are the
+// inputs of the blocks still to run, which the crop before it left in L2 (session 26, H100, case 4's
+// chain: the kernel 123.3 -> 121.4 us, 20 calls each, CUPTI).
 template <int kKind>
 __device__ __forceinline__ void store_norm_group(void* base, int64_t k, const float (&g)[4]) {
   if constexpr (kKind == kPixF32) {
-    reinterpret_cast<float4*>(base)[k] = make_float4(g[0], g[1], g[2], g[3]);
+    __stcs(reinterpret_cast<float4*>(base) + k, make_float4(g[0], g[1], g[2], g[3]));
   } else {
     uint32_t h[4];
 #pragma unroll
@@ -82,7 +85,7 @@ __device__ __forceinline__ void store_norm_group(void* base, int64_t k, const fl
         h[j] = c10::BFloat16(g[j]).x;
       }
     }
-    reinterpret_cast<uint2*>(base)[k] = make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
+    __stcs(reinterpret_cast<uint2*>(base) + k, make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16)));
   }
 }
 
@@ -523,35 +526,41 @@ constexpr int kOrderThreads = 1024;
 constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket share it
 
 // A slot's estimated time on the resident path, in ~3 us units of a batch of 256 samples of 224 x
-// 224 on an H100 (scripts/resident_balance.py: the batch of [op, identity] programs minus the batch
-// of identities; a LUT slot ~12 us). Unknown ids are the identity (lower_aug).
+// 224 on an H100 (scripts/resident_balance.py --all-ops: the batch of [op, identity] programs minus
+// the batch of identities, fused normalize to float32; session 26: a LUT slot 12-15 us, contrast /
+// autocontrast 21-22, grayscale 25, saturation 34, equalize 36, nearest shear 34-36, translate and
+// rotate 30-32, every geometric op bilinear 71-73, hue 82, sharpness 88). Unknown ids are the
+// identity (lower_aug).
 __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
   switch (op) {
     case kernels::kColorBrightness:
-    case kernels::kColorGamma:
     case kernels::kColorInvert:
     case kernels::kColorPosterize:
     case kernels::kColorSolarize:
-    case kernels::kColorSolarizeAdd:
       return 4;
+    case kernels::kColorGamma:
+    case kernels::kColorSolarizeAdd:
+      return 5;
     case kernels::kColorContrast:
     case kernels::kColorAutocontrast:
       return 7;
-    case kernels::kColorSaturation:
     case kernels::kColorGrayscale:
+      return 8;
+    case kernels::kColorSaturation:
       return 11;
     case kernels::kColorEqualize:
       return 12;
-    case kernels::kColorHue:
-      return 16;
     case kernels::kAugShearX:
     case kernels::kAugShearY:
+      return bilinear ? 24 : 12;
     case kernels::kAugTranslateX:
     case kernels::kAugTranslateY:
     case kernels::kAugRotate:
-      return bilinear ? 20 : 10;
+      return bilinear ? 24 : 10;
+    case kernels::kColorHue:
+      return 27;
     case kernels::kAugSharpness:
-      return 28;
+      return 29;
     default:
       return 0;
   }
