@@ -5,7 +5,7 @@ programs permuted on the host: what a kernel taking its samples longest-first wo
 shortest-first order, beside a greedy list-scheduling model of the same costs; then the same
 programs with the kernel ordering them itself (TORCHAUG_RESIDENT_ORDER=1, the default; the rows
 before run with 0), every op's cost (--all-ops: the ones RandAugment does not draw, and the
-geometric ops bilinear), and case 4's chain with the kernel's order off and on in alternate rounds.
+geometric ops bilinear), and case 4's chain with --ab-env (the kernel's order) 0 and 1 in alternate rounds.
 
     python3 scripts/resident_balance.py [--programs 4] [--iters 20] [--all-ops] [--chain-rounds 3] [--json out.json]
 """
@@ -43,6 +43,7 @@ def main():
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--all-ops", action="store_true")
     p.add_argument("--chain-rounds", type=int, default=3)
+    p.add_argument("--ab-env", default="TORCHAUG_RESIDENT_ORDER", help="the variable the chain's A/B sets to 0 and 1")
     p.add_argument("--fill-probe", action="store_true",
                    help="identity programs on 1 .. 2 x SMs samples: is a block's load + store bound by its SM or by DRAM")
     p.add_argument("--json")
@@ -170,19 +171,20 @@ def main():
               f"{r['drawn_bf16']:.4f}; model {r['model_drawn']:.4f} / {r['model_longest_first']:.4f} / "
               f"{r['model_shortest_first']:.4f}, bound {r['model_bound']:.4f}; the kernel's order {r['kernel_order']:.4f} "
               f"(uint8 out {r['kernel_order_u8']:.4f})", flush=True)
-    # case 4's chain (bench_augment's first row), the kernel's order off and on in alternate rounds
+    # case 4's chain (bench_augment's first row) with the A/B variable (--ab-env; the kernel's order
+    # by default) 0 and 1 in alternate rounds, then its kernels under each (CUPTI: us a call)
+    os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"
     photos = [torch.randint(0, 256, (B, 3, 375, 500), dtype=torch.uint8, device=dev) for _ in range(4)]
     chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
                        T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
     chain_rows = {"0": [], "1": []}
     for _ in range(a.chain_rounds):
         for mode in ("0", "1"):
-            os.environ["TORCHAUG_RESIDENT_ORDER"] = mode
+            os.environ[a.ab_env] = mode
             chain_rows[mode].append(time_cuda(lambda i: chain(photos[i % 4]), 40)["ms"])
-    # the chain's kernels under each order (CUPTI through torch.profiler): us a call
     kernels = {}
     for mode in ("0", "1"):
-        os.environ["TORCHAUG_RESIDENT_ORDER"] = mode
+        os.environ[a.ab_env] = mode
         for i in range(3):
             chain(photos[i % 4])
         torch.cuda.synchronize()
@@ -191,17 +193,17 @@ def main():
                 chain(photos[i % 4])
             torch.cuda.synchronize()
         kernels[mode] = {e.key[:60]: e.device_time_total / 20 for e in prof.key_averages() if e.device_time_total > 0}
-        print(f"chain kernels, TORCHAUG_RESIDENT_ORDER={mode} (us a call): "
+        print(f"chain kernels, {a.ab_env}={mode} (us a call): "
               + ", ".join(f"{k} {v:.1f}" for k, v in sorted(kernels[mode].items(), key=lambda kv: -kv[1])), flush=True)
-    os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"
-    print("chain RRC224+flip+RandAugment(2,9)+normalize, ms a batch: index order "
-          + " ".join(f"{v:.4f}" for v in chain_rows["0"]) + "; longest first " + " ".join(f"{v:.4f}" for v in chain_rows["1"]),
+    del os.environ[a.ab_env]
+    print(f"chain RRC224+flip+RandAugment(2,9)+normalize, ms a batch: {a.ab_env}=0 "
+          + " ".join(f"{v:.4f}" for v in chain_rows["0"]) + "; =1 " + " ".join(f"{v:.4f}" for v in chain_rows["1"]),
           flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(0), "sms": sms, "base_ms": base,
                        "cost_ms": {names[o]: c for o, c in cost.items()}, "other_ops_ms": extra, "programs": rows, "fill_probe_ms": fill_rows,
-                       "chain_ms": {"index_order": chain_rows["0"], "longest_first": chain_rows["1"]},
+                       "ab_env": a.ab_env, "chain_ms": chain_rows,
                        "chain_kernels_us": kernels}, f, indent=1)
 
 
