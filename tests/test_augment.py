@@ -257,13 +257,14 @@ def _with_resident(mode, fn):
 
 @requires_cuda
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
-@pytest.mark.parametrize("layout", ["3x224x224", "3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x1x5"])
+@pytest.mark.parametrize("layout", ["3x224x224", "3x232x232", "3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x1x5"])
 @pytest.mark.parametrize("n", [1, 2, 10])
 def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
     """uint8 images that fit in shared memory run their whole program in one launch (the resident
     path, forced here); it equals the slot passes bitwise: statistics of full-range, low-contrast
     and flat images (equalize's step 0, autocontrast's min == max), every op, fill, the 16-byte
-    planes (32x48, 224x224) and the others, channels_last, 1 channel."""
+    planes (32x48, 224x224) and the others, channels_last, 1 channel, and planes too large for a
+    thread's registers to hold a geometric slot's words (232x232: channel by channel instead)."""
     gen = torch.Generator().manual_seed(n * 7 + len(layout))
     shape, _, cl = layout.partition("-")
     c, h, w = (int(v) for v in shape.split("x"))

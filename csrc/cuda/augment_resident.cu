@@ -310,24 +310,31 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     // sharpness and the geometric ops: the C values of a pixel at once (one set of taps); channel 0
     // goes to the free plane, the others stay in registers until every pixel is computed (planes of
     // at most kResHeld words a thread), else channel by channel into the free plane
-    const bool sharp = s.kind == kernels::kAugKindSharpness;
     float fc[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) fc[c] = A.fill != nullptr ? A.fill[b * C + c] : 0.0f;
-    auto value = [&](const uint8_t* sp, int c, int p, int y, int x, const kernels::AffineTaps<float, N, int>& taps) {
-      return resident_value<N>(sp, sharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation,
-                              A.nearest_bytes);
-    };
-    auto taps_at = [&](int y, int x) { return resident_taps<N>(sharp, s.m, H, W, y, x); };
-    // the held loop specialized on the slot's kind (sharpness, nearest byte copies, float taps): the
-    // same functions with the kind a constant, so that no pixel re-tests it channel by channel
-    const auto held_slot = [&](auto kind_constant) {
+    // the slot specialized on its kind (sharpness, nearest byte copies, float taps): the same
+    // functions with the kind a constant, so that no pixel re-tests it channel by channel
+    const auto slot = [&](auto kind_constant) {
       constexpr int kKind = decltype(kind_constant)::value;
       constexpr bool kSharp = kKind == kResSharp, kBytes = kKind == kResBytes;
       const auto value_k = [&](const uint8_t* sp, int c, int p, int y, int x, const kernels::AffineTaps<float, N, int>& taps) {
         return resident_value<N>(sp, kSharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation, kBytes);
       };
       const auto taps_k = [&](int y, int x) { return resident_taps<N>(kSharp, s.m, H, W, y, x); };
+      if (!A.held) {  // planes larger than the registers hold: channel by channel into the free plane
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const uint8_t* sp = planes + pl[c] * A.plane;
+          uint8_t* dp = planes + pl[C] * A.plane;
+          resident_pixels(H, W, [&](int p, int y, int x) { dp[p] = static_cast<uint8_t>(value_k(sp, c, p, y, x, taps_k(y, x))); });
+          const int tmp = pl[c];
+          pl[c] = pl[C];
+          pl[C] = tmp;
+          __syncthreads();
+        }
+        return;
+      }
       // nearest byte copies written out (resident_value's kBytes branch without a branch per channel:
       // the byte at the tap, or at pixel 0 and then replaced by the fill's byte outside the image)
       int poff[C];
@@ -384,30 +391,17 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
           for (int c = 1; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[g] = held[i][c - 1];
         }
       }
-    };
-    if (A.held) {
-      if (sharp) {
-        held_slot(std::integral_constant<int, kResSharp>{});
-      } else if (N == 1 && A.nearest_bytes) {
-        held_slot(std::integral_constant<int, kResBytes>{});
-      } else {
-        held_slot(std::integral_constant<int, kResTaps>{});
-      }
       const int tmp = pl[0];
       pl[0] = pl[C];
       pl[C] = tmp;
       __syncthreads();
-      continue;
-    }
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* sp = planes + pl[c] * A.plane;
-      uint8_t* dp = planes + pl[C] * A.plane;
-      resident_pixels(H, W, [&](int p, int y, int x) { dp[p] = static_cast<uint8_t>(value(sp, c, p, y, x, taps_at(y, x))); });
-      const int tmp = pl[c];
-      pl[c] = pl[C];
-      pl[C] = tmp;
-      __syncthreads();
+    };
+    if (s.kind == kernels::kAugKindSharpness) {
+      slot(std::integral_constant<int, kResSharp>{});
+    } else if (N == 1 && A.nearest_bytes) {
+      slot(std::integral_constant<int, kResBytes>{});
+    } else {
+      slot(std::integral_constant<int, kResTaps>{});
     }
   }
   __syncthreads();
