@@ -105,6 +105,16 @@ __device__ inline void resident_pixels(int H, int W, F&& f) {
   }
 }
 
+// The sum of x over lanes 0 .. lane of the warp.
+template <typename T>
+__device__ __forceinline__ T warp_inclusive_sum(T x, int lane) {
+  for (int off = 1; off < 32; off *= 2) {
+    const T y = __shfl_up_sync(0xffffffffu, x, off);
+    if (lane >= off) x += y;
+  }
+  return x;
+}
+
 // The statistics of a contrast, autocontrast or equalize slot of the image in the planes, derived
 // as the statistics pass and its finalize derive them (f, lut).
 template <int C>
@@ -127,11 +137,7 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
     if (t < C * 256) {
       h = hist[t];
       if (h != 0) atomicMax(&last[t / 256], t % 256);
-      x = h;
-      for (int off = 1; off < 32; off *= 2) {
-        const uint32_t y = __shfl_up_sync(0xffffffffu, x, off);
-        if (lane >= off) x += y;
-      }
+      x = warp_inclusive_sum(h, lane);
       if (lane == 31) wsum[t / 32] = x;
     }
     __syncthreads();
@@ -580,11 +586,7 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
   int h = 0, x = 0;
   if (t < kOrderBuckets) {
     h = start[t];
-    x = h;
-    for (int off = 1; off < 32; off *= 2) {
-      const int y = __shfl_up_sync(0xffffffffu, x, off);
-      if (lane >= off) x += y;
-    }
+    x = warp_inclusive_sum(h, lane);
     if (lane == 31) wsum[t / 32] = x;
   }
   __syncthreads();
@@ -615,26 +617,16 @@ int resident_mode() {
   return 2;
 }
 
-// The shared memory a block of the device may opt in to (227 KiB on an H100), read once per device.
-int64_t shared_optin(int device) {
+// A device attribute (the shared memory a block may opt in to, 227 KiB on an H100; the SM count),
+// read once per device (devices past 63: on every call).
+template <cudaDeviceAttr kAttr>
+int device_attribute(int device) {
   static std::atomic<int> cache[64] = {};
-  if (device < 0 || device >= 64) return 0;
-  int v = cache[device].load(std::memory_order_relaxed);
+  const bool cached = device >= 0 && device < 64;
+  int v = cached ? cache[device].load(std::memory_order_relaxed) : 0;
   if (v == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    cache[device].store(v, std::memory_order_relaxed);
-  }
-  return v;
-}
-
-// The device's multiprocessor count, read once per device.
-int multiprocessors(int device) {
-  static std::atomic<int> cache[64] = {};
-  if (device < 0 || device >= 64) return 1;
-  int v = cache[device].load(std::memory_order_relaxed);
-  if (v == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device));
-    cache[device].store(v, std::memory_order_relaxed);
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, kAttr, device));
+    if (cached) cache[device].store(v, std::memory_order_relaxed);
   }
   return v;
 }
@@ -668,7 +660,7 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   const int64_t plane = (H * W + 15) / 16 * 16;
   const c10::cuda::CUDAGuard guard(images.device());
   // the statically sized shared memory of the kernel is under 8 KiB
-  const int64_t bytes = (C + 1) * plane, limit = shared_optin(images.get_device()) - 8192;
+  const int64_t bytes = (C + 1) * plane, limit = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(images.get_device()) - 8192;
   const bool fits = images.scalar_type() == at::kByte && bytes <= limit && B <= 0x7fffffff;
   TORCHAUG_CHECK(fits || mode != 2, "torchaug::augment: TORCHAUG_AUGMENT_RESIDENT=force needs uint8 images of at most ",
                  limit, " bytes for ", C, " planes and a free one, got ", images.scalar_type(), " images of ", C, "x", H,
@@ -715,7 +707,7 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
         C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kResThreads, static_cast<size_t>(bytes)));
       }
       at::Tensor order;
-      if (ordered && B > static_cast<int64_t>(per_sm) * multiprocessors(images.get_device())) {
+      if (ordered && B > static_cast<int64_t>(per_sm) * device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device())) {
         order = at::empty({B}, images.options().dtype(at::kInt));
         resident_order_kernel<<<1, kOrderThreads, 0, stream>>>(A.ops, A.ops_s, static_cast<int>(B), A.n,
                                                                interpolation != 0, order.data_ptr<int>());
