@@ -54,26 +54,30 @@ def main():
     torch.manual_seed(0)
     x = torch.randint(0, 256, (B, 3, 224, 224), dtype=torch.uint8, device=dev)
 
-    def run(img, ops, mags, out_dtype=torch.float32):
+    def run(img, ops, mags, out_dtype=torch.float32, interpolation="nearest"):
         if out_dtype is None:
-            return F.augment(img, ops, mags, validate=False)
-        return F.augment(img, ops, mags, validate=False, mean=MEAN, std=STD, out_dtype=out_dtype)
+            return F.augment(img, ops, mags, interpolation, validate=False)
+        return F.augment(img, ops, mags, interpolation, validate=False, mean=MEAN, std=STD, out_dtype=out_dtype)
 
-    def kernel_ms(fn, calls=10):
-        """The resident kernel's own mean time (CUPTI through torch.profiler): small batches are
-        issued slower than they run, so CUDA events would time the host."""
-        for _ in range(3):
-            fn()
+    def kernel_us(fn, calls):
+        """Each kernel's GPU time per call of fn (CUPTI through torch.profiler), by name: small
+        batches are issued slower than they run, so CUDA events would time the host."""
+        for i in range(3):
+            fn(i)
         torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                fn()
+            for i in range(calls):
+                fn(i)
             torch.cuda.synchronize()
-        times = [getattr(e, "device_time", None) or e.cuda_time for e in prof.key_averages() if "augment_resident" in e.key]
+        return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
+
+    def resident_ms(fn, calls=10):
+        """The resident kernel's own mean time per call."""
+        times = [v for k, v in kernel_us(lambda i: fn(), calls).items() if "augment_resident" in k]
         return times[0] / 1e3 if times else float("nan")
 
-    def ms(img, ops, mags, out_dtype=torch.float32):
-        return time_cuda(lambda i: run(img, ops, mags, out_dtype), a.iters)["ms"]
+    def ms(img, ops, mags, out_dtype=torch.float32, interpolation="nearest"):
+        return time_cuda(lambda i: run(img, ops, mags, out_dtype, interpolation), a.iters)["ms"]
 
     fill_rows = []
     if a.fill_probe:
@@ -84,7 +88,7 @@ def main():
             mags = torch.zeros((n, 2), device=dev)
             row = {"samples": n}
             for label, dt in (("u8", None), ("bf16", torch.bfloat16), ("f32", torch.float32)):
-                row[label] = kernel_ms(lambda: run(x[:n], ops, mags, dt))
+                row[label] = resident_ms(lambda: run(x[:n], ops, mags, dt))
             fill_rows.append(row)
             print(f"identity, {n} samples: uint8 out {row['u8'] * 1e3:.1f} us, bf16 {row['bf16'] * 1e3:.1f}, "
                   f"float32 {row['f32'] * 1e3:.1f}", flush=True)
@@ -102,8 +106,7 @@ def main():
     def uniform(op, interpolation="nearest"):
         ops = torch.tensor([[op, ident]], device=dev).expand(B, 2).contiguous()
         mags = torch.tensor([[mag_of.get(op, 0.5), 0.0]], device=dev, dtype=torch.float32).expand(B, 2).contiguous()
-        return time_cuda(lambda i: F.augment(x, ops, mags, interpolation, validate=False, mean=MEAN, std=STD,
-                                             out_dtype=torch.float32), a.iters)["ms"]
+        return ms(x, ops, mags, interpolation=interpolation)
 
     base = uniform(ident)
     cost = {}
@@ -185,14 +188,7 @@ def main():
     kernels = {}
     for mode in ("0", "1"):
         os.environ[a.ab_env] = mode
-        for i in range(3):
-            chain(photos[i % 4])
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for i in range(20):
-                chain(photos[i % 4])
-            torch.cuda.synchronize()
-        kernels[mode] = {e.key[:60]: e.device_time_total / 20 for e in prof.key_averages() if e.device_time_total > 0}
+        kernels[mode] = kernel_us(lambda i: chain(photos[i % 4]), 20)
         print(f"chain kernels, {a.ab_env}={mode} (us a call): "
               + ", ".join(f"{k} {v:.1f}" for k, v in sorted(kernels[mode].items(), key=lambda kv: -kv[1])), flush=True)
     del os.environ[a.ab_env]
