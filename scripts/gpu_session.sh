@@ -6,13 +6,19 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs)
+#                               [stages] [save_so]
+#   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
+#    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_OMP the OMP_NUM_THREADS values it runs under, "default" for unset;
+#    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [[ $steps == *" build "* ]]; then
   build_in_place
+fi
+if [[ $steps == *" save_so "* ]]; then
+  strip --strip-unneeded torchaug/_C*.so -o /tmp/_C.so && gzip -9c /tmp/_C.so > "$OUT/_C.so.gz" && ls -l "$OUT/_C.so.gz"
 fi
 if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
@@ -40,6 +46,13 @@ fi
   --json "$OUT/bench_train.json" --markdown "$OUT/bench_train.md" > "$OUT/bench_train.log" 2>&1; [[ $steps == *" train "* ]] && tail -12 "$OUT/bench_train.log"
 [[ $steps == *" contention "* ]] && timeout 200 python3 scripts/decode_contention.py --sizes 2>&1 | tee "$OUT/contention.log"
 [[ $steps == *" loader_probe "* ]] && timeout 200 python3 scripts/loader_probe.py 2>&1 | tee "$OUT/loader_probe.log"
+if [[ $steps == *" stages "* ]]; then
+  for omp in ${STAGES_OMP:-default}; do
+    echo "== prefetch_stages, OMP_NUM_THREADS=$omp"
+    (if [ "$omp" != default ]; then export OMP_NUM_THREADS=$omp; fi
+     timeout 300 python3 scripts/prefetch_stages.py ${STAGES_ARGS:-} --json "$OUT/stages_omp$omp.json") 2>&1 | tee -a "$OUT/stages.log"
+  done
+fi
 [[ $steps == *" train_ab "* ]] && timeout 580 python3 scripts/train_ab.py ${TRAIN_AB_ARGS:-} --json "$OUT/train_ab.json" 2>&1 | tee "$OUT/train_ab.log"
 [[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"
 [[ $steps == *" balance "* ]] && timeout 400 python3 scripts/resident_balance.py ${BALANCE_ARGS:---all-ops} --json "$OUT/balance.json" 2>&1 | tee "$OUT/balance.log"

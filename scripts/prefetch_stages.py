@@ -14,13 +14,20 @@ the copies to the device, and the chain (the chain's host work: Python and launc
 loader wait (PrefetchStats). The decode's GPU span is the time from the producer's decode call to
 the decoded batch being ready on its stream (CUDA events).
 
+--steps splits each decode call's host time further with the decoder's own trace
+(TORCHAUG_DECODE_TRACE=1, its stderr lines read back from a file): Python before the op, the op up
+to decode_jpeg_cuda (the header / marker parse on the intra-op threads), the decoder's set-up,
+nvjpegDecodeBatched's host call, the rest of the op, and Python after it.
+
     python3 scripts/prefetch_stages.py [--batches N] [--rounds R] [--only pinned,pageable,loader_pinned,loader]
-        [--switch S1,S2] [--json PATH]
+        [--switch S1,S2] [--steps] [--json PATH]
 """
 import gc
 import json
 import os
 import sys
+import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,9 +40,59 @@ import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
 from bench_decode import Repeated, make_files, write_folder  # noqa: E402
 from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
+from torchaug.io import _decode as decode_module  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 B = 256
+
+
+# --steps: every decode call as (native thread id, start, op call, end), perf_counter seconds
+# (CLOCK_MONOTONIC, the clock of the trace's steady_clock stamps)
+CALLS = []
+OP_START = threading.local()
+_as_byte_tensors = decode_module._as_byte_tensors
+
+
+def _as_byte_tensors_timed(data):
+    out = _as_byte_tensors(data)
+    OP_START.t = time.perf_counter()  # what remains before the op call is argument checks
+    return out
+
+
+decode_module._as_byte_tensors = _as_byte_tensors_timed
+# the decoder's trace steps, in order, and the part of the call each one ends
+STEP_PARTS = [("enter", "op to decoder (parse)"), ("nvjpegDecodeBatched", "decoder set-up"),
+              ("nvjpegDecodeBatched returned", "nvjpegDecodeBatched"), ("exit", "decoder after nvJPEG")]
+
+
+def trace_parts(path, calls):
+    """ms per call of each part of the decode calls in `calls`, from the trace lines in `path`."""
+    lines = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            if not line.startswith("torchaug decode_jpeg"):
+                continue
+            head, step = line.split(": ", 1)
+            tid = int(head.split(" thread ")[1].split()[0])
+            t = float(head.split("t=")[1])
+            lines.append((tid, t, step.rsplit(" (", 1)[0]))
+    parts = {"python before the op": 0.0, **{p: 0.0 for _, p in STEP_PARTS}, "python after the op": 0.0}
+    n = 0
+    for tid, t0, top, t1 in calls:
+        mine = [(t, step) for i, t, step in lines if i == tid and t0 <= t <= t1 + 1e-3]
+        stamps = {}
+        for t, step in mine:
+            stamps.setdefault(step, t)
+        if not all(step in stamps for step, _ in STEP_PARTS):
+            continue
+        n += 1
+        parts["python before the op"] += top - t0
+        prev = top
+        for step, part in STEP_PARTS:
+            parts[part] += stamps[step] - prev
+            prev = stamps[step]
+        parts["python after the op"] += t1 - prev
+    return {k: 1e3 * v / max(n, 1) for k, v in parts.items()}, n
 
 
 class Timed(torchaug.Prefetcher):
@@ -55,6 +112,7 @@ class Timed(torchaug.Prefetcher):
         e1 = torch.cuda.Event(enable_timing=True)
         e1.record()
         self._events.append((e0, e1))
+        CALLS.append((threading.get_native_id(), t0, getattr(OP_START, "t", t0), time.perf_counter()))
         self.t["decode"] += time.perf_counter() - t0
         self.t["decode_cpu"] += time.thread_time() - c0
         return out
@@ -101,13 +159,31 @@ def run(name, loader, n_batches, skip):
     print(f"{name:44s} {row['img_s']:8,.0f} img/s  {row['ms_per_batch']:6.2f} ms/batch | host ms/batch: decode call "
           f"{per['decode']:.2f} (its thread's CPU time {per['decode_cpu']:.2f}, GPU span {per['decode_gpu']:.2f}), copies {per['copy']:.2f}, chain {per['chain']:.2f}, "
           f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}", flush=True)
+    if TRACE_FILE is not None:
+        sys.stderr.flush()
+        parts, n = trace_parts(TRACE_FILE, CALLS[skip:])
+        row["decode_steps_ms"] = parts
+        print("    decode call, ms per call over " + f"{n} calls: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()), flush=True)
+    CALLS.clear()
     pf._events.clear()  # no CUDA event may reach the next DataLoader's forked workers (their
     del pf             # garbage collector would destroy it there, where CUDA cannot run)
     gc.collect()
     return row
 
 
+TRACE_FILE = None
+
+
 def main():
+    global TRACE_FILE
+    if "--steps" in sys.argv:
+        # the decoder reads TORCHAUG_DECODE_TRACE once, at its first trace; its lines go to fd 2,
+        # which goes to a file from here on (the script's own output is on stdout)
+        os.environ["TORCHAUG_DECODE_TRACE"] = "1"
+        fd, TRACE_FILE = tempfile.mkstemp(prefix="torchaug_trace_", suffix=".log")
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+        os.close(fd)
     n_batches = int(sys.argv[sys.argv.index("--batches") + 1]) if "--batches" in sys.argv else 24
     skip = 4
     files = make_files(512, 97, 4.5)

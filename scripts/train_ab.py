@@ -14,6 +14,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
   its own nvJPEG decoder);
 - "switch": the same with Python's GIL switch interval at 0.5 ms (sys.setswitchinterval) instead of 5 ms;
+- "omp4": the same with 4 intra-op (OpenMP) threads per thread that runs parallel CPU work
+  (OMP_NUM_THREADS=4) instead of one per core;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -84,7 +86,13 @@ def patch_switch_interval():
     sys.setswitchinterval(0.0005)
 
 
-PATCHES = {"--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+def patch_omp_threads():
+    """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
+    decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
+    os.environ.setdefault("OMP_NUM_THREADS", "4")
+
+
+PATCHES = {"--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -133,6 +141,8 @@ def main():
                                 "--no-shm-pool"),
         "switch": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--switch-interval"),
+        "omp4": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                              "--omp-threads"),
         "threads2": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers),
                                    "--prefetch-threads", "2"] + common),
         "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
