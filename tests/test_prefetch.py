@@ -2,6 +2,7 @@
 synchronously (bitwise, fixed seeds), batch structures, epochs, early break, errors, stream safety
 with a slow producer and a slow consumer, flat memory."""
 import collections
+import threading
 
 import numpy as np
 import pytest
@@ -93,6 +94,37 @@ def test_threads_yield_what_one_thread_yields(device, threads):
     for k, ((x, y), (ex, ey)) in enumerate(zip(got, expected)):
         assert torch.equal(x, ex) and torch.equal(y.cpu(), ey), k
     assert pf.stats.batches == 20
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_producer_threads_keep_the_callers_intra_op_thread_count(device):
+    """A thread's torch.set_num_threads(1), as a DataLoader's pin thread makes it (pin_memory=True,
+    on CUDA), is the count of every thread started after it: the producer threads run with the
+    count of the thread that iterates instead."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        pin_thread = threading.Thread(target=torch.set_num_threads, args=(1,))
+        pin_thread.start()
+        pin_thread.join()
+        probe = []
+        later = threading.Thread(target=lambda: probe.append(torch.get_num_threads()))
+        later.start()
+        later.join()
+        assert probe == [1]  # what a thread started now gets
+        seen = []
+
+        def record(x):
+            seen.append((threading.current_thread().name, torch.get_num_threads()))
+            return x
+        loader = DataLoader(RaggedDataset(n=12), batch_size=4, num_workers=1, collate_fn=collate_ragged,
+                            pin_memory=device == "cuda")
+        out = list(torchaug.Prefetcher(loader, record, device=device, threads=2))
+        assert len(out) == 3
+        assert [n for _, n in seen] == [2, 2, 2]
+        assert all(name.startswith("torchaug-prefetch") for name, _ in seen)
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -174,7 +174,13 @@ class Prefetcher:
     Up to `depth` prepared batches wait in the queue, and each thread holds one more while it waits
     for its turn. On the CPU, threads > 1 prepares batches on such threads too (1: inline). Two
     threads measured faster on an H100 when the GPU had room (no model beside), not beside a
-    training step (benchmarks/RESULTS.md, cases 5 and 6, session 23): the default is 1."""
+    training step (benchmarks/RESULTS.md, cases 5 and 6, session 23): the default is 1.
+    The producer threads run torch's CPU ops (the decoder's header and marker parse, say) with the
+    intra-op thread count (torch.get_num_threads()) of the thread that starts the iteration.
+    Without that they took 1: a DataLoader with pin_memory=True calls torch.set_num_threads(1) in its
+    pin thread, which also becomes the count of every thread started after it (pytorch/pytorch#60469).
+    That made each decode call's parse 5-6 ms instead of ~1 ms on the H100 machine
+    (RESULTS.md, case 6, session 27)."""
 
     def __init__(
         self,
@@ -382,8 +388,9 @@ class _Producers:
     transformed and queued, so that the chain's random draws and the queue follow the loader's order
     whatever order the threads' first stages finish in."""
 
-    def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer):
+    def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer, num_threads: int):
         self.owner, self.it, self.q, self.stop, self.consumer = owner, it, q, stop, consumer
+        self.num_threads = num_threads  # the intra-op thread count the threads run with
         self.taking = threading.Lock()
         self.turn_changed = threading.Condition()
         self.turn = 0  # the number (counted from this iterator's first batch) of the next batch to queue
@@ -435,6 +442,8 @@ def _produce(shared: _Producers, stream) -> None:
     an event marking the end of each; an exception goes to the consumer at its batch."""
     owner, q, stop = shared.owner, shared.q, shared.stop
     stats = owner.stats
+    if torch.get_num_threads() != shared.num_threads:
+        torch.set_num_threads(shared.num_threads)
     if stream is not None:
         torch.cuda.set_device(owner.device)
 
@@ -500,6 +509,9 @@ class _PrefetchIterator:
             # freed by a worker's garbage collector, where CUDA cannot run, and the worker would
             # abort; collected here first
             gc.collect()
+        # read before the loader's iterator starts its pin thread, which sets the count of the
+        # threads started after it to 1 (see Prefetcher)
+        num_threads = torch.get_num_threads()
         self._it = iter(owner.loader)
         self._stop = threading.Event()
         self._threads = []
@@ -510,7 +522,7 @@ class _PrefetchIterator:
             # prepared after the work queued there
             self._consumer = torch.cuda.current_stream(owner.device) if owner._stream is not None else None
             self._queue = queue.Queue(maxsize=owner.depth)
-            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer)
+            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer, num_threads)
             # the threads hold no reference to this iterator, so that a loop that breaks early lets
             # it be collected and closed (__del__)
             self._threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
