@@ -7,6 +7,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "decode_impl.h"
 #include "kernels/decode.h"
@@ -61,6 +63,21 @@ std::string describe(const DecodeSample& s) {
   return text;
 }
 
+// How many intra-op threads the header parse takes at most: TORCHAUG_DECODE_PARSE_THREADS, else 4.
+// The parse reads memory at about one core's bandwidth (~4 ms a batch of 256 ~110 KB files on one core
+// of the H100 machine); 4 threads took it to 1.4-1.5 ms a call there and 16 to 0.9-1.1 ms, but a
+// team of all the cores spins on cores that a training step's threads need (RESULTS.md, case 6,
+// session 27).
+int64_t parse_threads() {
+  const char* v = std::getenv("TORCHAUG_DECODE_PARSE_THREADS");  // read at each call
+  if (v == nullptr || *v == '\0') return 4;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  TORCHAUG_CHECK(*end == '\0' && x >= 1 && x <= 1024, "torchaug::decode_jpeg: TORCHAUG_DECODE_PARSE_THREADS must be an "
+                 "integer in [1, 1024], got '", v, "'");
+  return x;
+}
+
 void decode_cpu(DecodePlan& plan) {
   uint8_t* out = plan.out.data_ptr<uint8_t>();
   const int64_t B = static_cast<int64_t>(plan.samples.size());
@@ -113,9 +130,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> decode_jpeg(const at:
     s.data = contiguous[b].data_ptr<uint8_t>();
     s.size = static_cast<size_t>(contiguous[b].numel());
   }
-  // headers and the marker structure of the scans (a memchr pass over each file: ~3 ms for 256
-  // files of 110 KB on one core, so spread over the intra-op threads)
-  at::parallel_for(0, B, 8, [&](int64_t begin, int64_t end) {
+  // headers and the marker structure of the scans (jpeg::next_marker over each file: ~1 ms for 256
+  // files of 110 KB on one CI core, ~4 ms on one core of the H100 machine), spread over at most
+  // parse_threads() of the intra-op threads
+  const int64_t threads = parse_threads();
+  at::parallel_for(0, B, std::max<int64_t>(8, (B + threads - 1) / threads), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       DecodeSample& s = plan.samples[b];
       s.status = jpeg::parse(s.data, s.size, s.info);

@@ -198,6 +198,33 @@ def test_bad_file_is_an_error_naming_the_sample(device, name):
         torch.cuda.synchronize()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_parse_threads_env_splits_the_batch_not_the_results(device, monkeypatch):
+    """TORCHAUG_DECODE_PARSE_THREADS (read at each call) bounds the threads of the header parse: the
+    batch is split into that many chunks at most; the statuses and pixels are the same for every
+    split, and a bad value is an error naming the variable."""
+    names = sorted(BAD)
+    good = [_bytes(KINDS[k]()) for k in ("baseline420", "progressive", "grayscale")]
+    batch = []
+    for i in range(40):
+        name = names[i % len(names)]
+        batch.append(_bytes(BAD[name][0]) if i % 3 == 1 and BAD[name][0] else good[i % 3])
+    results = {}
+    for threads in ("1", "3", "64", ""):
+        monkeypatch.setenv("TORCHAUG_DECODE_PARSE_THREADS", threads)
+        images, failures = decode_jpeg(batch, device=device, on_error="skip")
+        results[threads] = ([t.cpu() for t in images], failures)
+    base_images, base_failures = results["1"]
+    assert len(base_failures) > 5 and len(base_images) == 40 - len(base_failures)
+    for threads, (images, failures) in results.items():
+        assert failures == base_failures, threads
+        assert all(torch.equal(a, b) for a, b in zip(images, base_images)), threads
+    for bad in ("0", "two", "-3"):
+        monkeypatch.setenv("TORCHAUG_DECODE_PARSE_THREADS", bad)
+        with pytest.raises(RuntimeError, match=rf"TORCHAUG_DECODE_PARSE_THREADS must be an integer in \[1, 1024\], got '{bad}'"):
+            decode_jpeg(batch, device=device)
+
+
 @pytest.mark.parametrize("device,hw_load", [(d, None) for d in DEVICES] + ([("cuda", 0.0)] if CUDA else []))
 def test_skip_mode_reports_and_keeps_the_good_ones(device, hw_load):
     """hw_load=0.0: every file through the hybrid decoder's lanes (CPU threads), none through the
