@@ -8,7 +8,7 @@
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
 #                               [stages] [save_so]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
-#    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_OMP the OMP_NUM_THREADS values it runs under, "default" for unset;
+#    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -47,10 +47,10 @@ fi
 [[ $steps == *" contention "* ]] && timeout 200 python3 scripts/decode_contention.py --sizes 2>&1 | tee "$OUT/contention.log"
 [[ $steps == *" loader_probe "* ]] && timeout 200 python3 scripts/loader_probe.py 2>&1 | tee "$OUT/loader_probe.log"
 if [[ $steps == *" stages "* ]]; then
-  for omp in ${STAGES_OMP:-default}; do
-    echo "== prefetch_stages, OMP_NUM_THREADS=$omp"
-    (if [ "$omp" != default ]; then export OMP_NUM_THREADS=$omp; fi
-     timeout 300 python3 scripts/prefetch_stages.py ${STAGES_ARGS:-} --json "$OUT/stages_omp$omp.json") 2>&1 | tee -a "$OUT/stages.log"
+  for e in ${STAGES_ENV:-default}; do
+    echo "== prefetch_stages, $e"
+    if [ "$e" = default ]; then e=; fi
+    env $e timeout 300 python3 scripts/prefetch_stages.py ${STAGES_ARGS:-} --json "$OUT/stages_$(echo "${e:-default}" | tr = -).json" 2>&1 | tee -a "$OUT/stages.log"
   done
 fi
 [[ $steps == *" train_ab "* ]] && timeout 580 python3 scripts/train_ab.py ${TRAIN_AB_ARGS:-} --json "$OUT/train_ab.json" 2>&1 | tee "$OUT/train_ab.log"

@@ -14,6 +14,13 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
   its own nvJPEG decoder);
 - "switch": the same with Python's GIL switch interval at 0.5 ms (sys.setswitchinterval) instead of 5 ms;
+- "onethread": the same with the producer thread's intra-op thread count at 1 (the Prefetcher's own
+  choice on CUDA since session 27: then the same as "torchaug"; in session 27's runs "torchaug"
+  passed on the iterating thread's count, 16);
+- "callerthreads": the same with the producer threads at the training thread's intra-op count (16
+  on the H100 machine), as the Prefetcher set it for a while in session 27;
+- "parse16": the same with the decoder's header parse on up to 16 threads
+  (TORCHAUG_DECODE_PARSE_THREADS=16) instead of 4;
 - "omp4": the same with 4 intra-op (OpenMP) threads per thread that runs parallel CPU work
   (OMP_NUM_THREADS=4) instead of one per core;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
@@ -86,13 +93,44 @@ def patch_switch_interval():
     sys.setswitchinterval(0.0005)
 
 
+def patch_one_thread():
+    """The producer threads run with 1 intra-op thread (the decoder's parse on one core), as before the
+    Prefetcher passed on the iterating thread's count."""
+    import torchaug.prefetch as P
+    produce = P._produce
+
+    def one_thread(shared, stream):
+        shared.num_threads = 1
+        return produce(shared, stream)
+    P._produce = one_thread
+
+
+def patch_caller_threads():
+    """The producer threads at the iterating thread's intra-op thread count instead of 1."""
+    import torch
+
+    import torchaug.prefetch as P
+    produce = P._produce
+    count = torch.get_num_threads()
+
+    def caller_threads(shared, stream):
+        shared.num_threads = count
+        return produce(shared, stream)
+    P._produce = caller_threads
+
+
+def patch_parse_threads():
+    """The decoder's header parse on up to 16 intra-op threads (its default is 4)."""
+    os.environ.setdefault("TORCHAUG_DECODE_PARSE_THREADS", "16")
+
+
 def patch_omp_threads():
     """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
     decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -141,6 +179,12 @@ def main():
                                 "--no-shm-pool"),
         "switch": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                                 "--switch-interval"),
+        "onethread": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                   "--one-thread"),
+        "callerthreads": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                       "--caller-threads"),
+        "parse16": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
+                                 "--parse-threads"),
         "omp4": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
                               "--omp-threads"),
         "threads2": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers),

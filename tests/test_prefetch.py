@@ -97,32 +97,36 @@ def test_threads_yield_what_one_thread_yields(device, threads):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_producer_threads_keep_the_callers_intra_op_thread_count(device):
-    """A thread's torch.set_num_threads(1), as a DataLoader's pin thread makes it (pin_memory=True,
-    on CUDA), is the count of every thread started after it: the producer threads run with the
-    count of the thread that iterates instead."""
+def test_producer_threads_set_their_intra_op_thread_count(device):
+    """Producer threads run with 1 intra-op thread on CUDA and with the iterating thread's count on
+    the CPU, whatever a thread set before them: a thread's torch.set_num_threads(1), as a DataLoader's
+    pin thread makes it (pin_memory=True), is the count of every thread started after it. Once the
+    producers run, threads started later get the iterating thread's count again."""
+    def count_in_new_thread():
+        got = []
+        t = threading.Thread(target=lambda: got.append(torch.get_num_threads()))
+        t.start()
+        t.join()
+        return got[0]
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
         pin_thread = threading.Thread(target=torch.set_num_threads, args=(1,))
         pin_thread.start()
         pin_thread.join()
-        probe = []
-        later = threading.Thread(target=lambda: probe.append(torch.get_num_threads()))
-        later.start()
-        later.join()
-        assert probe == [1]  # what a thread started now gets
+        assert count_in_new_thread() == 1
         seen = []
 
         def record(x):
             seen.append((threading.current_thread().name, torch.get_num_threads()))
             return x
-        loader = DataLoader(RaggedDataset(n=12), batch_size=4, num_workers=1, collate_fn=collate_ragged,
-                            pin_memory=device == "cuda")
-        out = list(torchaug.Prefetcher(loader, record, device=device, threads=2))
-        assert len(out) == 3
-        assert [n for _, n in seen] == [2, 2, 2]
+        loader = DataLoader(RaggedDataset(n=12), batch_size=4, num_workers=1, collate_fn=collate_ragged)
+        it = iter(torchaug.Prefetcher(loader, record, device=device, threads=2))
+        assert count_in_new_thread() == 2
+        assert len(list(it)) == 3
+        assert [n for _, n in seen] == [1 if device == "cuda" else 2] * 3
         assert all(name.startswith("torchaug-prefetch") for name, _ in seen)
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
 

@@ -175,12 +175,17 @@ class Prefetcher:
     for its turn. On the CPU, threads > 1 prepares batches on such threads too (1: inline). Two
     threads measured faster on an H100 when the GPU had room (no model beside), not beside a
     training step (benchmarks/RESULTS.md, cases 5 and 6, session 23): the default is 1.
-    The producer threads run torch's CPU ops (the decoder's header and marker parse, say) with the
-    intra-op thread count (torch.get_num_threads()) of the thread that starts the iteration.
-    Without that they took 1: a DataLoader with pin_memory=True calls torch.set_num_threads(1) in its
-    pin thread, which also becomes the count of every thread started after it (pytorch/pytorch#60469).
-    That made each decode call's parse 5-6 ms instead of ~1 ms on the H100 machine
-    (RESULTS.md, case 6, session 27)."""
+    Intra-op threads (torch.get_num_threads()): on CUDA the producer threads run with 1; their CPU
+    work is the decoder's header parse and the ops' host side, and a team of intra-op threads there
+    can take cores from the training and loader threads (benchmarks/RESULTS.md, case 5, session 27:
+    ResNet-50 trained 0.4-2.0 points faster with 1 than with 16 in three A/B runs; EfficientNet-b0's
+    runs were within their noise).
+    On the CPU, where the chain itself runs on them, they run with the count of the thread that
+    starts the iteration. Either way the count is set, not inherited: a thread's
+    torch.set_num_threads also becomes the count of every thread started after it (a DataLoader's
+    pin thread sets 1, pytorch/pytorch#60469), so the producers' count used to depend on whether the
+    loader pinned memory; the iterating thread puts torch's default for later threads back to its
+    own count once the producers have set theirs."""
 
     def __init__(
         self,
@@ -391,6 +396,7 @@ class _Producers:
     def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer, num_threads: int):
         self.owner, self.it, self.q, self.stop, self.consumer = owner, it, q, stop, consumer
         self.num_threads = num_threads  # the intra-op thread count the threads run with
+        self.counted = threading.Semaphore(0)  # released by each thread once it has set that count
         self.taking = threading.Lock()
         self.turn_changed = threading.Condition()
         self.turn = 0  # the number (counted from this iterator's first batch) of the next batch to queue
@@ -442,8 +448,13 @@ def _produce(shared: _Producers, stream) -> None:
     an event marking the end of each; an exception goes to the consumer at its batch."""
     owner, q, stop = shared.owner, shared.q, shared.stop
     stats = owner.stats
-    if torch.get_num_threads() != shared.num_threads:
+    try:
+        # torch sets a thread's count lazily, at its first get or parallel op, to the default of that
+        # moment (which the iterating thread puts back, below): that first, then the count
+        torch.get_num_threads()
         torch.set_num_threads(shared.num_threads)
+    finally:
+        shared.counted.release()
     if stream is not None:
         torch.cuda.set_device(owner.device)
 
@@ -522,7 +533,8 @@ class _PrefetchIterator:
             # prepared after the work queued there
             self._consumer = torch.cuda.current_stream(owner.device) if owner._stream is not None else None
             self._queue = queue.Queue(maxsize=owner.depth)
-            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer, num_threads)
+            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer,
+                                1 if owner._stream is not None else num_threads)
             # the threads hold no reference to this iterator, so that a loop that breaks early lets
             # it be collected and closed (__del__)
             self._threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
@@ -530,6 +542,11 @@ class _PrefetchIterator:
                              for k, stream in enumerate(owner._streams or [None] * owner.threads)]
             for t in self._threads:
                 t.start()
+            # each producer's torch.set_num_threads also set the count of threads started later:
+            # back to this thread's own
+            for _ in self._threads:
+                shared.counted.acquire(timeout=5)
+            torch.set_num_threads(num_threads)
             _RUNNING.add(self)
 
     def __iter__(self):
