@@ -93,30 +93,26 @@ def patch_switch_interval():
     sys.setswitchinterval(0.0005)
 
 
-def patch_one_thread():
-    """The producer threads run with 1 intra-op thread (the decoder's parse on one core), as before the
-    Prefetcher passed on the iterating thread's count."""
+def _producer_threads(count):
+    """The Prefetcher's producer threads run with `count` intra-op threads."""
     import torchaug.prefetch as P
     produce = P._produce
 
-    def one_thread(shared, stream):
-        shared.num_threads = 1
+    def with_count(shared, stream):
+        shared.num_threads = count
         return produce(shared, stream)
-    P._produce = one_thread
+    P._produce = with_count
+
+
+def patch_one_thread():
+    """The producer threads run with 1 intra-op thread (the decoder's parse on one core)."""
+    _producer_threads(1)
 
 
 def patch_caller_threads():
     """The producer threads at the iterating thread's intra-op thread count instead of 1."""
     import torch
-
-    import torchaug.prefetch as P
-    produce = P._produce
-    count = torch.get_num_threads()
-
-    def caller_threads(shared, stream):
-        shared.num_threads = count
-        return produce(shared, stream)
-    P._produce = caller_threads
+    _producer_threads(torch.get_num_threads())
 
 
 def patch_parse_threads():
