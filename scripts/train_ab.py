@@ -162,31 +162,26 @@ def main():
     total = args.warmup + args.steps
     common = ["--data", data, "--batch-size", str(args.batch_size), "--warmup", str(args.warmup), "--steps", str(total),
               "--length", str(args.batch_size * (total + 2))]
+    def torchaug_run(patches=(), extra=()):
+        """A run of the torchaug loader (GPU decode, args.workers byte-reading workers), extra
+        train.py arguments and the child's patches as given."""
+        return lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers),
+                              *extra] + common, *patches)
+
     runs = {
         "synthetic": lambda m: run(["--model", m, "--loader", "synthetic"] + common),
-        "torchaug": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common),
-        "dispatches": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                    "--with-noop-dispatches"),
-        "autograd": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                  "--with-autograd"),
-        "hwload": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                "--hw-load"),
-        "nopool": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                "--no-shm-pool"),
-        "switch": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                "--switch-interval"),
-        "onethread": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                   "--one-thread"),
-        "callerthreads": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                       "--caller-threads"),
-        "parse16": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                                 "--parse-threads"),
-        "omp4": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                              "--omp-threads"),
-        "threads2": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers),
-                                   "--prefetch-threads", "2"] + common),
-        "list": lambda m: run(["--model", m, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.workers)] + common,
-                              "--list-path", "--with-autograd"),
+        "torchaug": torchaug_run(),
+        "dispatches": torchaug_run(["--with-noop-dispatches"]),
+        "autograd": torchaug_run(["--with-autograd"]),
+        "hwload": torchaug_run(["--hw-load"]),
+        "nopool": torchaug_run(["--no-shm-pool"]),
+        "switch": torchaug_run(["--switch-interval"]),
+        "onethread": torchaug_run(["--one-thread"]),
+        "callerthreads": torchaug_run(["--caller-threads"]),
+        "parse16": torchaug_run(["--parse-threads"]),
+        "omp4": torchaug_run(["--omp-threads"]),
+        "threads2": torchaug_run(extra=["--prefetch-threads", "2"]),
+        "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
     configs = args.configs.split(",")
     rows = []
