@@ -489,6 +489,26 @@ def test_cuda_kernels_of_more_than_48k_shared_memory_on_every_device():
         assert torch.equal(crop, results[0][0]) and torch.equal(aug, results[0][1])
 
 
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("out_format", [torch.contiguous_format, torch.channels_last])
+def test_resized_crop_uint8_ties_round_half_to_even(device, antialias, out_format):
+    """An exact 2x bilinear upscale weighs neighbours 3/4 and 1/4, so many sums are exact halves:
+    the uint8 store rounds them half to even (torch.round), on every backend and through the CUDA
+    tile kernel's uint8 epilogue, bitwise what rounding the float64 interpolation gives."""
+    # neighbours 2 apart along each row (sums a + 1/2 and a + 3/2), rows alike (the vertical taps are
+    # exact), odd offsets between channels and samples (ties up and down)
+    row = 2 * torch.arange(48) + 37 * torch.arange(3).view(3, 1) + 11 * torch.arange(4).view(4, 1, 1)
+    x = (row % 256).to(torch.uint8).unsqueeze(2).expand(4, 3, 40, 48).contiguous()
+    boxes = torch.tensor([[0, 0, 40, 48]]).expand(4, 4).contiguous()
+    out = F.resized_crop_boxes(x.to(device), boxes.to(device), [80, 96], "bilinear", antialias,
+                               memory_format=out_format).cpu()
+    ref = torch.nn.functional.interpolate(x.double(), size=[80, 96], mode="bilinear", align_corners=False,
+                                          antialias=antialias)
+    frac = ref - ref.floor()
+    assert ((frac - 0.5).abs() < 1e-9).float().mean() > 0.2  # the case is mostly ties
+    assert torch.equal(out, ref.round().clamp(0, 255).to(torch.uint8))
+
+
 @requires_cuda
 def test_cpu_cuda_agree_large_batch():
     gen = torch.Generator().manual_seed(11)

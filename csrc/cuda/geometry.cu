@@ -197,6 +197,20 @@ __device__ __forceinline__ void horizontal_general(const scalar_t* __restrict__ 
   }
 }
 
+// The vertical pass's tap count for a tile whose rows have at most n taps: the next count it is
+// compiled for (2, 3, 4, 5, 6, 8, kMaxTaps).
+__device__ __forceinline__ int vertical_taps(int n) {
+  return n <= 2 ? 2 : n <= 6 ? n : n <= 8 ? 8 : kMaxTaps;
+}
+
+// round_to_uint8 (half to even, saturated to [0, 255]) in one convert instead of a round, two
+// clamps and a convert: the same byte for every float that is not NaN (the sums here never are).
+__device__ __forceinline__ uint32_t round_sat_u8(float v) {
+  uint32_t r;
+  asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(r) : "f"(v));
+  return r;
+}
+
 // kC: the channel count when it is 3 (compile-time loops, no predication), 0 for any other count
 // (chunks of kChannelChunk).
 // kRowsPerThread: output rows per thread (the tile is 32 x 8 * kRowsPerThread outputs).
@@ -222,7 +236,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   extern __shared__ __align__(16) unsigned char s_dynamic[];
   // [region row][channel][column], then one row of zeros (region row region_rows)
   acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);
-  __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_consecutive;
+  __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_ymaxn, s_consecutive;
 
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
   for (int i = tid; i < kChunk * kTileX; i += kTileX * kTileY) s_h[region_rows * kChunk * kTileX + i] = acc_t(0);
@@ -238,6 +252,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       s_ylo = INT_MAX;
       s_yhi = -1;
       s_fits = 1;
+      s_ymaxn = 0;
     }
     __syncthreads();
     // 1. tap tables: warp 0 the 32 columns, warps 1 and 2 the tile's rows (one each per lane for
@@ -272,7 +287,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         s_consecutive = all_consecutive;
       }
     } else if (ty <= 2) {
-      int lo = INT_MAX, hi = -1;
+      int lo = INT_MAX, hi = -1, maxn = 0;
       for (int tr = tx + (ty - 1) * kTileX; tr < kTileRows; tr += 2 * kTileX) {
         const int oy = row0 + tr;
         int n = 0;
@@ -294,13 +309,16 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           }
         }
         s_yn[tr] = n;
+        maxn = max(maxn, n);
       }
       lo = warp_min(lo);
       hi = warp_max(hi);
+      maxn = warp_max(maxn);
       if (tx == 0 && hi >= 0) {
         atomicMin(&s_ylo, lo);
         atomicMax(&s_yhi, hi);
       }
+      if (tx == 0) atomicMax(&s_ymaxn, maxn);
     }
     __syncthreads();
     const int ylo = s_ylo;
@@ -316,12 +334,17 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     // the taps' rows as offsets into s_h, read after the horizontal pass's barrier. A tap outside the
     // image (torchvision's zero padding: skipped before) reads the zero row with weight -0: it adds
     // (-0) * (+0) = -0, which leaves every sum as it is (x + -0 == x bitwise, for x = +-0 too), so
-    // the vertical loop has no branch and the sums are bitwise those of skipping the tap
+    // the vertical loop has no branch and the sums are bitwise those of skipping the tap. Every row's
+    // list is padded with such taps up to the tile's tap count rounded up to the vertical pass's
+    // (vertical_taps), so that the pass runs a compile-time number of taps for every row.
+    const int ytaps = vertical_taps(s_ymaxn);
     for (int i = tid; i < kTileRows * kMaxTaps; i += kTileX * kTileY) {
       const int tr = i / kMaxTaps, j = i % kMaxTaps;
       if (j < s_yn[tr]) {
         const int y = s_ytap[tr][j].row;
         s_ytap[tr][j].row = (y >= 0 ? y - ylo : region_rows) * kChunk * kTileX;
+      } else if (j < ytaps) {
+        s_ytap[tr][j] = {region_rows * kChunk * kTileX, acc_t(-0.0)};
       }
     }
     for (int64_t c0 = 0; c0 < p.channels; c0 += kChunk) {
@@ -346,18 +369,22 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       }
       __syncthreads();
       // 3. vertical pass and epilogue
-      const auto vertical = [&](auto out_mode) {
+      const auto vertical = [&](auto out_mode, auto taps_constant) {
         // kF32: float32 output from a float accumulator (the training case): the store is written
         // out here with this tile's normalization constants loaded once (std's reciprocal for
         // rn_div_by) instead of resized_crop_store's per-pixel lookups and output-type switch;
         // the same operations in the same order, so the same values.
         // kU8: uint8 in and out, no normalization (a crop before uint8 ops, auto-augmentation
         // say): resized_crop_store rounds, multiplies by inv_max == 1 and rounds again, which is
-        // the one rounding PixelStore<uint8_t>::from does; stored here without the output-type switch.
+        // the one rounding PixelStore<uint8_t>::from does (here one saturating convert,
+        // round_sat_u8); stored here without the output-type switch.
+        // kT: taps a row, a compile-time count (the lists are padded to it with zero-row taps), so
+        // the tap loop is unrolled: no loop counter, the taps' loads all in flight together.
         constexpr bool kF32 = decltype(out_mode)::value == kOutF32;
         constexpr bool kU8 = decltype(out_mode)::value == kOutU8;
+        constexpr int kT = decltype(taps_constant)::value;
+        if (ox >= out_w) return;
         acc_t nmean[kChunk], nstd[kChunk], nrcp[kChunk];
-        float* obase = nullptr;
         if constexpr (kF32) {
           TORCHAUG_UNROLL
           for (int c = 0; c < kChunk; ++c) {
@@ -368,60 +395,79 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
               nrcp[c] = kernels::rcp_for_div(nstd[c]);
             }
           }
-          obase = static_cast<float*>(p.out) + b * p.os.b + (row0 + ty) * p.os.y + ox * p.os.x + c0 * p.os.c;
         }
+        // the thread's first output pixel (row row0 + ty; channel c0 for the written-out stores),
+        // each row after it kTileY rows further
+        const int64_t first = b * p.os.b + (row0 + ty) * p.os.y + ox * p.os.x;
+        const int64_t row_step = kTileY * p.os.y;
+        float* of = kF32 ? static_cast<float*>(p.out) + first + c0 * p.os.c : nullptr;
+        uint8_t* ou = kU8 ? static_cast<uint8_t*>(p.out) + first + c0 * p.os.c : nullptr;
+        int64_t oe = first;
         const int rows_left = min(out_h - row0, kTileRows);
-        const bool column_inside = ox < out_w;
+        const acc_t* hcol = s_h + tx;
         for (int rr = 0; rr < kRowsPerThread; ++rr) {
           const int trow = ty + rr * kTileY;
-          if (!column_inside || trow >= rows_left) continue;
+          if (trow >= rows_left) break;
           acc_t acc[kChannelChunk];
           TORCHAUG_UNROLL
           for (int c = 0; c < kChannelChunk; ++c) acc[c] = 0;
-          const int yn = s_yn[trow];
-          for (int j = 0; j < yn; ++j) {
-            const RowTap<acc_t> tap = s_ytap[trow][j];
-            const acc_t* h = s_h + tap.row + tx;
+          const RowTap<acc_t>* taps = s_ytap[trow];
+          TORCHAUG_UNROLL
+          for (int j = 0; j < kT; ++j) {
+            const RowTap<acc_t> tap = taps[j];
+            const acc_t* h = hcol + tap.row;
             TORCHAUG_UNROLL
             for (int c = 0; c < kChunk; ++c) acc[c] += tap.w * h[c * kTileX];
           }
           if constexpr (kF32) {
-            float* o = obase + static_cast<int64_t>(rr * kTileY) * p.os.y;
             TORCHAUG_UNROLL
             for (int c = 0; c < kChunk; ++c) {
               if (c >= nc) break;
               const float val = kernels::PixelStore<scalar_t>::quantize(acc[c]);
-              o[c * p.os.c] = p.mean != nullptr
-                                  ? kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c])
-                                  : val * p.inv_max;
+              of[c * p.os.c] = p.mean != nullptr
+                                   ? kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c])
+                                   : val * p.inv_max;
             }
+            of += row_step;
           } else if constexpr (kU8) {
-            uint8_t* o = static_cast<uint8_t*>(p.out) + b * p.os.b + (row0 + trow) * p.os.y + ox * p.os.x + c0 * p.os.c;
             TORCHAUG_UNROLL
             for (int c = 0; c < kChunk; ++c) {
               if (c >= nc) break;
-              o[c * p.os.c] = kernels::PixelStore<uint8_t>::from(acc[c]);
+              ou[c * p.os.c] = static_cast<uint8_t>(round_sat_u8(acc[c]));
             }
+            ou += row_step;
           } else {
-            const int64_t oy = row0 + trow;
-            resized_crop_store<scalar_t>(acc, c0, nc, p, b, b * p.os.b + oy * p.os.y + ox * p.os.x);
+            resized_crop_store<scalar_t>(acc, c0, nc, p, b, oe);
+            oe += row_step;
           }
+        }
+      };
+      // the vertical pass at the tile's tap count (vertical_taps: the next count it is compiled for)
+      const auto vertical_at = [&](auto out_mode) {
+        switch (ytaps) {
+          case 2: vertical(out_mode, std::integral_constant<int, 2>{}); break;
+          case 3: vertical(out_mode, std::integral_constant<int, 3>{}); break;
+          case 4: vertical(out_mode, std::integral_constant<int, 4>{}); break;
+          case 5: vertical(out_mode, std::integral_constant<int, 5>{}); break;
+          case 6: vertical(out_mode, std::integral_constant<int, 6>{}); break;
+          case 8: vertical(out_mode, std::integral_constant<int, 8>{}); break;
+          default: vertical(out_mode, std::integral_constant<int, kMaxTaps>{}); break;
         }
       };
       if constexpr (std::is_same<acc_t, float>::value) {
         if (p.out_kind == kPixF32) {
-          vertical(std::integral_constant<int, kOutF32>{});
+          vertical_at(std::integral_constant<int, kOutF32>{});
         } else if constexpr (std::is_same<scalar_t, uint8_t>::value) {
           if (p.out_kind == kPixU8 && p.mean == nullptr) {
-            vertical(std::integral_constant<int, kOutU8>{});
+            vertical_at(std::integral_constant<int, kOutU8>{});
           } else {
-            vertical(std::integral_constant<int, kOutGeneric>{});
+            vertical_at(std::integral_constant<int, kOutGeneric>{});
           }
         } else {
-          vertical(std::integral_constant<int, kOutGeneric>{});
+          vertical_at(std::integral_constant<int, kOutGeneric>{});
         }
       } else {
-        vertical(std::integral_constant<int, kOutGeneric>{});
+        vertical_at(std::integral_constant<int, kOutGeneric>{});
       }
       __syncthreads();  // s_h is rewritten by the next channel chunk / sample
     }
