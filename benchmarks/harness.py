@@ -142,6 +142,20 @@ def warm_clocks(seconds: float = 0.5) -> None:
         torch.cuda.synchronize()
 
 
+def kernel_us(fn: Callable[[int], object], calls: int) -> Dict[str, float]:
+    """Each kernel's GPU time per call of fn(i) (CUPTI through torch.profiler), in us, by name (its
+    first 60 characters): small batches are issued slower than they run, so CUDA events would time
+    the host."""
+    for i in range(3):
+        fn(i)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            fn(i)
+        torch.cuda.synchronize()
+    return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
+
+
 def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats: int = 5) -> Dict[str, float]:
     """fn(i) runs iteration i (it should rotate its inputs on i). Returns the median over `repeats`
     of the mean time per iteration (ms) in blocks of `iters`, timed with CUDA events (the GPU's

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import time_cuda  # noqa: E402
+from harness import kernel_us, time_cuda  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -58,18 +58,6 @@ def main():
         if out_dtype is None:
             return F.augment(img, ops, mags, interpolation, validate=False)
         return F.augment(img, ops, mags, interpolation, validate=False, mean=MEAN, std=STD, out_dtype=out_dtype)
-
-    def kernel_us(fn, calls):
-        """Each kernel's GPU time per call of fn (CUPTI through torch.profiler), by name: small
-        batches are issued slower than they run, so CUDA events would time the host."""
-        for i in range(3):
-            fn(i)
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for i in range(calls):
-                fn(i)
-            torch.cuda.synchronize()
-        return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
 
     def resident_ms(fn, calls=10):
         """The resident kernel's own mean time per call."""
