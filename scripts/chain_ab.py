@@ -21,6 +21,34 @@ from harness import environment, kernel_us, saved_env, time_cuda  # noqa: E402
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
+def chain_ab(env_name, values, rounds, iters=40, batch=256):
+    """Case 4's chain timed with env_name at each of values ("unset": left out) in alternate rounds:
+    ({value: [ms a batch, a round each]}, {value: {kernel: us a call}}). The variable's setting
+    before comes back afterwards."""
+    torch.manual_seed(0)
+    photos = [torch.randint(0, 256, (batch, 3, 375, 500), dtype=torch.uint8, device="cuda") for _ in range(4)]
+    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
+                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+
+    def use(value):
+        if value == "unset":
+            os.environ.pop(env_name, None)
+        else:
+            os.environ[env_name] = value
+
+    ms = {v: [] for v in values}
+    kernels = {}
+    with saved_env(env_name):
+        for _ in range(rounds):
+            for v in values:
+                use(v)
+                ms[v].append(time_cuda(lambda i: chain(photos[i % 4]), iters)["ms"])
+        for v in values:
+            use(v)
+            kernels[v] = kernel_us(lambda i: chain(photos[i % 4]), 20)
+    return ms, kernels
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--env", required=True)
@@ -32,27 +60,7 @@ def main():
     values = a.values.split(",")
     env = environment()
     print(f"# chain_ab {a.env} in {values} · {env['device']} · commit {env['commit']}", flush=True)
-    torch.manual_seed(0)
-    photos = [torch.randint(0, 256, (256, 3, 375, 500), dtype=torch.uint8, device="cuda") for _ in range(4)]
-    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
-                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
-
-    def use(value):
-        if value == "unset":
-            os.environ.pop(a.env, None)
-        else:
-            os.environ[a.env] = value
-
-    ms = {v: [] for v in values}
-    kernels = {}
-    with saved_env(a.env):
-        for _ in range(a.rounds):
-            for v in values:
-                use(v)
-                ms[v].append(time_cuda(lambda i: chain(photos[i % 4]), a.iters)["ms"])
-        for v in values:
-            use(v)
-            kernels[v] = kernel_us(lambda i: chain(photos[i % 4]), 20)
+    ms, kernels = chain_ab(a.env, values, a.rounds, a.iters)
     for v in values:
         best = min(ms[v])
         print(f"{a.env}={v}: ms a batch " + " ".join(f"{x:.4f}" for x in ms[v]) + f" (best {best:.4f}, {256 / best * 1e3:,.0f} img/s)",

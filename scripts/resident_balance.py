@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
+from chain_ab import chain_ab  # noqa: E402
 from harness import kernel_us, time_cuda  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -165,21 +166,10 @@ def main():
     # case 4's chain (bench_augment's first row) with the A/B variable (--ab-env; the kernel's order
     # by default) 0 and 1 in alternate rounds, then its kernels under each (CUPTI: us a call)
     os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"
-    photos = [torch.randint(0, 256, (B, 3, 375, 500), dtype=torch.uint8, device=dev) for _ in range(4)]
-    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
-                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
-    chain_rows = {"0": [], "1": []}
-    for _ in range(a.chain_rounds):
-        for mode in ("0", "1"):
-            os.environ[a.ab_env] = mode
-            chain_rows[mode].append(time_cuda(lambda i: chain(photos[i % 4]), 40)["ms"])
-    kernels = {}
+    chain_rows, kernels = chain_ab(a.ab_env, ["0", "1"], a.chain_rounds, batch=B)
     for mode in ("0", "1"):
-        os.environ[a.ab_env] = mode
-        kernels[mode] = kernel_us(lambda i: chain(photos[i % 4]), 20)
         print(f"chain kernels, {a.ab_env}={mode} (us a call): "
               + ", ".join(f"{k} {v:.1f}" for k, v in sorted(kernels[mode].items(), key=lambda kv: -kv[1])), flush=True)
-    del os.environ[a.ab_env]
     print(f"chain RRC224+flip+RandAugment(2,9)+normalize, ms a batch: {a.ab_env}=0 "
           + " ".join(f"{v:.4f}" for v in chain_rows["0"]) + "; =1 " + " ".join(f"{v:.4f}" for v in chain_rows["1"]),
           flush=True)
