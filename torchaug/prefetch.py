@@ -20,6 +20,7 @@ import torch
 
 from .io import EncodedImages, RaggedImages, decode_jpeg, decode_jpeg_ragged
 from .io._decode import _mode_code
+from .io._shm import release_segments
 from .transforms import Compose, Normalize, ToDtype
 from .transforms._transform import as_input
 
@@ -628,6 +629,7 @@ class _PrefetchIterator:
         shutdown = getattr(it, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()
+            release_segments()  # the exited workers' segments this process kept mapped (and pinned)
 
     def __del__(self):
         try:

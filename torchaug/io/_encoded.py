@@ -69,7 +69,7 @@ class EncodedImages(SharedBatch):
         return list(self.data.split(self.lengths)) if self.lengths else []
 
     def pin_memory(self, device=None) -> "EncodedImages":
-        return EncodedImages(self.data.pin_memory(), self.lengths)
+        return EncodedImages(self._pinned_data(), self.lengths)
 
     def __repr__(self) -> str:
         return f"EncodedImages({len(self)} files, {self.data.numel()} bytes)"

@@ -86,7 +86,7 @@ class RaggedImages(SharedBatch):
         return self._layout
 
     def pin_memory(self, device=None) -> "RaggedImages":
-        return self._with(self.data.pin_memory())
+        return self._with(self._pinned_data())
 
     def to(self, device, non_blocking: bool = False) -> "RaggedImages":
         return self._with(self.data.to(device, non_blocking=non_blocking))

@@ -12,10 +12,20 @@ as long as any tensor or view of it, so views the user keeps stay valid). A work
 segments whose flag is clear. When every segment is taken (the main process holds many batches,
 `list(loader)` say) the worker allocates a fresh segment as before: never a wait, never a batch
 written over while the main process can see it.
+
+The main process keeps each pooled segment mapped once it has seen it (`TORCHAUG_SHM_PIN`, default
+on; "0" gives the path before: every batch maps its segment anew and is copied into pinned memory):
+a batch arriving there gets a tensor of its own over the kept mapping (its death clears the flag as
+above), so later batches of that segment map, fault in and unmap nothing. DataLoader's
+pin_memory=True then pins the segment in place, once, with cudaHostRegister (SharedBatch.pin_memory)
+instead of copying every batch (28 MB for 256 JPEGs) into pinned memory: the decoder reads the
+worker's bytes where they lie. Segments of workers that have exited are let go (and unregistered
+once no batch of theirs is alive) when the next new segment arrives or on release_segments().
 """
 import os
+import threading
 import weakref
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -100,17 +110,118 @@ def _release(flags: torch.Tensor, i: int) -> None:
     flags[i] = 0
 
 
+def _pin_in_place() -> bool:
+    return os.environ.get("TORCHAUG_SHM_PIN", "1") != "0"
+
+
+class _Segment:
+    """A worker's pooled segment as the main process keeps it: `array`, a numpy view of the whole
+    mapping (batches of the segment are tensors over it, each holding it), and whether it is
+    registered with CUDA (pinned in place)."""
+
+    def __init__(self, storage: torch.UntypedStorage):
+        self.ptr, self.nbytes = storage.data_ptr(), storage.nbytes()
+        self.array = torch.empty(0, dtype=torch.uint8).new(storage).numpy()
+        self.registered = self.refused = False
+        self.lock = threading.Lock()
+
+    def register(self) -> bool:
+        """Pins the segment in place (once); False when CUDA refused (the caller copies instead)."""
+        with self.lock:
+            if self.refused:
+                return False
+            if not self.registered:
+                if int(torch.cuda.cudart().cudaHostRegister(self.ptr, self.nbytes, 1)) != 0:  # cudaHostRegisterPortable
+                    self.refused = True  # not asked again for this segment
+                    return False
+                # unregistered when the last tensor over the mapping is gone, before it is unmapped
+                # (numpy runs weakref callbacks before it lets go of the storage)
+                weakref.finalize(self.array, _unregister, self.ptr).atexit = False
+                self.registered = True
+            return True
+
+
+def _unregister(ptr: int) -> None:
+    torch.cuda.cudart().cudaHostUnregister(ptr)
+
+
+_segments: Dict[Tuple[int, int], _Segment] = {}
+_segments_lock = threading.Lock()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_segments() -> int:
+    """Lets go of the kept segments of workers that have exited (each is unmapped, and unregistered,
+    once no batch over it is alive); returns how many."""
+    with _segments_lock:
+        gone = [k for k in _segments if not _alive(k[0])]
+        for k in gone:
+            del _segments[k]
+    return len(gone)
+
+
+def kept_segments() -> int:
+    """How many workers' segments this process keeps mapped (for tests)."""
+    with _segments_lock:
+        return len(_segments)
+
+
+def _adopt(data: torch.Tensor, pid: int, i: int) -> Tuple[torch.Tensor, _Segment]:
+    """A tensor of its own over `data`'s memory in the kept mapping of worker pid's segment i (kept
+    from this batch on when it is new)."""
+    storage = data.untyped_storage()
+    key = (pid, i)
+    with _segments_lock:
+        seg = _segments.get(key)
+        if seg is None or seg.ptr != storage.data_ptr() or seg.nbytes != storage.nbytes():
+            new = seg is None
+            seg = _segments[key] = _Segment(storage)  # a segment the worker outgrew is let go here
+        else:
+            new = False
+    if new:
+        release_segments()
+    start = data.storage_offset() * data.element_size()
+    own = torch.frombuffer(seg.array, dtype=torch.uint8, count=data.numel() * data.element_size(), offset=start)
+    return own.view(data.dtype), seg
+
+
 class SharedBatch:
     """Mixed into the batch types a worker packs (EncodedImages, RaggedImages): `_lease` travels
     with the pickled batch; unpickled in another process, it becomes a finalizer on the storage of
-    `data` that gives the segment back to the worker."""
+    `data` that gives the segment back to the worker (and `data` a tensor over the segment's kept
+    mapping, see the top of this file)."""
 
     _lease: Optional[tuple] = None
+    _segment: Optional[_Segment] = None
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         lease = state.get("_lease")
         if lease is not None and lease[2] != os.getpid():
-            flags, i, _ = lease
+            flags, i, pid = lease
+            if _pin_in_place():
+                self.data, self._segment = _adopt(self.data, pid, i)
             weakref.finalize(self.data.untyped_storage(), _release, flags, i)
             self._lease = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_segment", None)  # this process's mapping: a copy or another process gets plain memory
+        return state
+
+    def _pinned_data(self) -> torch.Tensor:
+        """`data` in pinned memory: in place when it lies in a kept segment that CUDA registers,
+        else a pinned copy."""
+        seg = self._segment
+        if seg is not None and torch.cuda.is_available() and seg.register():
+            return self.data
+        return self.data.pin_memory()
