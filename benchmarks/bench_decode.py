@@ -192,9 +192,13 @@ def main():
     n_batches, skip = (16, 4) if args.quick else (48, 8)
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process
-    with saved_env("TORCHAUG_SHM_POOL"):
-        for workers, pool, threads in ((1, True, 1), (2, True, 1), (2, True, 2), (2, False, 1)):
+    # and, with the pool, pinned in place in the main process (the default) or mapped anew and copied
+    # into pinned memory per batch (TORCHAUG_SHM_PIN=0, the path before)
+    with saved_env("TORCHAUG_SHM_POOL"), saved_env("TORCHAUG_SHM_PIN"):
+        for workers, pool, threads, pin in ((1, True, 1, True), (2, True, 1, True), (2, True, 1, False), (2, True, 2, True),
+                                            (2, False, 1, False)):
             os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
+            os.environ["TORCHAUG_SHM_PIN"] = "1" if pin else "0"  # read by the main process
             ds = Repeated(ImageFolderBytes(root), n_batches * B)
             loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
                                                  drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
@@ -213,8 +217,9 @@ def main():
             st = pf.stats.per_batch_ms(stats0)
             res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
                     + (f", {threads} producer threads" if threads > 1 else "")
-                    + ("" if pool else ", a new shared-memory segment per batch"), B,
-                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool else None,
+                    + ("" if pool else ", a new shared-memory segment per batch")
+                    + (", each batch copied into pinned memory" if pool and not pin else ""), B,
+                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and pin else None,
                     note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None))
             del pf, loader
 

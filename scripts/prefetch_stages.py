@@ -5,7 +5,10 @@ RandomResizedCrop(224) + flip + RandAugment(2, 9) + Normalize to bf16 channels_l
 
   - a list of batches already in pinned memory (no workers, no pin thread);
   - a list of batches in pageable memory;
-  - a DataLoader with 2 byte-reading workers, pin_memory=True (bench_decode's row);
+  - a DataLoader with 2 byte-reading workers, pin_memory=True (bench_decode's row): the workers'
+    segments pinned in place;
+  - the same with each batch's segment mapped anew and copied into pinned memory by the pin thread
+    (TORCHAUG_SHM_PIN=0, the path before segments were kept and pinned in place): "loader_copypin";
   - the same DataLoader with pin_memory=False.
 
 Per batch: img/s over the timed batches, and the producer's host time split into the decode call (and
@@ -14,14 +17,21 @@ the copies to the device, and the chain (the chain's host work: Python and launc
 loader wait (PrefetchStats). The decode's GPU span is the time from the producer's decode call to
 the decoded batch being ready on its stream (CUDA events).
 
+--sample: a thread samples where the producer thread, the consumer (main) thread and DataLoader's
+pin thread are every millisecond (their Python stacks, sys._current_frames()) and prints each one's
+most frequent places: the innermost frame, and the line of _produce (or of the consumer's loop) it is
+under. A thread inside a C++ call shows the line that made the call; one waiting for the GIL shows
+the line it waits at.
+
 --steps splits each decode call's host time further with the decoder's own trace
 (TORCHAUG_DECODE_TRACE=1, its stderr lines read back from a file): Python before the op, the op up
 to decode_jpeg_cuda (the header / marker parse on the intra-op threads), the decoder's set-up,
 nvjpegDecodeBatched's host call, the rest of the op, and Python after it.
 
-    python3 scripts/prefetch_stages.py [--batches N] [--rounds R] [--only pinned,pageable,loader_pinned,loader]
-        [--switch S1,S2] [--steps] [--json PATH]
+    python3 scripts/prefetch_stages.py [--batches N] [--rounds R] [--only pinned,pageable,loader_pinned,loader_copypin,loader]
+        [--switch S1,S2] [--steps] [--sample] [--json PATH]
 """
+import collections
 import gc
 import json
 import os
@@ -39,6 +49,7 @@ import torch  # noqa: E402
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
 from bench_decode import Repeated, make_files, write_folder  # noqa: E402
+from harness import saved_env  # noqa: E402
 from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
 from torchaug.io import _decode as decode_module  # noqa: E402
 
@@ -137,33 +148,100 @@ class Timed(torchaug.Prefetcher):
         return d
 
 
+class Sampler:
+    """Every `interval` s, where the threads of interest are: {thread: Counter((outer line, innermost frame))}."""
+
+    def __init__(self, interval=0.001):
+        self.interval, self.counts, self.samples = interval, collections.defaultdict(collections.Counter), 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True, name="stages-sampler")
+
+    @staticmethod
+    def role(t):
+        if t.name.startswith("torchaug-prefetch"):
+            return "producer"
+        if t is threading.main_thread():
+            return "consumer"
+        if "pin_memory" in t.name:
+            return "pin thread"
+        return None
+
+    @staticmethod
+    def where(frame):
+        inner = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} {frame.f_code.co_name}"
+        outer, f = "", frame
+        while f is not None:
+            if f.f_code.co_name in ("_produce", "run", "_pin_memory_loop"):
+                outer = f"{f.f_code.co_name}:{f.f_lineno}"
+                break
+            f = f.f_back
+        return outer, inner
+
+    def loop(self):
+        while not self.stop.wait(self.interval):
+            frames = sys._current_frames()
+            self.samples += 1
+            for t in threading.enumerate():
+                r = self.role(t)
+                f = frames.get(t.ident) if r else None
+                if f is not None:
+                    self.counts[r][self.where(f)] += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def report(self, top=10):
+        out = {}
+        for r, c in self.counts.items():
+            total = sum(c.values())
+            print(f"    {r}: {total} samples")
+            for (outer, inner), n in c.most_common(top):
+                print(f"      {100 * n / total:5.1f}%  {outer:<28s} {inner}")
+            out[r] = [[outer, inner, n] for (outer, inner), n in c.most_common(top)]
+        return out
+
+
 def run(name, loader, n_batches, skip):
     pf = Timed(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
                device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
     count, t0 = 0, None
+    sampler = Sampler() if "--sample" in sys.argv else None
     for k, (x, y) in enumerate(pf):
         if k == skip:
             torch.cuda.synchronize()
             t0, s0, st0 = time.perf_counter(), pf.snapshot(), pf.stats.as_dict()
+            cpu0 = time.process_time()
+            if sampler is not None:
+                sampler.__enter__()
         elif k > skip:
             count += x.shape[0]
         if k + 1 >= n_batches:
             break
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    if sampler is not None:
+        sampler.__exit__()
     s1, nb = pf.snapshot(), count / B
     per = {k: 1e3 * (s1[k] - s0[k]) / nb for k in ("decode", "decode_cpu", "decode_gpu", "copy", "chain")}
     st = pf.stats.per_batch_ms(st0)
     row = {"feed": name, "img_s": count / dt, "ms_per_batch": 1e3 * dt / nb, **{f"{k}_ms": v for k, v in per.items()},
-           "loader_ms": st.get("loader"), "consumer_wait_ms": st.get("consumer_wait")}
+           "loader_ms": st.get("loader"), "consumer_wait_ms": st.get("consumer_wait"), "process_cpu_ms": 1e3 * cpu / nb}
     print(f"{name:44s} {row['img_s']:8,.0f} img/s  {row['ms_per_batch']:6.2f} ms/batch | host ms/batch: decode call "
           f"{per['decode']:.2f} (its thread's CPU time {per['decode_cpu']:.2f}, GPU span {per['decode_gpu']:.2f}), copies {per['copy']:.2f}, chain {per['chain']:.2f}, "
-          f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}", flush=True)
+          f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}; main process CPU {1e3 * cpu / nb:.1f}", flush=True)
     if TRACE_FILE is not None:
         sys.stderr.flush()
         parts, n = trace_parts(TRACE_FILE, CALLS[skip:])
         row["decode_steps_ms"] = parts
         print("    decode call, ms per call over " + f"{n} calls: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()), flush=True)
+    if sampler is not None:
+        row["samples"] = sampler.report()
     CALLS.clear()
     pf._events.clear()  # no CUDA event may reach the next DataLoader's forked workers (their
     del pf             # garbage collector would destroy it there, where CUDA cannot run)
@@ -201,6 +279,7 @@ def main():
     feeds = {"pinned": ("list of batches in pinned memory", lambda: [pinned[i % 2] for i in range(n_batches)]),
              "pageable": ("list of batches in pageable memory", lambda: [pageable[i % 2] for i in range(n_batches)]),
              "loader_pinned": ("DataLoader, 2 workers, pin_memory=True", lambda: loader(True)),
+             "loader_copypin": ("the same, pinned by a copy per batch", lambda: loader(True)),
              "loader": ("DataLoader, 2 workers, pin_memory=False", lambda: loader(False))}
     only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(feeds)
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
@@ -214,7 +293,9 @@ def main():
             for sw in switches:
                 name, make = feeds[key]
                 sys.setswitchinterval(sw or default_switch)
-                rows.append(run(name + (f", switch interval {sw * 1e3:g} ms" if sw else ""), make(), n_batches, skip))
+                with saved_env("TORCHAUG_SHM_PIN"):  # read by the main process as each batch arrives
+                    os.environ["TORCHAUG_SHM_PIN"] = "0" if key == "loader_copypin" else "1"
+                    rows.append(run(name + (f", switch interval {sw * 1e3:g} ms" if sw else ""), make(), n_batches, skip))
                 sys.setswitchinterval(default_switch)
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:

@@ -11,6 +11,10 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   the hardware engines (TORCHAUG_NVJPEG_HW_LOAD=0.7, or as set);
 - "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
   instead of reusing theirs;
+- "copypin": the same with each batch's shared-memory segment mapped anew in the main process and
+  copied into pinned memory by DataLoader's pin thread (TORCHAUG_SHM_PIN=0), the path before the
+  segments were kept mapped and pinned in place;
+- "depth4": the same with the Prefetcher preparing up to 4 batches ahead instead of 2 (--depth 4);
 - "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
   its own nvJPEG decoder);
 - "switch": the same with Python's GIL switch interval at 0.5 ms (sys.setswitchinterval) instead of 5 ms;
@@ -81,6 +85,12 @@ def patch_no_shm_pool():
     os.environ["TORCHAUG_SHM_POOL"] = "0"
 
 
+def patch_copy_pin():
+    """Each batch's segment mapped anew and copied into pinned memory (the path before segments
+    were kept and pinned in place)."""
+    os.environ["TORCHAUG_SHM_PIN"] = "0"
+
+
 def patch_hw_load():
     """A share of each batch's files decoded by nvJPEG's hybrid decoder on CPU lanes beside the
     hardware engines (TORCHAUG_NVJPEG_HW_LOAD, default 0.7 here; the decoder's default is 1)."""
@@ -126,7 +136,7 @@ def patch_omp_threads():
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -175,12 +185,14 @@ def main():
         "autograd": torchaug_run(["--with-autograd"]),
         "hwload": torchaug_run(["--hw-load"]),
         "nopool": torchaug_run(["--no-shm-pool"]),
+        "copypin": torchaug_run(["--copy-pin"]),
         "switch": torchaug_run(["--switch-interval"]),
         "onethread": torchaug_run(["--one-thread"]),
         "callerthreads": torchaug_run(["--caller-threads"]),
         "parse16": torchaug_run(["--parse-threads"]),
         "omp4": torchaug_run(["--omp-threads"]),
         "threads2": torchaug_run(extra=["--prefetch-threads", "2"]),
+        "depth4": torchaug_run(extra=["--depth", "4"]),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
     configs = args.configs.split(",")
