@@ -22,8 +22,10 @@ instead of copying every batch (28 MB for 256 JPEGs) into pinned memory: the dec
 worker's bytes where they lie. Segments of workers that have exited are let go (and unregistered
 once no batch of theirs is alive) when the next new segment arrives or on release_segments().
 """
+import ctypes
 import os
 import threading
+import time
 import weakref
 from typing import Dict, Optional, Tuple
 
@@ -131,9 +133,13 @@ class _Segment:
             if self.refused:
                 return False
             if not self.registered:
-                if int(torch.cuda.cudart().cudaHostRegister(self.ptr, self.nbytes, 1)) != 0:  # cudaHostRegisterPortable
+                t0 = time.perf_counter()
+                ok = _host_register(self.ptr, self.nbytes)
+                stats["register_s"] += time.perf_counter() - t0
+                if not ok:
                     self.refused = True  # not asked again for this segment
                     return False
+                stats["registered"] += 1
                 # unregistered when the last tensor over the mapping is gone, before it is unmapped
                 # (numpy runs weakref callbacks before it lets go of the storage)
                 weakref.finalize(self.array, _unregister, self.ptr).atexit = False
@@ -141,8 +147,51 @@ class _Segment:
             return True
 
 
+# segments registered and the seconds spent registering them, in this process (for the benchmarks)
+stats = {"registered": 0, "register_s": 0.0}
+
+_runtime = None  # the CUDA runtime library through ctypes, False where it cannot be found
+
+
+def _cuda_runtime():
+    """The CUDA runtime library that torch loaded, called through ctypes, which releases the GIL for
+    the call: registering pins the segment page by page (milliseconds for a batch's segment), and
+    torch.cuda.cudart()'s binding holds the GIL meanwhile, stalling every other thread of the
+    process (the Prefetcher's producer and the training loop). None where it is not a shared
+    library of this process."""
+    global _runtime
+    if _runtime is None:
+        _runtime = False
+        try:
+            with open("/proc/self/maps") as f:
+                paths = [line.split()[-1] for line in f if "libcudart.so" in line]
+            if paths:
+                lib = ctypes.CDLL(paths[0])
+                lib.cudaHostRegister.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+                lib.cudaHostUnregister.argtypes = [ctypes.c_void_p]
+                lib.cudaHostRegister.restype = lib.cudaHostUnregister.restype = lib.cudaGetLastError.restype = ctypes.c_int
+                _runtime = lib
+        except (OSError, AttributeError):
+            _runtime = False
+    return _runtime or None
+
+
+def _host_register(ptr: int, nbytes: int) -> bool:
+    rt = _cuda_runtime()
+    if rt is None:
+        return int(torch.cuda.cudart().cudaHostRegister(ptr, nbytes, 1)) == 0  # cudaHostRegisterPortable
+    if rt.cudaHostRegister(ptr, nbytes, 1) == 0:
+        return True
+    rt.cudaGetLastError()  # the refusal is not left for the thread's next launch check to find
+    return False
+
+
 def _unregister(ptr: int) -> None:
-    torch.cuda.cudart().cudaHostUnregister(ptr)
+    rt = _cuda_runtime()
+    if rt is None:
+        torch.cuda.cudart().cudaHostUnregister(ptr)
+    elif rt.cudaHostUnregister(ptr) != 0:
+        rt.cudaGetLastError()
 
 
 _segments: Dict[Tuple[int, int], _Segment] = {}
