@@ -28,7 +28,7 @@ the line it waits at.
 to decode_jpeg_cuda (the header / marker parse on the intra-op threads), the decoder's set-up,
 nvjpegDecodeBatched's host call, the rest of the op, and Python after it.
 
-    python3 scripts/prefetch_stages.py [--batches N] [--rounds R] [--only pinned,pageable,loader_pinned,loader_copypin,loader]
+    python3 scripts/prefetch_stages.py [--batches N] [--skip K] [--rounds R] [--only pinned,pageable,loader_pinned,loader_copypin,loader]
         [--switch S1,S2] [--steps] [--sample] [--json PATH]
 """
 import collections
@@ -52,6 +52,7 @@ from bench_decode import Repeated, make_files, write_folder  # noqa: E402
 from harness import saved_env  # noqa: E402
 from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
 from torchaug.io import _decode as decode_module  # noqa: E402
+from torchaug.io import _shm as shm_module  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 B = 256
@@ -211,6 +212,7 @@ def run(name, loader, n_batches, skip):
                device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last)
     count, t0 = 0, None
     sampler = Sampler() if "--sample" in sys.argv else None
+    reg0 = dict(shm_module.stats)
     for k, (x, y) in enumerate(pf):
         if k == skip:
             torch.cuda.synchronize()
@@ -231,10 +233,13 @@ def run(name, loader, n_batches, skip):
     per = {k: 1e3 * (s1[k] - s0[k]) / nb for k in ("decode", "decode_cpu", "decode_gpu", "copy", "chain")}
     st = pf.stats.per_batch_ms(st0)
     row = {"feed": name, "img_s": count / dt, "ms_per_batch": 1e3 * dt / nb, **{f"{k}_ms": v for k, v in per.items()},
-           "loader_ms": st.get("loader"), "consumer_wait_ms": st.get("consumer_wait"), "process_cpu_ms": 1e3 * cpu / nb}
+           "loader_ms": st.get("loader"), "consumer_wait_ms": st.get("consumer_wait"), "process_cpu_ms": 1e3 * cpu / nb,
+           "segments_registered": shm_module.stats["registered"] - reg0["registered"],
+           "register_ms": 1e3 * (shm_module.stats["register_s"] - reg0["register_s"])}
     print(f"{name:44s} {row['img_s']:8,.0f} img/s  {row['ms_per_batch']:6.2f} ms/batch | host ms/batch: decode call "
           f"{per['decode']:.2f} (its thread's CPU time {per['decode_cpu']:.2f}, GPU span {per['decode_gpu']:.2f}), copies {per['copy']:.2f}, chain {per['chain']:.2f}, "
-          f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}; main process CPU {1e3 * cpu / nb:.1f}", flush=True)
+          f"loader wait {st.get('loader', 0):.2f}, consumer wait {st.get('consumer_wait', 0):.2f}; main process CPU {1e3 * cpu / nb:.1f}; "
+          f"segments registered {row['segments_registered']} in {row['register_ms']:.1f} ms (whole run)", flush=True)
     if TRACE_FILE is not None:
         sys.stderr.flush()
         parts, n = trace_parts(TRACE_FILE, CALLS[skip:])
@@ -263,7 +268,9 @@ def main():
         os.dup2(fd, 2)
         os.close(fd)
     n_batches = int(sys.argv[sys.argv.index("--batches") + 1]) if "--batches" in sys.argv else 24
-    skip = 4
+    # batches before the timed window: the workers' start, the decoder's allocations and, pinned in
+    # place, the registration of each worker segment (once, ~10 segments of 35 MB for 2 workers)
+    skip = int(sys.argv[sys.argv.index("--skip") + 1]) if "--skip" in sys.argv else 4
     files = make_files(512, 97, 4.5)
     labels = torch.arange(B) % 8
     chunks = [files[i:i + B] for i in range(0, len(files), B)]
@@ -288,6 +295,7 @@ def main():
     switches = [float(v) for v in sys.argv[sys.argv.index("--switch") + 1].split(",")] if "--switch" in sys.argv else [None]
     default_switch = sys.getswitchinterval()
     rows = []
+    print(f"CUDA runtime for registering segments: {'ctypes (GIL released)' if shm_module._cuda_runtime() else 'torch.cuda.cudart() (GIL held)'}")
     for rnd in range(rounds):
         for key in only:
             for sw in switches:
