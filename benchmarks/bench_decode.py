@@ -194,11 +194,11 @@ def main():
     n_batches, skip = (28, 12) if args.quick else (48, 16)
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process
-    # and, with the pool, pinned in place in the main process (the default) or mapped anew and copied
-    # into pinned memory per batch (TORCHAUG_SHM_PIN=0, the path before)
+    # and, with the pool, mapped anew and copied into pinned memory per batch (the default) or kept
+    # mapped and pinned in place in the main process (TORCHAUG_SHM_PIN=1)
     with saved_env("TORCHAUG_SHM_POOL"), saved_env("TORCHAUG_SHM_PIN"):
-        for workers, pool, threads, pin in ((1, True, 1, True), (2, True, 1, True), (2, True, 1, False), (2, True, 2, True),
-                                            (2, True, 2, False), (2, False, 1, False)):
+        for workers, pool, threads, pin in ((1, True, 1, False), (2, True, 1, False), (2, True, 1, True), (2, True, 2, False),
+                                            (2, True, 2, True), (2, False, 1, False)):
             os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
             os.environ["TORCHAUG_SHM_PIN"] = "1" if pin else "0"  # read by the main process
             ds = Repeated(ImageFolderBytes(root), n_batches * B)
@@ -225,8 +225,8 @@ def main():
             res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
                     + (f", {threads} producer threads" if threads > 1 else "")
                     + ("" if pool else ", a new shared-memory segment per batch")
-                    + (", each batch copied into pinned memory" if pool and not pin else ""), B,
-                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and pin else None,
+                    + (", segments pinned in place (TORCHAUG_SHM_PIN=1)" if pin else ""), B,
+                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and not pin else None,
                     note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None)
                     + f"; the epoch's end after the last batch (not timed): {ended_ms:.0f} ms")
             del pf, loader

@@ -5,10 +5,11 @@ RandomResizedCrop(224) + flip + RandAugment(2, 9) + Normalize to bf16 channels_l
 
   - a list of batches already in pinned memory (no workers, no pin thread);
   - a list of batches in pageable memory;
-  - a DataLoader with 2 byte-reading workers, pin_memory=True (bench_decode's row): the workers'
-    segments pinned in place;
-  - the same with each batch's segment mapped anew and copied into pinned memory by the pin thread
-    (TORCHAUG_SHM_PIN=0, the path before segments were kept and pinned in place): "loader_copypin";
+  - a DataLoader with 2 byte-reading workers, pin_memory=True (bench_decode's row): each batch's
+    segment mapped anew and copied into pinned memory by the pin thread (the default);
+  - the same with the workers' segments kept mapped and pinned in place (TORCHAUG_SHM_PIN=1):
+    "loader_inplace" (in session 29's first runs that was the default, "loader_pinned", and this
+    feed's copy was "loader_copypin");
   - the same DataLoader with pin_memory=False.
 
 Per batch: img/s over the timed batches, and the producer's host time split into the decode call (and
@@ -28,7 +29,7 @@ the line it waits at.
 to decode_jpeg_cuda (the header / marker parse on the intra-op threads), the decoder's set-up,
 nvjpegDecodeBatched's host call, the rest of the op, and Python after it.
 
-    python3 scripts/prefetch_stages.py [--batches N] [--skip K] [--rounds R] [--only pinned,pageable,loader_pinned,loader_copypin,loader]
+    python3 scripts/prefetch_stages.py [--batches N] [--skip K] [--rounds R] [--only pinned,pageable,loader_pinned,loader_inplace,loader]
         [--switch S1,S2] [--steps] [--sample] [--json PATH]
 """
 import collections
@@ -286,7 +287,7 @@ def main():
     feeds = {"pinned": ("list of batches in pinned memory", lambda: [pinned[i % 2] for i in range(n_batches)]),
              "pageable": ("list of batches in pageable memory", lambda: [pageable[i % 2] for i in range(n_batches)]),
              "loader_pinned": ("DataLoader, 2 workers, pin_memory=True", lambda: loader(True)),
-             "loader_copypin": ("the same, pinned by a copy per batch", lambda: loader(True)),
+             "loader_inplace": ("the same, segments pinned in place", lambda: loader(True)),
              "loader": ("DataLoader, 2 workers, pin_memory=False", lambda: loader(False))}
     only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(feeds)
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
@@ -302,7 +303,7 @@ def main():
                 name, make = feeds[key]
                 sys.setswitchinterval(sw or default_switch)
                 with saved_env("TORCHAUG_SHM_PIN"):  # read by the main process as each batch arrives
-                    os.environ["TORCHAUG_SHM_PIN"] = "0" if key == "loader_copypin" else "1"
+                    os.environ["TORCHAUG_SHM_PIN"] = "1" if key == "loader_inplace" else "0"
                     rows.append(run(name + (f", switch interval {sw * 1e3:g} ms" if sw else ""), make(), n_batches, skip))
                 sys.setswitchinterval(default_switch)
     if "--json" in sys.argv:

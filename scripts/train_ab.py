@@ -11,9 +11,11 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   the hardware engines (TORCHAUG_NVJPEG_HW_LOAD=0.7, or as set);
 - "nopool": the same with the workers making a new shared-memory segment per batch (TORCHAUG_SHM_POOL=0)
   instead of reusing theirs;
-- "copypin": the same with each batch's shared-memory segment mapped anew in the main process and
-  copied into pinned memory by DataLoader's pin thread (TORCHAUG_SHM_PIN=0), the path before the
-  segments were kept mapped and pinned in place;
+- "inplace": the same with the workers' shared-memory segments kept mapped in the main process and
+  pinned there once (TORCHAUG_SHM_PIN=1) instead of each batch mapped anew and copied into pinned
+  memory by DataLoader's pin thread;
+- "copypin": the same with TORCHAUG_SHM_PIN=0 (the default; in session 29's first runs in-place
+  pinning was the default and "torchaug" meant "inplace");
 - "depth4": the same with the Prefetcher preparing up to 4 batches ahead instead of 2 (--depth 4);
 - "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
   its own nvJPEG decoder);
@@ -86,9 +88,13 @@ def patch_no_shm_pool():
 
 
 def patch_copy_pin():
-    """Each batch's segment mapped anew and copied into pinned memory (the path before segments
-    were kept and pinned in place)."""
+    """Each batch's segment mapped anew and copied into pinned memory (the default)."""
     os.environ["TORCHAUG_SHM_PIN"] = "0"
+
+
+def patch_pin_in_place():
+    """The workers' segments kept mapped and pinned in place (TORCHAUG_SHM_PIN=1)."""
+    os.environ["TORCHAUG_SHM_PIN"] = "1"
 
 
 def patch_hw_load():
@@ -136,7 +142,7 @@ def patch_omp_threads():
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -186,6 +192,7 @@ def main():
         "hwload": torchaug_run(["--hw-load"]),
         "nopool": torchaug_run(["--no-shm-pool"]),
         "copypin": torchaug_run(["--copy-pin"]),
+        "inplace": torchaug_run(["--pin-in-place"]),
         "switch": torchaug_run(["--switch-interval"]),
         "onethread": torchaug_run(["--one-thread"]),
         "callerthreads": torchaug_run(["--caller-threads"]),

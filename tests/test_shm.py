@@ -1,8 +1,8 @@
 """The shared-memory segments a DataLoader worker reuses across batches (torchaug.io._shm): a segment
 goes back to its worker only once the main process has dropped every tensor of the batch in it, so
 batches and views the caller keeps are never written over; the pool is bounded and falls back to a
-fresh segment when all are taken; both sharing strategies. The main process keeps each segment
-mapped (TORCHAUG_SHM_PIN, default on) and pin_memory=True pins it in place."""
+fresh segment when all are taken; both sharing strategies. With TORCHAUG_SHM_PIN=1 the main process
+keeps each segment mapped and pin_memory=True pins it in place."""
 import copy
 import io
 import pickle
@@ -139,7 +139,7 @@ def _segment_of(t: torch.Tensor):
 
 def test_main_process_keeps_each_segment_mapped(strategy, monkeypatch):
     monkeypatch.setenv("TORCHAUG_SHM_POOL", "4")
-    monkeypatch.delenv("TORCHAUG_SHM_PIN", raising=False)  # the default: kept
+    monkeypatch.setenv("TORCHAUG_SHM_PIN", "1")
     loader = DataLoader(Files(240), batch_size=8, num_workers=2, collate_fn=_with_stats)
     segments, allocations, kept = set(), {}, None
     for k, ((encoded, labels), st) in enumerate(loader):
@@ -165,8 +165,12 @@ def test_main_process_keeps_each_segment_mapped(strategy, monkeypatch):
     _check(pickle.loads(pickle.dumps(kept[0])), kept[1])
 
 
-def test_segments_mapped_per_batch_when_switched_off(monkeypatch):
-    monkeypatch.setenv("TORCHAUG_SHM_PIN", "0")
+@pytest.mark.parametrize("value", [None, "0"], ids=["default", "off"])
+def test_segments_mapped_per_batch_by_default(value, monkeypatch):
+    if value is None:
+        monkeypatch.delenv("TORCHAUG_SHM_PIN", raising=False)
+    else:
+        monkeypatch.setenv("TORCHAUG_SHM_PIN", value)
     for (encoded, labels), st in DataLoader(Files(32), batch_size=8, num_workers=1, collate_fn=_with_stats):
         _check(encoded, labels)
         assert encoded._segment is None and st["allocations"] >= 1

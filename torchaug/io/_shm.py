@@ -13,14 +13,16 @@ segments whose flag is clear. When every segment is taken (the main process hold
 `list(loader)` say) the worker allocates a fresh segment as before: never a wait, never a batch
 written over while the main process can see it.
 
-The main process keeps each pooled segment mapped once it has seen it (`TORCHAUG_SHM_PIN`, default
-on; "0" gives the path before: every batch maps its segment anew and is copied into pinned memory):
-a batch arriving there gets a tensor of its own over the kept mapping (its death clears the flag as
-above), so later batches of that segment map, fault in and unmap nothing. DataLoader's
-pin_memory=True then pins the segment in place, once, with cudaHostRegister (SharedBatch.pin_memory)
-instead of copying every batch (28 MB for 256 JPEGs) into pinned memory: the decoder reads the
-worker's bytes where they lie. Segments of workers that have exited are let go (and unregistered
-once no batch of theirs is alive) when the next new segment arrives or on release_segments().
+With `TORCHAUG_SHM_PIN=1` (default off) the main process keeps each pooled segment mapped once it
+has seen it: a batch arriving there gets a tensor of its own over the kept mapping (its death clears
+the flag as above), so later batches of that segment map, fault in and unmap nothing, and DataLoader's
+pin_memory=True pins the segment in place, once, with cudaHostRegister (SharedBatch.pin_memory)
+instead of copying every batch (28 MB for 256 JPEGs) into pinned memory. Segments of workers that
+have exited are let go (and unregistered once no batch of theirs is alive) when the next new segment
+arrives or on release_segments(). Off by default: on the H100 it saved the main process 10-15 ms of
+CPU a batch, but the decoder read registered segments more slowly than pinned copies (the Prefetcher
+over 2 workers 0.69x-1.14x, median 0.85x, in 7 same-run pairs), registering costs ~33 ms per 35 MB
+segment, and training gained 0-4% (benchmarks/RESULTS.md, case 6, session 29).
 """
 import ctypes
 import os
@@ -113,7 +115,7 @@ def _release(flags: torch.Tensor, i: int) -> None:
 
 
 def _pin_in_place() -> bool:
-    return os.environ.get("TORCHAUG_SHM_PIN", "1") != "0"
+    return os.environ.get("TORCHAUG_SHM_PIN", "0") == "1"
 
 
 class _Segment:
