@@ -758,3 +758,34 @@ def test_cutmix_boxes_follow_torchvision_formula(device):
         assert float(y[i, i]) == pytest.approx(adj, abs=1e-6)
         if i > 0:
             assert float(y[i, i - 1]) == pytest.approx(1 - adj, abs=1e-6)
+
+
+@requires_cuda
+def test_dependent_launches_equal_ordinary_launches():
+    """Case 4's chain launches the crop's boxes, the crop, the policy's program, the order and the
+    resident kernel as dependent launches (csrc/cuda/dependent_launch.cuh: each may start while the
+    kernel before it runs, and waits for it). Over many calls back to back, each input written by a
+    kernel right before the chain and the caching allocator recycling every buffer, the bytes equal
+    those of ordinary launches (TORCHAUG_DEPENDENT_LAUNCH=0), with the order kernel in use (more
+    samples than the GPU runs blocks at once); a bad value of the variable is an error."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    x = random_images(2 * sms + 5, 3, 150, 200, torch.uint8, "cuda", generator=torch.Generator().manual_seed(5))
+
+    def run():
+        g = torch.Generator(device="cuda").manual_seed(11)
+        chain = T.Compose([T.RandomResizedCrop(224, generator=g), T.RandomHorizontalFlip(generator=g),
+                           T.RandAugment(2, 9, generator=g), T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+        sums = []
+        for i in range(12):
+            out = chain(x + i)  # the crop's input, written by the kernel just before it
+            sums.append(out.double().sum((1, 2, 3)))
+            del out
+        torch.cuda.synchronize()
+        return torch.stack(sums)
+
+    ref = _with_env("TORCHAUG_DEPENDENT_LAUNCH", "0", run)
+    for _ in range(2):
+        got = _with_env("TORCHAUG_DEPENDENT_LAUNCH", "1", run)
+        assert torch.equal(got, ref), f"{(got != ref).sum().item()} sample sums differ"
+    with pytest.raises(RuntimeError, match="TORCHAUG_DEPENDENT_LAUNCH must be 0 or 1, got 'yes'"):
+        _with_env("TORCHAUG_DEPENDENT_LAUNCH", "yes", run)

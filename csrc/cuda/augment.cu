@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "../augment_impl.h"
+#include "dependent_launch.cuh"
 
 namespace torchaug {
 namespace {
@@ -159,6 +160,7 @@ void augment_slot_cuda(const at::Tensor& in, const at::Tensor& out, const Augmen
 
 __global__ void policy_program_kernel(const double* __restrict__ u, int64_t B, int kind, int num_ops, int64_t magnitude,
                                       kernels::PolicySpace sp, int64_t* choice, int64_t* ops, float* mags) {
+  dependent_launch_begin();
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= B) return;
   const int R = kernels::policy_draws(kind, num_ops), n = kernels::policy_slots(kind, num_ops);
@@ -168,9 +170,9 @@ __global__ void policy_program_kernel(const double* __restrict__ u, int64_t B, i
 void policy_program_cuda(const double* u, int64_t B, int kind, int num_ops, int64_t magnitude,
                          const kernels::PolicySpace& sp, int64_t* choice, int64_t* ops, float* mags) {
   const int threads = 128;
-  policy_program_kernel<<<static_cast<unsigned>((B + threads - 1) / threads), threads, 0,
-                          c10::cuda::getCurrentCUDAStream()>>>(u, B, kind, num_ops, magnitude, sp, choice, ops, mags);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
+  launch_dependent(policy_program_kernel, dim3(static_cast<unsigned>((B + threads - 1) / threads)), dim3(threads), 0, stream,
+                   stream.device_index(), u, B, kind, num_ops, magnitude, sp, choice, ops, mags);
 }
 
 const AugmentBackend kCudaBackend{augment_lower_cuda, color_stats_cuda, augment_slot_cuda, augment_resident_cuda,

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "../augment_impl.h"
+#include "dependent_launch.cuh"
 #include "shared_opt_in.cuh"
 
 namespace torchaug {
@@ -248,6 +249,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   __shared__ uint32_t wsum[kResWarps];
   __shared__ int last[3];
   __shared__ AugStepT<float> steps[2];
+  dependent_launch_begin();
   const int64_t b = A.order != nullptr ? A.order[blockIdx.x] : blockIdx.x;
   const int t = threadIdx.x, H = A.height, W = A.width, HW = H * W;
   int pl[C + 1];  // the plane of each channel, and the free one
@@ -570,6 +572,7 @@ __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
 // whichever the atomics give: it only decides which block runs which sample).
 __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int64_t* ops, Strides2 ops_s, int B, int n,
                                                                        bool bilinear, int* order) {
+  dependent_launch_begin();
   __shared__ int start[kOrderBuckets];
   __shared__ int wsum[kOrderBuckets / 32];
   const int t = threadIdx.x, lane = t % 32;
@@ -709,13 +712,12 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
       at::Tensor order;
       if (ordered && B > static_cast<int64_t>(per_sm) * device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device())) {
         order = at::empty({B}, images.options().dtype(at::kInt));
-        resident_order_kernel<<<1, kOrderThreads, 0, stream>>>(A.ops, A.ops_s, static_cast<int>(B), A.n,
-                                                               interpolation != 0, order.data_ptr<int>());
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        launch_dependent(resident_order_kernel, dim3(1), dim3(kOrderThreads), 0, stream, images.get_device(), A.ops, A.ops_s,
+                         static_cast<int>(B), A.n, interpolation != 0, order.data_ptr<int>());
         A.order = order.data_ptr<int>();
       }
-      kernel<<<static_cast<unsigned>(B), kResThreads, static_cast<size_t>(bytes), stream>>>(A);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      launch_dependent(kernel, dim3(static_cast<unsigned>(B)), dim3(kResThreads), static_cast<size_t>(bytes), stream,
+                       images.get_device(), A);
     });
   });
   return true;

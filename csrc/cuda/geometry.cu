@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "../geometry_impl.h"
+#include "dependent_launch.cuh"
 #include "shared_opt_in.cuh"
 
 namespace torchaug {
@@ -238,6 +239,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_ymaxn, s_consecutive;
 
+  dependent_launch_begin();
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
   for (int i = tid; i < kChunk * kTileX; i += kTileX * kTileY) s_h[region_rows * kChunk * kTileX + i] = acc_t(0);
   // 32-bit indices (the launch checks B and the output size): fewer registers than int64, which
@@ -525,8 +527,8 @@ void launch_resized_crop(const at::Tensor& src, const Batch& batch, const Resize
         const dim3 grid(static_cast<unsigned>((p.out_w + kTileX - 1) / kTileX),
                         static_cast<unsigned>((p.out_h + kTileY * kR - 1) / (kTileY * kR)),
                         static_cast<unsigned>(std::min(B, kMaxGridZ)));
-        kernel<<<grid, dim3(kTileX, kTileY), smem, stream>>>(src.data_ptr<scalar_t>(), batch, p, B, region_rows);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        launch_dependent(kernel, grid, dim3(kTileX, kTileY), smem, stream, src.get_device(), src.data_ptr<scalar_t>(), batch, p,
+                         B, region_rows);
       };
       if constexpr (std::is_same<scalar_t, uint8_t>::value) {
         if (tap_mode == kTapsScaled) {
@@ -759,6 +761,7 @@ at::Tensor flip_cuda(const at::Tensor& images, const at::Tensor& horizontal, con
 }
 
 __global__ void random_resized_crop_boxes_kernel(RrcBoxParams p, int64_t B) {
+  dependent_launch_begin();
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b < B) rrc_box_px(p, b);
 }
@@ -770,8 +773,8 @@ at::Tensor random_resized_crop_boxes_cuda(const at::Tensor& rand, const std::opt
   auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max);
   const int64_t B = rand.size(0);
   if (B == 0) return plan.boxes;
-  random_resized_crop_boxes_kernel<<<static_cast<unsigned>((B + 127) / 128), 128, 0, c10::cuda::getCurrentCUDAStream()>>>(plan.p, B);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_dependent(random_resized_crop_boxes_kernel, dim3(static_cast<unsigned>((B + 127) / 128)), dim3(128), 0,
+                   c10::cuda::getCurrentCUDAStream(), rand.get_device(), plan.p, B);
   return plan.boxes;
 }
 

@@ -1,0 +1,77 @@
+// Programmatic dependent launch (PDL, sm_90 and later): a kernel launched by launch_dependent may
+// be launched while the kernel before it on the stream is still running, and its blocks wait in
+// dependent_launch_begin until that kernel has completed and its writes are visible. The launch's
+// latency (~2 us between two dependent kernels on an H100) then overlaps the kernel before it
+// instead of following it. Case 4's chain launches eight kernels a call, five of them small
+// (scripts/chain_parts.py, session 30: the draws cost the chain 17 us more than their kernels'
+// own 8 us); a micro-benchmark of five dependent launches on an H100 measured 299 -> 292 us with
+// PDL, ~1.7 us a boundary.
+//
+// Every kernel launched by launch_dependent must call dependent_launch_begin() as its first
+// statement, before any global memory access (a read of the kernel before's output, or a write
+// into memory that kernel may still read), and in every block: a kernel that did not wait could
+// complete before the kernel it follows, and the next kernel's wait would then not cover that one.
+// TORCHAUG_DEPENDENT_LAUNCH=0 launches them as ordinary launches (A/B, tests).
+#pragma once
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "../ops_common.h"
+
+namespace torchaug {
+
+// The first statement of a kernel launched by launch_dependent: wait for the kernel before it on
+// the stream (griddepcontrol.wait; a no-op where the launch was an ordinary one), then let the
+// kernel after it launch (griddepcontrol.launch_dependents: it takes effect once every block of
+// this kernel has run it, so the next kernel's blocks never take the place of blocks of this one).
+__device__ __forceinline__ void dependent_launch_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches on `device` are dependent launches: TORCHAUG_DEPENDENT_LAUNCH unset or "1" and
+// a device of compute capability 9.0 or later (read once per device; devices past 63: every call).
+inline bool dependent_launch_enabled(int device) {
+  const char* e = std::getenv("TORCHAUG_DEPENDENT_LAUNCH");
+  TORCHAUG_CHECK(e == nullptr || std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0,
+                 "torchaug: TORCHAUG_DEPENDENT_LAUNCH must be 0 or 1, got '", e, "'");
+  if (e != nullptr && std::strcmp(e, "0") == 0) return false;
+  static std::atomic<int> major[64] = {};
+  const bool cached = device >= 0 && device < 64;
+  int m = cached ? major[device].load(std::memory_order_relaxed) : 0;
+  if (m == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device));
+    if (cached) major[device].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) on `device`, as a dependent launch where
+// dependent_launch_enabled says so; errors are raised as the launch check raises them.
+template <typename... KernelArgs, typename... Args>
+void launch_dependent(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, int device,
+                      Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = dependent_launch_enabled(device) ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) (void)cudaGetLastError();  // raised below, not left for a later check to find
+  C10_CUDA_CHECK(err);
+}
+
+}  // namespace torchaug
