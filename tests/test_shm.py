@@ -177,6 +177,13 @@ def test_segments_mapped_per_batch_by_default(value, monkeypatch):
         assert encoded._segment is None and st["allocations"] >= 1
 
 
+def test_bad_pin_setting(monkeypatch):
+    """A TORCHAUG_SHM_PIN other than 0 or 1 is an error that says so, raised where the batch arrives."""
+    monkeypatch.setenv("TORCHAUG_SHM_PIN", "yes")
+    with pytest.raises(ValueError, match="TORCHAUG_SHM_PIN must be 0 or 1.*got 'yes'"):
+        next(iter(DataLoader(Files(8), batch_size=8, num_workers=1, collate_fn=collate_encoded)))
+
+
 def _jpeg(i: int) -> np.ndarray:
     rng = np.random.default_rng(i)
     im = Image.fromarray(rng.integers(0, 256, (24 + i % 5 * 8, 32 + i % 3 * 8, 3), dtype=np.uint8))

@@ -115,7 +115,10 @@ def _release(flags: torch.Tensor, i: int) -> None:
 
 
 def _pin_in_place() -> bool:
-    return os.environ.get("TORCHAUG_SHM_PIN", "0") == "1"
+    v = os.environ.get("TORCHAUG_SHM_PIN", "0")
+    if v not in ("0", "1"):
+        raise ValueError(f"torchaug.io: TORCHAUG_SHM_PIN must be 0 or 1 (1 pins the workers' segments in place), got {v!r}")
+    return v == "1"
 
 
 class _Segment:
@@ -259,7 +262,12 @@ class SharedBatch:
         lease = state.get("_lease")
         if lease is not None and lease[2] != os.getpid():
             flags, i, pid = lease
-            if _pin_in_place():
+            try:
+                pin = _pin_in_place()
+            except ValueError:
+                weakref.finalize(self.data.untyped_storage(), _release, flags, i)  # the segment still goes back
+                raise
+            if pin:
                 self.data, self._segment = _adopt(self.data, pid, i)
             weakref.finalize(self.data.untyped_storage(), _release, flags, i)
             self._lease = None
