@@ -1,10 +1,9 @@
 """Color family: every op against torchvision.transforms.v2.functional per sample, color programs
 against the same ops applied in sequence, CPU <-> CUDA, opcheck, gradcheck, errors, properties."""
-import itertools
 
 import pytest
 import torch
-from conftest import CUDA, assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
+from conftest import assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,6 +1,5 @@
 """Color transforms: per-sample decisions, factors and orders (seeded distributions), p=0/p=1,
 replay, generators, and per-sample parity with torchvision applying the drawn parameters."""
-import itertools
 import math
 
 import pytest

@@ -6,7 +6,6 @@ import pytest
 import torch
 from conftest import assert_close_images, random_images, requires_torchvision, torchvision
 
-import torchaug.functional as F
 import torchaug.transforms as T
 
 if torchvision is not None:
