@@ -6,13 +6,13 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_pipeline_primitives.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 #include "../augment_impl.h"
 #include "dependent_launch.cuh"
+#include "device_attribute.cuh"
 #include "shared_opt_in.cuh"
 
 namespace torchaug {
@@ -618,20 +618,6 @@ int resident_mode() {
   if (std::strcmp(e, "0") == 0) return 0;
   TORCHAUG_CHECK(std::strcmp(e, "force") == 0, "torchaug::augment: TORCHAUG_AUGMENT_RESIDENT must be 0, 1 or force, got '", e, "'");
   return 2;
-}
-
-// A device attribute (the shared memory a block may opt in to, 227 KiB on an H100; the SM count),
-// read once per device (devices past 63: on every call).
-template <cudaDeviceAttr kAttr>
-int device_attribute(int device) {
-  static std::atomic<int> cache[64] = {};
-  const bool cached = device >= 0 && device < 64;
-  int v = cached ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (v == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, kAttr, device));
-    if (cached) cache[device].store(v, std::memory_order_relaxed);
-  }
-  return v;
 }
 
 // Which packed store the fused normalize's output takes (store_norm_group), or kNormWordsNone.

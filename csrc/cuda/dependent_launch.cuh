@@ -17,12 +17,12 @@
 #include <c10/cuda/CUDAException.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "../ops_common.h"
+#include "device_attribute.cuh"
 
 namespace torchaug {
 
@@ -38,20 +38,12 @@ __device__ __forceinline__ void dependent_launch_begin() {
 }
 
 // Whether launches on `device` are dependent launches: TORCHAUG_DEPENDENT_LAUNCH unset or "1" and
-// a device of compute capability 9.0 or later (read once per device; devices past 63: every call).
+// a device of compute capability 9.0 or later.
 inline bool dependent_launch_enabled(int device) {
   const char* e = std::getenv("TORCHAUG_DEPENDENT_LAUNCH");
   TORCHAUG_CHECK(e == nullptr || std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0,
                  "torchaug: TORCHAUG_DEPENDENT_LAUNCH must be 0 or 1, got '", e, "'");
-  if (e != nullptr && std::strcmp(e, "0") == 0) return false;
-  static std::atomic<int> major[64] = {};
-  const bool cached = device >= 0 && device < 64;
-  int m = cached ? major[device].load(std::memory_order_relaxed) : 0;
-  if (m == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device));
-    if (cached) major[device].store(m, std::memory_order_relaxed);
-  }
-  return m >= 9;
+  return (e == nullptr || std::strcmp(e, "1") == 0) && device_attribute<cudaDevAttrComputeCapabilityMajor>(device) >= 9;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) on `device`, as a dependent launch where
