@@ -263,14 +263,11 @@ class SharedBatch:
         if lease is not None and lease[2] != os.getpid():
             flags, i, pid = lease
             try:
-                pin = _pin_in_place()
-            except ValueError:
-                weakref.finalize(self.data.untyped_storage(), _release, flags, i)  # the segment still goes back
-                raise
-            if pin:
-                self.data, self._segment = _adopt(self.data, pid, i)
-            weakref.finalize(self.data.untyped_storage(), _release, flags, i)
-            self._lease = None
+                if _pin_in_place():
+                    self.data, self._segment = _adopt(self.data, pid, i)
+            finally:  # the segment goes back with the last tensor over it, also where the setting is bad
+                weakref.finalize(self.data.untyped_storage(), _release, flags, i)
+                self._lease = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
