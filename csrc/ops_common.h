@@ -7,6 +7,8 @@
 #include <c10/util/Half.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,15 @@ std::string cat(const Args&... args) {
 
 // TORCH_CHECK with the message built by cat(): evaluated only when the check fails.
 #define TORCHAUG_CHECK(cond, ...) TORCH_CHECK(cond, ::torchaug::cat(__VA_ARGS__))
+
+// A switch in the environment, read at each call: unset or "1" is on, "0" off, any other value an
+// error naming `who` (the op or "torchaug"), the variable and the value.
+inline bool env_switch(const char* name, const char* who) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || std::strcmp(e, "1") == 0) return true;
+  TORCHAUG_CHECK(std::strcmp(e, "0") == 0, who, ": ", name, " must be 0 or 1, got '", e, "'");
+  return false;
+}
 
 std::string shape_str(at::IntArrayRef s);
 

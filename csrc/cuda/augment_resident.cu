@@ -603,12 +603,7 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
 
 // TORCHAUG_RESIDENT_ORDER: unset or "1": samples longest first where the launch has more blocks
 // than the GPU runs at once; "0": in index order (A/B tests and benchmarks).
-bool resident_order_enabled() {
-  const char* e = std::getenv("TORCHAUG_RESIDENT_ORDER");
-  if (e == nullptr || std::strcmp(e, "1") == 0) return true;
-  TORCHAUG_CHECK(std::strcmp(e, "0") == 0, "torchaug::augment: TORCHAUG_RESIDENT_ORDER must be 0 or 1, got '", e, "'");
-  return false;
-}
+bool resident_order_enabled() { return env_switch("TORCHAUG_RESIDENT_ORDER", "torchaug::augment"); }
 
 // TORCHAUG_AUGMENT_RESIDENT: unset or "1": the resident path where it applies; "0": never (the
 // slot passes, for A/B tests and benchmarks); "force": always, and an error where it cannot (tests).

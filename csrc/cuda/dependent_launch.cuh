@@ -17,8 +17,6 @@
 #include <c10/cuda/CUDAException.h>
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <utility>
 
 #include "../ops_common.h"
@@ -40,10 +38,8 @@ __device__ __forceinline__ void dependent_launch_begin() {
 // Whether launches on `device` are dependent launches: TORCHAUG_DEPENDENT_LAUNCH unset or "1" and
 // a device of compute capability 9.0 or later.
 inline bool dependent_launch_enabled(int device) {
-  const char* e = std::getenv("TORCHAUG_DEPENDENT_LAUNCH");
-  TORCHAUG_CHECK(e == nullptr || std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0,
-                 "torchaug: TORCHAUG_DEPENDENT_LAUNCH must be 0 or 1, got '", e, "'");
-  return (e == nullptr || std::strcmp(e, "1") == 0) && device_attribute<cudaDevAttrComputeCapabilityMajor>(device) >= 9;
+  return env_switch("TORCHAUG_DEPENDENT_LAUNCH", "torchaug") &&
+         device_attribute<cudaDevAttrComputeCapabilityMajor>(device) >= 9;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) on `device`, as a dependent launch where
