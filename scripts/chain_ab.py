@@ -16,9 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torchaug.transforms as T  # noqa: E402
+from bench_augment import torchaug_chain  # noqa: E402  (bench_augment's first row: the same chain)
 from harness import environment, kernel_us, saved_env, time_cuda  # noqa: E402
-
-MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
 def chain_ab(env_name, values, rounds, iters=40, batch=256):
@@ -27,8 +26,7 @@ def chain_ab(env_name, values, rounds, iters=40, batch=256):
     before comes back afterwards."""
     torch.manual_seed(0)
     photos = [torch.randint(0, 256, (batch, 3, 375, 500), dtype=torch.uint8, device="cuda") for _ in range(4)]
-    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
-                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    chain = torchaug_chain(T.RandAugment(2, 9))
 
     def use(value):
         if value == "unset":

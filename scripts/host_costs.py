@@ -19,9 +19,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torchaug.transforms as T  # noqa: E402
+from bench_augment import torchaug_chain  # noqa: E402  (bench_augment's first row: the same chain)
 from harness import environment  # noqa: E402
-
-MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
 def host_us(fn, busy: bool, calls: int = 200) -> float:
@@ -61,8 +60,7 @@ def main():
     torch.manual_seed(0)
     x = torch.randint(0, 256, (256, 3, 375, 500), dtype=torch.uint8, device="cuda")
     y = torch.randint(0, 256, (256, 3, 224, 224), dtype=torch.uint8, device="cuda")
-    chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
-                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    chain = torchaug_chain(T.RandAugment(2, 9))
     crop, flip, policy = chain.transforms[:3]
     u = torch.rand(256, 22, dtype=torch.float64, device="cuda")
     _, params = chain(x, return_params=True)
