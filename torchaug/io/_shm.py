@@ -181,22 +181,25 @@ def _cuda_runtime():
     return _runtime or None
 
 
-def _host_register(ptr: int, nbytes: int) -> bool:
+def _runtime_call(name: str, *args) -> bool:
+    """The CUDA runtime's `name`(*args) through ctypes where it can (_cuda_runtime), else through
+    torch.cuda.cudart(); True on success (a failure is cleared from the thread's error state, not
+    left for its next launch check to find)."""
     rt = _cuda_runtime()
     if rt is None:
-        return int(torch.cuda.cudart().cudaHostRegister(ptr, nbytes, 1)) == 0  # cudaHostRegisterPortable
-    if rt.cudaHostRegister(ptr, nbytes, 1) == 0:
+        return int(getattr(torch.cuda.cudart(), name)(*args)) == 0
+    if getattr(rt, name)(*args) == 0:
         return True
-    rt.cudaGetLastError()  # the refusal is not left for the thread's next launch check to find
+    rt.cudaGetLastError()
     return False
 
 
+def _host_register(ptr: int, nbytes: int) -> bool:
+    return _runtime_call("cudaHostRegister", ptr, nbytes, 1)  # cudaHostRegisterPortable
+
+
 def _unregister(ptr: int) -> None:
-    rt = _cuda_runtime()
-    if rt is None:
-        torch.cuda.cudart().cudaHostUnregister(ptr)
-    elif rt.cudaHostUnregister(ptr) != 0:
-        rt.cudaGetLastError()
+    _runtime_call("cudaHostUnregister", ptr)
 
 
 _segments: Dict[Tuple[int, int], _Segment] = {}
