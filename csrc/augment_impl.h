@@ -152,9 +152,9 @@ struct AugmentBackend {
   bool (*resident)(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
                    const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
                    const NormalizeParams* norm);
-  // _policy_program: kernels::policy_sample for each of B samples (u (B, R) contiguous; outputs
-  // (B, n) contiguous).
-  void (*policy)(const double* u, int64_t B, int kind, int num_ops, int64_t magnitude, const kernels::PolicySpace& sp,
+  // _policy_program: kernels::policy_sample for each of B samples (draws (B, R): given, or, on
+  // CUDA, drawn by the kernel; outputs (B, n) contiguous).
+  void (*policy)(const Draws& draws, int64_t B, int kind, int num_ops, int64_t magnitude, const kernels::PolicySpace& sp,
                  int64_t* choice, int64_t* ops, float* mags);
 };
 
@@ -164,9 +164,10 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
                            const NormalizeParams* norm);
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
-    const AugmentBackend& be, const at::Tensor& rand, const at::Tensor& ids, const at::Tensor& mags,
+    const AugmentBackend& be, const std::optional<at::Tensor>& rand, const at::Tensor& ids, const at::Tensor& mags,
     const at::Tensor& signed_, int64_t kind, int64_t num_ops, int64_t magnitude, const std::optional<at::Tensor>& sub_idx,
-    const std::optional<at::Tensor>& sub_prob, const std::optional<at::Tensor>& sub_bins);
+    const std::optional<at::Tensor>& sub_prob, const std::optional<at::Tensor>& sub_bins, int64_t batch,
+    const std::optional<at::Generator>& generator);
 
 at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
                       const at::Tensor& magnitudes, int64_t interpolation, const std::optional<at::Tensor>& fill,
@@ -186,11 +187,13 @@ void register_augment_ops(torch::Library& m) {
                        std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
     return augment_op(be, images, ops, magnitudes, interpolation, fill, mean, std, out_dtype, memory_format);
   });
-  m.impl("_policy_program", [](const at::Tensor& rand, const at::Tensor& ids, const at::Tensor& mags,
+  m.impl("_policy_program", [](const std::optional<at::Tensor>& rand, const at::Tensor& ids, const at::Tensor& mags,
                                const at::Tensor& signed_, int64_t kind, int64_t num_ops, int64_t magnitude,
                                const std::optional<at::Tensor>& sub_idx, const std::optional<at::Tensor>& sub_prob,
-                               const std::optional<at::Tensor>& sub_bins) {
-    return policy_program_op(be, rand, ids, mags, signed_, kind, num_ops, magnitude, sub_idx, sub_prob, sub_bins);
+                               const std::optional<at::Tensor>& sub_bins, int64_t batch,
+                               std::optional<at::Generator> generator) {
+    return policy_program_op(be, rand, ids, mags, signed_, kind, num_ops, magnitude, sub_idx, sub_prob, sub_bins, batch,
+                             generator);
   });
 }
 

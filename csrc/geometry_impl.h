@@ -322,28 +322,33 @@ WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& 
 // ---------------------------------------------------------------------------------------------
 
 struct RrcBoxParams {
-  const double* rand;     // (B, kRrcDraws)
+  const double* rand;     // (B, kRrcDraws), or nullptr: the kernel draws them (draws)
+  KernelDraws draws;
   const int64_t* sizes;   // (B, 2) or nullptr
   int64_t height, width;  // when sizes is nullptr
   double scale_min, scale_max, ratio_min, ratio_max;
   int64_t* boxes;  // (B, 4)
 };
 
-C10_HOST_DEVICE inline void rrc_box_px(const RrcBoxParams& p, int64_t b) {
+// Sample b's box from its draws u (kRrcDraws).
+C10_HOST_DEVICE inline void rrc_box_px(const RrcBoxParams& p, int64_t b, const double* u) {
   const double h = static_cast<double>(p.sizes ? p.sizes[2 * b] : p.height);
   const double w = static_cast<double>(p.sizes ? p.sizes[2 * b + 1] : p.width);
-  kernels::random_resized_crop_box(p.rand + b * kernels::kRrcDraws, h, w, p.scale_min, p.scale_max, p.ratio_min,
-                                   p.ratio_max, p.boxes + 4 * b);
+  kernels::random_resized_crop_box(u, h, w, p.scale_min, p.scale_max, p.ratio_min, p.ratio_max, p.boxes + 4 * b);
 }
 
 struct RrcBoxPlan {
   at::Tensor boxes, rand, sizes;
   RrcBoxParams p;
+  int64_t B;
 };
 
-RrcBoxPlan plan_rrc_boxes(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
-                                 int64_t width, double scale_min, double scale_max, double ratio_min,
-                                 double ratio_max);
+// rand (B, kRrcDraws) float64, or None: drawn from generator (resolve_draws) for B = sizes.size(0),
+// or `batch` when sizes is None too (like then gives the device).
+RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes, int64_t height,
+                          int64_t width, double scale_min, double scale_max, double ratio_min, double ratio_max,
+                          int64_t batch, const std::optional<at::Tensor>& like,
+                          const std::optional<at::Generator>& generator);
 
 // ---------------------------------------------------------------------------------------------
 // flip

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "convert_impl.h"
 #include "geometry_impl.h"
@@ -16,6 +17,37 @@ std::string shape_str(at::IntArrayRef s) {
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   if (s.size() == 1) out += ",";
   return out + ")";
+}
+
+KernelDrawsHook& cuda_kernel_draws() {
+  static KernelDrawsHook hook = nullptr;
+  return hook;
+}
+
+Draws resolve_draws(const char* op, const std::optional<at::Tensor>& rand, const std::optional<at::Generator>& generator,
+                    int64_t batch, int64_t R, const at::Device& device) {
+  Draws d;
+  if (rand) {
+    TORCHAUG_CHECK(!generator.has_value(), "torchaug::", op,
+                   ": generator draws rand when rand is None; pass one or the other, got both");
+    TORCHAUG_CHECK(rand->dim() == 2 && rand->size(1) == R && rand->scalar_type() == at::kDouble, "torchaug::", op,
+                   ": rand must be a (B, ", R, ") float64 tensor of uniform draws, got ", rand->scalar_type(), " of shape ",
+                   shape_str(rand->sizes()));
+    d.u = rand->contiguous();
+    d.B = d.u.size(0);
+    return d;
+  }
+  const int64_t B = d.B = batch;
+  TORCHAUG_CHECK(B >= 0, "torchaug::", op, ": without rand the batch size must be given (a non-negative integer), got ", B);
+  const at::Device where = generator ? generator->device() : device;
+  const int64_t n = B * R;
+  if (device.is_cuda() && where == device && R <= kMaxKernelDraws && n <= INT32_MAX && cuda_kernel_draws() != nullptr) {
+    if (n > 0) d.kernel = cuda_kernel_draws()(generator, n, device);  // torch.rand of 0 values leaves the generator alone
+    return d;
+  }
+  d.u = at::rand({B, R}, generator, at::TensorOptions().dtype(at::kDouble).device(where));
+  if (where != device) d.u = d.u.to(device, /*non_blocking=*/true);
+  return d;
 }
 
 void check_images(const char* op, const at::Tensor& images, const char* name) {
@@ -201,26 +233,37 @@ WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& 
   return p;
 }
 
-RrcBoxPlan plan_rrc_boxes(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
-                                 int64_t width, double scale_min, double scale_max, double ratio_min,
-                                 double ratio_max) {
+RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes, int64_t height,
+                          int64_t width, double scale_min, double scale_max, double ratio_min, double ratio_max,
+                          int64_t batch, const std::optional<at::Tensor>& like,
+                          const std::optional<at::Generator>& generator) {
   const char* op = "_random_resized_crop_boxes";
-  TORCHAUG_CHECK(rand.dim() == 2 && rand.size(1) == kernels::kRrcDraws, "torchaug::", op, ": rand must have shape (B, ",
-              kernels::kRrcDraws, "), got ", shape_str(rand.sizes()));
-  TORCHAUG_CHECK(rand.scalar_type() == at::kDouble, "torchaug::", op, ": rand must be float64, got ", rand.scalar_type());
-  const int64_t B = rand.size(0);
-  if (sizes) check_param(op, "sizes", *sizes, rand, {B, 2}, "(B, 2)", {at::kLong});
+  TORCHAUG_CHECK(rand || sizes || like, "torchaug::", op,
+                 ": without rand and sizes, like (a tensor on the batch's device) must be given");
+  const at::Tensor& on = rand ? *rand : (sizes ? *sizes : *like);
+  if (!rand && sizes) {
+    TORCHAUG_CHECK(sizes->dim() == 2, "torchaug::", op, ": sizes must have shape (B, 2), got ", shape_str(sizes->sizes()));
+    TORCHAUG_CHECK(batch < 0 || batch == sizes->size(0), "torchaug::", op, ": batch must be sizes.size(0) (", sizes->size(0),
+                   ") or -1, got ", batch);
+    batch = sizes->size(0);
+  }
   TORCHAUG_CHECK(sizes || (height > 0 && width > 0), "torchaug::", op, ": height and width must be positive, got ", height,
               " and ", width);
   TORCHAUG_CHECK(0 < scale_min && scale_min <= scale_max, "torchaug::", op,
               ": scale must satisfy 0 < scale_min <= scale_max, got ", scale_min, ", ", scale_max);
   TORCHAUG_CHECK(0 < ratio_min && ratio_min <= ratio_max, "torchaug::", op, ": ratio must satisfy 0 < ratio_min <= ratio_max, got ",
               ratio_min, ", ", ratio_max);
+  Draws draws;
+  if (rand) draws = resolve_draws(op, rand, generator, -1, kernels::kRrcDraws, on.device());  // checks rand
+  if (sizes) check_param(op, "sizes", *sizes, on, {rand ? draws.B : batch, 2}, "(B, 2)", {at::kLong});
+  if (!rand) draws = resolve_draws(op, rand, generator, batch, kernels::kRrcDraws, on.device());  // after every check
+  const int64_t B = draws.B;
   RrcBoxPlan plan;
-  plan.rand = rand.contiguous();
+  plan.B = B;
+  plan.rand = draws.u;
   if (sizes) plan.sizes = sizes->contiguous();
-  plan.boxes = at::empty({B, 4}, rand.options().dtype(at::kLong));
-  plan.p = {plan.rand.data_ptr<double>(), sizes ? plan.sizes.data_ptr<int64_t>() : nullptr, height, width,
+  plan.boxes = at::empty({B, 4}, on.options().dtype(at::kLong));
+  plan.p = {draws.data(), draws.kernel, sizes ? plan.sizes.data_ptr<int64_t>() : nullptr, height, width,
             scale_min, scale_max, ratio_min, ratio_max, plan.boxes.data_ptr<int64_t>()};
   return plan;
 }

@@ -128,19 +128,20 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
-    const AugmentBackend& be, const at::Tensor& rand, const at::Tensor& ids, const at::Tensor& mags,
+    const AugmentBackend& be, const std::optional<at::Tensor>& rand, const at::Tensor& ids, const at::Tensor& mags,
     const at::Tensor& signed_, int64_t kind, int64_t num_ops, int64_t magnitude, const std::optional<at::Tensor>& sub_idx,
-    const std::optional<at::Tensor>& sub_prob, const std::optional<at::Tensor>& sub_bins) {
+    const std::optional<at::Tensor>& sub_prob, const std::optional<at::Tensor>& sub_bins, int64_t batch,
+    const std::optional<at::Generator>& generator) {
   const char* op = "_policy_program";
-  const c10::OptionalDeviceGuard guard(rand.device());
+  const at::Tensor& on = rand ? *rand : ids;  // the op's device
+  const c10::OptionalDeviceGuard guard(on.device());
   TORCHAUG_CHECK(kind >= 0 && kind <= 2, "torchaug::", op, ": kind must be 0 (RandAugment), 1 (TrivialAugmentWide) or 2 (AutoAugment), got ", kind);
   TORCHAUG_CHECK(num_ops >= 0 && num_ops <= 0x7fffffff, "torchaug::", op, ": num_ops must be a non-negative integer, got ", num_ops);
   const int nk = static_cast<int>(kind), nops = static_cast<int>(num_ops);
   const int64_t R = kernels::policy_draws(nk, nops), n = kernels::policy_slots(nk, nops);
-  TORCHAUG_CHECK(rand.dim() == 2 && rand.size(1) == R && rand.scalar_type() == at::kDouble, "torchaug::", op,
-                 ": rand must be a (B, ", R, ") float64 tensor of uniform draws, got ", rand.scalar_type(), " of shape ",
-                 shape_str(rand.sizes()));
-  const int64_t B = rand.size(0), K = ids.numel();
+  Draws draws;
+  if (rand) draws = resolve_draws(op, rand, generator, -1, R, on.device());  // checks rand; drawn after every check
+  const int64_t B = rand ? draws.B : batch, K = ids.numel();
   TORCHAUG_CHECK(ids.dim() == 1 && K > 0 && ids.scalar_type() == at::kLong, "torchaug::", op,
                  ": ids must be a non-empty (K,) int64 tensor, got ", ids.scalar_type(), " of shape ", shape_str(ids.sizes()));
   TORCHAUG_CHECK(mags.dim() == 2 && mags.size(0) == K && mags.size(1) > 0 && mags.scalar_type() == at::kFloat, "torchaug::", op,
@@ -151,7 +152,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
                  shape_str(signed_.sizes()));
   TORCHAUG_CHECK(kind != 0 || (magnitude >= 0 && magnitude < mags.size(1)), "torchaug::", op, ": magnitude must be a bin in [0, ",
                  mags.size(1), "), got ", magnitude);
-  for (const at::Tensor* t : {&ids, &mags, &signed_}) check_device(op, "the space tables", *t, rand);
+  for (const at::Tensor* t : {&ids, &mags, &signed_}) check_device(op, "the space tables", *t, on);
   at::Tensor si, sp, sb;
   kernels::PolicySpace space{K, mags.size(1), nullptr, nullptr, nullptr, 0, nullptr, nullptr, nullptr};
   if (kind == 2) {
@@ -164,8 +165,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
                        sp.scalar_type() == at::kFloat && sb.sizes() == si.sizes() && sb.scalar_type() == at::kLong,
                    "torchaug::", op, ": sub_idx, sub_prob and sub_bins must be (S, 2) int64, float32 and int64 tensors, got ",
                    shape_str(si.sizes()), ", ", shape_str(sp.sizes()), ", ", shape_str(sb.sizes()));
-    for (const at::Tensor* t : {&si, &sp, &sb}) check_device(op, "the sub-policy tables", *t, rand);
-    if (!rand.is_cuda()) {  // the device reads them unchecked; the host can check them here
+    for (const at::Tensor* t : {&si, &sp, &sb}) check_device(op, "the sub-policy tables", *t, on);
+    if (!on.is_cuda()) {  // the device reads them unchecked; the host can check them here
       TORCHAUG_CHECK(si.min().item<int64_t>() >= 0 && si.max().item<int64_t>() < K, "torchaug::", op,
                      ": sub_idx must hold space indices in [0, ", K, ")");
       TORCHAUG_CHECK(sb.min().item<int64_t>() >= 0 && sb.max().item<int64_t>() < mags.size(1), "torchaug::", op,
@@ -176,16 +177,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
     space.sub_prob = sp.data_ptr<float>();
     space.sub_bins = sb.data_ptr<int64_t>();
   }
-  const at::Tensor u = rand.contiguous(), ic = ids.contiguous(), mc = mags.contiguous(), sc = signed_.contiguous();
+  const at::Tensor ic = ids.contiguous(), mc = mags.contiguous(), sc = signed_.contiguous();
   space.ids = ic.data_ptr<int64_t>();
   space.mags = mc.data_ptr<float>();
   space.signed_ = sc.data_ptr<bool>();
-  const auto opts = rand.options();
+  if (!rand) draws = resolve_draws(op, rand, generator, batch, R, on.device());
+  const auto opts = on.options();
   at::Tensor choice = at::empty({B, n}, opts.dtype(at::kLong));
   at::Tensor ops = at::empty({B, n}, opts.dtype(at::kLong));
   at::Tensor out_mags = at::empty({B, n}, opts.dtype(at::kFloat));
   if (B > 0 && n > 0)
-    be.policy(u.data_ptr<double>(), B, nk, nops, magnitude, space, choice.data_ptr<int64_t>(), ops.data_ptr<int64_t>(),
+    be.policy(draws, B, nk, nops, magnitude, space, choice.data_ptr<int64_t>(), ops.data_ptr<int64_t>(),
               out_mags.data_ptr<float>());
   return {choice, ops, out_mags};
 }

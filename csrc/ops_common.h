@@ -169,4 +169,40 @@ struct AccOf<double> {
   using type = double;
 };
 
+// ---- uniform draws ------------------------------------------------------------------------------
+// An op that maps uniform draws to parameters (_random_resized_crop_boxes, _policy_program) takes
+// them as rand (B, R) float64, or, with rand None, draws them itself: the numbers
+// torch.rand((B, R), dtype=torch.float64, generator=generator) gives on the generator's device (the
+// default generator of the op's device without one), copied to the op's device, with the generator
+// left where that call leaves it. On CUDA, with the generator on the op's device, the op's own
+// kernel draws them (csrc/cuda/draws.cuh): one torch.rand call (its host time and its kernel) fewer.
+
+// What a kernel needs to draw them: the generator's at::PhiloxCudaState for the call, as bytes (this
+// header is compiled without CUDA; csrc/cuda/draws.cuh reads them back), and torch's thread layout.
+struct KernelDraws {
+  alignas(8) unsigned char philox[48] = {};
+  int64_t stride = 0;  // torch's threads for the call: 256 x its grid
+};
+
+struct Draws {
+  at::Tensor u;         // (B, R) contiguous float64 on the op's device; undefined where the kernel draws them
+  KernelDraws kernel;   // the kernel's draws (u undefined)
+  int64_t B = 0;        // the samples
+  const double* data() const { return u.defined() ? u.data_ptr<double>() : nullptr; }
+};
+
+// The most draws per sample a kernel makes itself (a local array per sample); more are drawn by a
+// torch.rand of the op's.
+constexpr int64_t kMaxKernelDraws = 32;
+
+// rand checked ((B, R) float64; the caller checks its device), or the draws of `batch` samples on
+// `device` made as above. `generator` only without rand.
+Draws resolve_draws(const char* op, const std::optional<at::Tensor>& rand, const std::optional<at::Generator>& generator,
+                    int64_t batch, int64_t R, const at::Device& device);
+
+// The CUDA library's reservation of n draws from the generator (csrc/cuda/draws.cu), set when that
+// library is loaded: the generator's offset advanced as torch.rand of n float64 values advances it.
+using KernelDrawsHook = KernelDraws (*)(const std::optional<at::Generator>& generator, int64_t n, const at::Device& device);
+KernelDrawsHook& cuda_kernel_draws();
+
 }  // namespace torchaug

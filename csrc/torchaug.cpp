@@ -42,9 +42,13 @@ TORCH_LIBRARY(torchaug, m) {
   // RandomResizedCrop parameters from uniform draws rand (B, 22) float64 (see
   // csrc/kernels/geometry.h: random_resized_crop_box), for images of sizes (B, 2) int64 [H, W], or
   // all height x width when sizes is None. Returns boxes (B, 4) int64 [top, left, height, width].
+  // rand None: the op draws them from generator, the numbers torch.rand((B, 22), dtype=torch.float64,
+  // generator=generator) would give (csrc/ops_common.h: resolve_draws); B is then sizes.size(0), or
+  // batch when sizes is None, and like (the images) gives the device.
   m.def(
-      "_random_resized_crop_boxes(Tensor rand, Tensor? sizes, int height, int width, float scale_min, "
-      "float scale_max, float ratio_min, float ratio_max) -> Tensor");
+      "_random_resized_crop_boxes(Tensor? rand, Tensor? sizes, int height, int width, float scale_min, "
+      "float scale_max, float ratio_min, float ratio_max, int batch=-1, Tensor? like=None, "
+      "Generator? generator=None) -> Tensor");
 
   // Per-sample flips: horizontal (B,) bool, vertical (B,) bool.
   m.def("flip(Tensor images, Tensor horizontal, Tensor vertical) -> Tensor");
@@ -127,9 +131,11 @@ TORCH_LIBRARY(torchaug, m) {
   // policy_sample; kind 0 RandAugment, 1 TrivialAugmentWide, 2 AutoAugment with the (S, 2)
   // sub-policy tables): the space's op ids (K,) int64, magnitudes (K, bins) float32 and signed
   // flags (K,) bool. Returns (choice, ops) (B, n) int64 and magnitudes (B, n) float32.
+  // rand None: the op draws them for batch samples from generator, as _random_resized_crop_boxes does.
   m.def(
-      "_policy_program(Tensor rand, Tensor ids, Tensor mags, Tensor signed, int kind, int num_ops, int magnitude, "
-      "Tensor? sub_idx=None, Tensor? sub_prob=None, Tensor? sub_bins=None) -> (Tensor, Tensor, Tensor)");
+      "_policy_program(Tensor? rand, Tensor ids, Tensor mags, Tensor signed, int kind, int num_ops, int magnitude, "
+      "Tensor? sub_idx=None, Tensor? sub_prob=None, Tensor? sub_bins=None, int batch=-1, "
+      "Generator? generator=None) -> (Tensor, Tensor, Tensor)");
   m.def(
       "augment(Tensor images, Tensor ops, Tensor magnitudes, int interpolation=0, Tensor? fill=None, "
       "Tensor? mean=None, Tensor? std=None, ScalarType? out_dtype=None, MemoryFormat? memory_format=None) -> Tensor");

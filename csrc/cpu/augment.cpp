@@ -47,8 +47,9 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
   });
 }
 
-void policy_program_cpu(const double* u, int64_t B, int kind, int num_ops, int64_t magnitude,
+void policy_program_cpu(const Draws& draws, int64_t B, int kind, int num_ops, int64_t magnitude,
                         const kernels::PolicySpace& sp, int64_t* choice, int64_t* ops, float* mags) {
+  const double* u = draws.data();  // always made on the host for the CPU (resolve_draws)
   const int R = kernels::policy_draws(kind, num_ops), n = kernels::policy_slots(kind, num_ops);
   for (int64_t b = 0; b < B; ++b)
     kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);

@@ -182,12 +182,13 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
   return out;
 }
 
-at::Tensor random_resized_crop_boxes_cpu(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
-                                         int64_t width, double scale_min, double scale_max, double ratio_min,
-                                         double ratio_max) {
-  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max);
-  at::parallel_for(0, rand.size(0), 256, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) rrc_box_px(plan.p, b);
+at::Tensor random_resized_crop_boxes_cpu(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes,
+                                         int64_t height, int64_t width, double scale_min, double scale_max,
+                                         double ratio_min, double ratio_max, int64_t batch,
+                                         const std::optional<at::Tensor>& like, std::optional<at::Generator> generator) {
+  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch, like, generator);
+  at::parallel_for(0, plan.B, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) rrc_box_px(plan.p, b, plan.p.rand + b * kernels::kRrcDraws);
   });
   return plan.boxes;
 }

@@ -12,6 +12,7 @@
 
 #include "../augment_impl.h"
 #include "dependent_launch.cuh"
+#include "draws.cuh"
 
 namespace torchaug {
 namespace {
@@ -158,21 +159,34 @@ void augment_slot_cuda(const at::Tensor& in, const at::Tensor& out, const Augmen
   });
 }
 
-__global__ void policy_program_kernel(const double* __restrict__ u, int64_t B, int kind, int num_ops, int64_t magnitude,
-                                      kernels::PolicySpace sp, int64_t* choice, int64_t* ops, float* mags) {
+__global__ void policy_program_kernel(const double* __restrict__ u, KernelDraws draws, int64_t B, int kind, int num_ops,
+                                      int64_t magnitude, kernels::PolicySpace sp, int64_t* choice, int64_t* ops, float* mags) {
   dependent_launch_begin();
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b >= B) return;
   const int R = kernels::policy_draws(kind, num_ops), n = kernels::policy_slots(kind, num_ops);
-  kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);
+  if (u != nullptr) {  // given: a thread a sample
+    const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (b < B) kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);
+    return;
+  }
+  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first
+  __shared__ double own[kDrawThreads];
+  const int per_block = draw_rows_per_block(R);
+  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
+  const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
+  kernel_draw_rows(draws, b0, rows, R, own);
+  const int64_t b = b0 + threadIdx.x;
+  if (static_cast<int>(threadIdx.x) < rows)
+    kernels::policy_sample(kind, num_ops, magnitude, own + threadIdx.x * R, sp, choice + b * n, ops + b * n, mags + b * n);
 }
 
-void policy_program_cuda(const double* u, int64_t B, int kind, int num_ops, int64_t magnitude,
+void policy_program_cuda(const Draws& draws, int64_t B, int kind, int num_ops, int64_t magnitude,
                          const kernels::PolicySpace& sp, int64_t* choice, int64_t* ops, float* mags) {
-  const int threads = 128;
   const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
-  launch_dependent(policy_program_kernel, dim3(static_cast<unsigned>((B + threads - 1) / threads)), dim3(threads), 0, stream,
-                   stream.device_index(), u, B, kind, num_ops, magnitude, sp, choice, ops, mags);
+  const int64_t per_block =
+      draws.data() != nullptr ? kDrawThreads : draw_rows_per_block(kernels::policy_draws(kind, num_ops));
+  launch_dependent(policy_program_kernel, dim3(static_cast<unsigned>((B + per_block - 1) / per_block)), dim3(kDrawThreads), 0,
+                   stream, stream.device_index(), draws.data(), draws.kernel, B, kind, num_ops, magnitude, sp, choice, ops,
+                   mags);
 }
 
 const AugmentBackend kCudaBackend{augment_lower_cuda, color_stats_cuda, augment_slot_cuda, augment_resident_cuda,

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "../geometry_impl.h"
+#include "draws.cuh"
 #include "dependent_launch.cuh"
 #include "shared_opt_in.cuh"
 
@@ -762,19 +763,30 @@ at::Tensor flip_cuda(const at::Tensor& images, const at::Tensor& horizontal, con
 
 __global__ void random_resized_crop_boxes_kernel(RrcBoxParams p, int64_t B) {
   dependent_launch_begin();
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b < B) rrc_box_px(p, b);
+  if (p.rand != nullptr) {  // given: a thread a sample
+    const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (b < B) rrc_box_px(p, b, p.rand + b * kernels::kRrcDraws);
+    return;
+  }
+  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first
+  __shared__ double u[kDrawThreads];
+  const int per_block = draw_rows_per_block(kernels::kRrcDraws);
+  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
+  const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
+  kernel_draw_rows(p.draws, b0, rows, kernels::kRrcDraws, u);
+  if (static_cast<int>(threadIdx.x) < rows) rrc_box_px(p, b0 + threadIdx.x, u + threadIdx.x * kernels::kRrcDraws);
 }
 
-at::Tensor random_resized_crop_boxes_cuda(const at::Tensor& rand, const std::optional<at::Tensor>& sizes, int64_t height,
-                                          int64_t width, double scale_min, double scale_max, double ratio_min,
-                                          double ratio_max) {
-  c10::cuda::CUDAGuard guard(rand.device());
-  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max);
-  const int64_t B = rand.size(0);
-  if (B == 0) return plan.boxes;
-  launch_dependent(random_resized_crop_boxes_kernel, dim3(static_cast<unsigned>((B + 127) / 128)), dim3(128), 0,
-                   c10::cuda::getCurrentCUDAStream(), rand.get_device(), plan.p, B);
+at::Tensor random_resized_crop_boxes_cuda(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes,
+                                          int64_t height, int64_t width, double scale_min, double scale_max,
+                                          double ratio_min, double ratio_max, int64_t batch,
+                                          const std::optional<at::Tensor>& like, std::optional<at::Generator> generator) {
+  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch, like, generator);
+  if (plan.B == 0) return plan.boxes;
+  c10::cuda::CUDAGuard guard(plan.boxes.device());
+  const int64_t per_block = plan.p.rand != nullptr ? kDrawThreads : draw_rows_per_block(kernels::kRrcDraws);
+  launch_dependent(random_resized_crop_boxes_kernel, dim3(static_cast<unsigned>((plan.B + per_block - 1) / per_block)),
+                   dim3(kDrawThreads), 0, c10::cuda::getCurrentCUDAStream(), plan.boxes.get_device(), plan.p, plan.B);
   return plan.boxes;
 }
 

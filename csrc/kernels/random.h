@@ -66,5 +66,47 @@ TORCHAUG_HOST_DEVICE inline float standard_normal(uint32_t w0, uint32_t w1) {
   return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
 }
 
+// ---- torch.rand's float64 numbers on CUDA ------------------------------------------------------
+// Element i of torch.rand(n, dtype=torch.float64) drawn on CUDA by a generator whose Philox state
+// for the call is (seed, offset), so that an op's kernel can draw what a torch.rand call before it
+// would have drawn (csrc/cuda/draws.cuh). torch's distribution kernels (ATen/native/cuda/
+// DistributionTemplates.h: distribution_nullary_kernel with curand_uniform2_double) run `stride` =
+// 256 x grid threads; thread t's curand state is curand_init(seed, t, offset), and its j-th
+// curand_uniform2_double gives element t + stride x 2j (.x) and t + stride x (2j + 1) (.y).
+// curand's Philox4_32_10 (curand_kernel.h): counter (x, y) = offset / 4 + j, (z, w) = t, key = seed,
+// with offset % 4 words of the stream skipped; a double from words (a, b) is
+// (a ^ (b << 21)) x 2^-53 + 2^-54; uniform_ maps 1 to 0 ([0, 1)).
+TORCHAUG_HOST_DEVICE inline Philox4 curand_philox_block(uint64_t seed, uint64_t lo, uint64_t hi) {
+  return philox4x32(static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32), static_cast<uint32_t>(hi),
+                    static_cast<uint32_t>(hi >> 32), static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+}
+
+TORCHAUG_HOST_DEVICE inline double torch_cuda_uniform_f64(uint64_t seed, uint64_t offset, int64_t stride, int64_t i) {
+  // t = i % stride, r = i / stride (i < 2^31: resolve_draws; 32-bit, and none for the first stride)
+  uint64_t t = static_cast<uint64_t>(i), r = 0;
+  if (i >= stride) {
+    const uint32_t q = static_cast<uint32_t>(i) / static_cast<uint32_t>(stride);
+    r = q;
+    t = static_cast<uint64_t>(i) - static_cast<uint64_t>(q) * static_cast<uint64_t>(stride);
+  }
+  // the words of the (r / 2)-th curand4 of thread t: 4 words of its stream from word 4 (offset / 4 + r / 2) + offset % 4
+  uint64_t lo = offset / 4 + r / 2, hi = t;
+  if (lo < offset / 4) ++hi;  // the 128-bit counter's carry
+  const unsigned skip = static_cast<unsigned>(offset % 4);
+  const Philox4 a = curand_philox_block(seed, lo, hi);
+  uint32_t w[4];
+  if (skip == 0) {
+    for (int k = 0; k < 4; ++k) w[k] = a.v[k];
+  } else {
+    const uint64_t lo2 = lo + 1, hi2 = lo2 == 0 ? hi + 1 : hi;
+    const Philox4 b = curand_philox_block(seed, lo2, hi2);
+    for (unsigned k = 0; k < 4; ++k) w[k] = k + skip < 4 ? a.v[k + skip] : b.v[k + skip - 4];
+  }
+  const unsigned pair = static_cast<unsigned>(r % 2) * 2;
+  const uint64_t z = static_cast<uint64_t>(w[pair]) ^ (static_cast<uint64_t>(w[pair + 1]) << 21);
+  const double x = static_cast<double>(z) * 1.1102230246251565e-16 + 1.1102230246251565e-16 / 2.0;
+  return x == 1.0 ? 0.0 : x;
+}
+
 }  // namespace kernels
 }  // namespace torchaug

@@ -25,10 +25,14 @@ def _augment_fake(images, ops, magnitudes, interpolation=0, fill=None, mean=None
 
 
 @torch.library.register_fake("torchaug::_policy_program")
-def _policy_program_fake(rand, ids, mags, signed, kind, num_ops, magnitude, sub_idx=None, sub_prob=None, sub_bins=None):
+def _policy_program_fake(rand, ids, mags, signed, kind, num_ops, magnitude, sub_idx=None, sub_prob=None, sub_bins=None, batch=-1,
+                        generator=None):
     torch._check(kind in (0, 1, 2), lambda: f"torchaug::_policy_program: kind must be 0, 1 or 2, got {kind}")
     n = num_ops if kind == 0 else (1 if kind == 1 else 2)
-    b = rand.shape[0]
-    return (rand.new_empty((b, n), dtype=torch.int64), rand.new_empty((b, n), dtype=torch.int64),
-            rand.new_empty((b, n), dtype=torch.float32))
+    if rand is None:
+        torch._check(batch >= 0, lambda: f"torchaug::_policy_program: without rand the batch size must be given (a non-negative integer), got {batch}")
+    b = rand.shape[0] if rand is not None else batch
+    like = rand if rand is not None else ids
+    return (like.new_empty((b, n), dtype=torch.int64), like.new_empty((b, n), dtype=torch.int64),
+            like.new_empty((b, n), dtype=torch.float32))
 

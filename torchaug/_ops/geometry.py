@@ -82,9 +82,19 @@ def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialia
 
 
 @torch.library.register_fake("torchaug::_random_resized_crop_boxes")
-def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max):
-    torch._check(rand.dim() == 2 and rand.shape[1] == 22, lambda: f"torchaug::_random_resized_crop_boxes: rand must have shape (B, 22), got {tuple(rand.shape)}")
-    return rand.new_empty((rand.shape[0], 4), dtype=torch.int64)
+def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch=-1, like=None,
+                                    generator=None):
+    op = "torchaug::_random_resized_crop_boxes"
+    if rand is not None:
+        torch._check(rand.dim() == 2 and rand.shape[1] == 22,
+                     lambda: f"{op}: rand must be a (B, 22) float64 tensor of uniform draws, got {rand.dtype} of shape {tuple(rand.shape)}")
+        return rand.new_empty((rand.shape[0], 4), dtype=torch.int64)
+    if sizes is not None:
+        torch._check(sizes.dim() == 2, lambda: f"{op}: sizes must have shape (B, 2), got {tuple(sizes.shape)}")
+        return sizes.new_empty((sizes.shape[0], 4), dtype=torch.int64)
+    torch._check(like is not None, lambda: f"{op}: without rand and sizes, like (a tensor on the batch's device) must be given")
+    torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
+    return like.new_empty((batch, 4), dtype=torch.int64)
 
 
 # ---- flip -----------------------------------------------------------------------------------

@@ -306,7 +306,7 @@ class _AutoAugmentBase(Transform):
         only_geometric = torch.where(geometric, ops, torch.zeros_like(ops))[idx]
         return F.augment(masks, only_geometric, params["magnitudes"][idx], "nearest", _mask_fill(self.fill), validate=False)
 
-    _KIND: Optional[int] = None  # the policy's kind for _script.policy_draws (None: the class draws its own)
+    _KIND: Optional[int] = None  # the policy's kind for _script.policy_sample (None: the class draws its own)
     num_ops, magnitude = 1, 0  # RandAugment's; the others' draws do not read them
 
     def _num_bins(self) -> int:
@@ -321,8 +321,8 @@ class _AutoAugmentBase(Transform):
         h, w = info.uniform_size
         dev = torch.device(info.device)
         t = self._tables_for(self._num_bins(), h, w, dev)
-        u = S.policy_draws(self._KIND, info.batch, self.num_ops, dev, *self._gen())
-        return S.policy_sample(self._KIND, u, t.ids, t.mags, t.signed, self.num_ops, self.magnitude, *self._sub_policies(dev))
+        return S.policy_sample(self._KIND, info.batch, t.ids, t.mags, t.signed, self.num_ops, self.magnitude,
+                               *self._sub_policies(dev), self.generator)
 
     def _scriptable(self):
         name = type(self).__name__

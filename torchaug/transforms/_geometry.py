@@ -85,14 +85,15 @@ class RandomResizedCrop(_CropLike):
 
     def make_params(self, images) -> Dict[str, Any]:
         # torchvision's get_params per sample (10 attempts, then the central crop), in one launch
-        # of torchaug::_random_resized_crop_boxes over one tensor of uniform draws
+        # of torchaug::_random_resized_crop_boxes, which draws the (B, 22) uniforms from the generator
+        # itself (torch.rand's numbers; on CUDA inside its kernel)
         info = BatchInfo(images)
-        rand = self._rand((info.batch, 22), info.device, torch.float64)
         if info.ragged:
-            sizes, (h, w) = info.sizes(), (0, 0)
+            sizes, (h, w), like = info.sizes(), (0, 0), None
         else:
-            sizes, (h, w) = None, info.uniform_size
-        boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, sizes, h, w, self.scale[0], self.scale[1], self.ratio[0], self.ratio[1])
+            sizes, (h, w), like = None, info.uniform_size, images
+        boxes = torch.ops.torchaug._random_resized_crop_boxes(None, sizes, h, w, self.scale[0], self.scale[1], self.ratio[0],
+                                                              self.ratio[1], info.batch, like, self.generator)
         return {"boxes": boxes}
 
     def crop_boxes(self, images, params):

@@ -160,22 +160,19 @@ def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bi
     return {"choice": choice, "ops": ops, "magnitudes": m}
 
 
-def policy_draws(kind: int, batch: int, num_ops: int, device: torch.device, generator: Optional[torch.Generator],
-                 gen_device: str) -> Tensor:
-    """The uniform draws (B, R) float64 of a policy's programs (torchaug::_policy_program maps them to
-    torchvision's choices). kind 0: RandAugment (2 a slot: op, sign); 1: TrivialAugmentWide (op, bin,
+def policy_sample(kind: int, batch: int, ids: Tensor, mags: Tensor, signed: Tensor, num_ops: int, magnitude: int,
+                  sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor],
+                  generator: Optional[torch.Generator]) -> Dict[str, Tensor]:
+    """A policy's programs for `batch` samples in one launch: {"choice", "ops", "magnitudes"} as
+    policy_program gives them. torchaug::_policy_program draws their uniforms (B, R) float64 itself,
+    the numbers torch.rand((B, R), dtype=torch.float64, generator=generator) gives on the generator's
+    device (the tables' device without one; on CUDA inside its kernel), and maps them to
+    torchvision's choices. kind 0: RandAugment (2 a slot: op, sign); 1: TrivialAugmentWide (op, bin,
     sign); 2: AutoAugment (sub-policy, then applied and sign per op)."""
-    r = 2 * num_ops if kind == 0 else (3 if kind == 1 else 5)
-    return rand_on([batch, r], device, generator, gen_device, torch.float64)
-
-
-def policy_sample(kind: int, u: Tensor, ids: Tensor, mags: Tensor, signed: Tensor, num_ops: int, magnitude: int,
-                  sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor]) -> Dict[str, Tensor]:
-    """A policy's program from its draws (policy_draws), in one launch: {"choice", "ops", "magnitudes"}
-    as policy_program gives them."""
     if kind != 2:
         sub_idx, sub_prob, sub_bins = None, None, None
-    choice, ops, m = torch.ops.torchaug._policy_program(u, ids, mags, signed, kind, num_ops, magnitude, sub_idx, sub_prob, sub_bins)
+    choice, ops, m = torch.ops.torchaug._policy_program(None, ids, mags, signed, kind, num_ops, magnitude, sub_idx, sub_prob,
+                                                        sub_bins, batch, generator)
     return {"choice": choice, "ops": ops, "magnitudes": m}
 
 
@@ -258,9 +255,9 @@ class ScriptCrop(ScriptTransform):
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
         b, h, w = images.shape[0], images.shape[-2], images.shape[-1]
         if self.mode == 0:
-            rand = rand_on([b, 22], images.device, self.generator, self.gen_device, torch.float64)
-            boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, None, h, w, self.scale[0], self.scale[1],
-                                                                  self.ratio[0], self.ratio[1])
+            # the op draws its uniforms from the generator (torch.rand's numbers; on CUDA inside its kernel)
+            boxes = torch.ops.torchaug._random_resized_crop_boxes(None, None, h, w, self.scale[0], self.scale[1],
+                                                                  self.ratio[0], self.ratio[1], b, images, self.generator)
             return {"boxes": boxes}
         if self.mode == 1:
             return {"boxes": torch.tensor([0, 0, h, w], dtype=torch.int64, device=images.device).unsqueeze(0).expand(b, 4)}
@@ -446,9 +443,8 @@ class ScriptPolicy(ScriptTransform):
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
         b, dev = images.shape[0], images.device
         ids, mags, signed = self._tables(images.shape[-2], images.shape[-1], dev)
-        u = policy_draws(self.kind, b, self.num_ops, dev, self.generator, self.gen_device)
-        return policy_sample(self.kind, u, ids, mags, signed, self.num_ops, self.magnitude, self.sub_idx.to(dev),
-                             self.sub_prob.to(dev), self.sub_bins.to(dev))
+        return policy_sample(self.kind, b, ids, mags, signed, self.num_ops, self.magnitude, self.sub_idx.to(dev),
+                             self.sub_prob.to(dev), self.sub_bins.to(dev), self.generator)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:

@@ -1,0 +1,179 @@
+"""The uniform draws torchaug's parameter ops make themselves (rand None): torchaug::_random_resized_crop_boxes
+and torchaug::_policy_program give what they give for torch.rand((B, R), dtype=torch.float64, generator=g)
+from the same generator state, and leave the generator where that torch.rand call leaves it. On CUDA,
+with the generator on the op's device, the op's kernel draws them (csrc/cuda/draws.cuh, the layout of
+torch's distribution kernels); these tests hold it to torch.rand on the GPU, past one grid-stride of
+torch's threads, in CUDA graphs and with the default generators."""
+import pytest
+import torch
+from conftest import requires_cuda
+
+import torchaug.transforms as T
+
+RRC = (0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0)
+
+
+def _gen(device, seed):
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    return g
+
+
+def _boxes(rand=None, sizes=None, h=375, w=500, batch=-1, like=None, generator=None):
+    return torch.ops.torchaug._random_resized_crop_boxes(rand, sizes, h, w, *RRC, batch, like, generator)
+
+
+def _space(device):
+    pol = T.RandAugment()
+    return pol._tables_for(31, 224, 224, torch.device(device))
+
+
+def _program(t, num_ops, rand=None, batch=-1, generator=None):
+    return torch.ops.torchaug._policy_program(rand, t.ids, t.mags, t.signed, 0, num_ops, 9, None, None, None, batch, generator)
+
+
+def _same_state_after(device, g, ref):
+    """The two generators draw the same next numbers."""
+    return torch.equal(torch.rand(7, device=device, generator=g), torch.rand(7, device=device, generator=ref))
+
+
+@pytest.mark.parametrize("batch", [0, 1, 5, 256])
+def test_boxes_draw_what_torch_rand_draws(device, batch):
+    like = torch.empty(batch, 3, 4, 4, dtype=torch.uint8, device=device)
+    g, ref = _gen(device, 5), _gen(device, 5)
+    got = _boxes(batch=batch, like=like, generator=g)
+    want = _boxes(torch.rand(batch, 22, dtype=torch.float64, device=device, generator=ref))
+    assert got.device == like.device and torch.equal(got, want)
+    assert _same_state_after(device, g, ref)
+
+
+def test_boxes_ragged_sizes_draw_what_torch_rand_draws(device):
+    sizes = torch.randint(20, 600, (33, 2), dtype=torch.int64).to(device)
+    g, ref = _gen(device, 9), _gen(device, 9)
+    got = _boxes(sizes=sizes, h=0, w=0, generator=g)
+    want = _boxes(torch.rand(33, 22, dtype=torch.float64, device=device, generator=ref), sizes, h=0, w=0)
+    assert torch.equal(got, want) and _same_state_after(device, g, ref)
+
+
+def test_boxes_default_generator(device):
+    like = torch.empty(64, 3, 4, 4, device=device)
+    torch.manual_seed(3)
+    got = _boxes(batch=64, like=like)
+    after = torch.rand(3, device=device)
+    torch.manual_seed(3)
+    want = _boxes(torch.rand(64, 22, dtype=torch.float64, device=device))
+    assert torch.equal(got, want) and torch.equal(after, torch.rand(3, device=device))
+
+
+@pytest.mark.parametrize("num_ops", [0, 2, 16, 17])  # 17: 34 draws a sample, past what a kernel draws itself
+def test_program_draws_what_torch_rand_draws(device, num_ops):
+    t = _space(device)
+    g, ref = _gen(device, 21), _gen(device, 21)
+    got = _program(t, num_ops, batch=100, generator=g)
+    want = _program(t, num_ops, torch.rand(100, 2 * num_ops, dtype=torch.float64, device=device, generator=ref))
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert _same_state_after(device, g, ref)
+
+
+def test_transforms_draw_what_torch_rand_draws(device):
+    """RandomResizedCrop and RandAugment make their parameters through the ops' own draws: what the
+    ops give for torch.rand's numbers, in the order the transforms draw them."""
+    images = torch.randint(0, 256, (12, 3, 40, 50), dtype=torch.uint8, device=device)
+    g, ref = _gen(device, 77), _gen(device, 77)
+    boxes = T.RandomResizedCrop(24, generator=g).make_params(images)["boxes"]
+    program = T.RandAugment(generator=g).make_params(images)
+    want_boxes = torch.ops.torchaug._random_resized_crop_boxes(torch.rand(12, 22, dtype=torch.float64, device=device, generator=ref),
+                                                               None, 40, 50, *RRC)
+    t = T.RandAugment()._tables_for(31, 40, 50, torch.device(device))
+    want = _program(t, 2, torch.rand(12, 4, dtype=torch.float64, device=device, generator=ref))
+    assert torch.equal(boxes, want_boxes)
+    assert torch.equal(program["ops"], want[1]) and torch.equal(program["magnitudes"], want[2])
+    assert _same_state_after(device, g, ref)
+
+
+def test_draw_errors(device):
+    like = torch.empty(4, 3, 4, 4, device=device)
+    g = _gen(device, 0)
+    u = torch.rand(4, 22, dtype=torch.float64, device=device)
+    with pytest.raises(RuntimeError, match="_random_resized_crop_boxes: generator draws rand when rand is None; pass one or the other, got both"):
+        _boxes(u, generator=g)
+    with pytest.raises(RuntimeError, match="no tensor arguments"):  # no device to run on: the dispatcher says so
+        _boxes(batch=4)
+    with pytest.raises(RuntimeError, match="without rand the batch size must be given \\(a non-negative integer\\), got -1"):
+        _boxes(like=like)
+    sizes = torch.full((4, 2), 50, dtype=torch.int64, device=device)
+    with pytest.raises(RuntimeError, match="batch must be sizes.size\\(0\\) \\(4\\) or -1, got 5"):
+        _boxes(sizes=sizes, batch=5)
+    with pytest.raises(RuntimeError, match="scale must satisfy"):  # checked before anything is drawn
+        torch.ops.torchaug._random_resized_crop_boxes(None, None, 10, 10, 0.5, 0.1, 0.75, 1.3, 4, like, g)
+    assert torch.equal(g.get_state(), _gen(device, 0).get_state())
+    t = _space(device)
+    with pytest.raises(RuntimeError, match="_policy_program: without rand the batch size must be given"):
+        _program(t, 2)
+    with pytest.raises(RuntimeError, match="_policy_program: generator draws rand when rand is None"):
+        _program(t, 2, torch.rand(4, 4, dtype=torch.float64, device=device), generator=g)
+
+
+def test_drawing_ops_opcheck(device):
+    """The schema and the fake kernels of the drawing forms (their outputs differ from call to call,
+    so the tests that compare two runs are left out)."""
+    like = torch.empty(6, 3, 4, 4, device=device)
+    utils = ("test_schema", "test_autograd_registration", "test_faketensor")
+    torch.library.opcheck(torch.ops.torchaug._random_resized_crop_boxes, (None, None, 30, 40, *RRC, 6, like, None), test_utils=utils)
+    t = _space(device)
+    torch.library.opcheck(torch.ops.torchaug._policy_program,
+                          (None, t.ids, t.mags, t.signed, 0, 2, 9, None, None, None, 6, None), test_utils=utils)
+
+
+@requires_cuda
+def test_cuda_kernel_draws_past_one_grid_stride():
+    """More draws than torch's threads (132 SMs x 8 blocks x 256 on an H100): elements past the first
+    stride come from the second value of a thread's pair, then from its next pair."""
+    props = torch.cuda.get_device_properties(0)
+    stride = props.multi_processor_count * (props.max_threads_per_multi_processor // 256) * 256
+    for batch in (stride // 22 + 7, (2 * stride) // 22 + 3):
+        like = torch.empty(batch, 1, 1, 1, device="cuda")
+        g, ref = _gen("cuda", batch), _gen("cuda", batch)
+        got = _boxes(batch=batch, like=like, generator=g)
+        want = _boxes(torch.rand(batch, 22, dtype=torch.float64, device="cuda", generator=ref))
+        assert torch.equal(got, want) and _same_state_after("cuda", g, ref)
+    t = _space("cuda")
+    batch = (5 * stride) // 32 + 1  # 32 draws a sample: up to the third pair of a thread
+    g, ref = _gen("cuda", 4), _gen("cuda", 4)
+    got = _program(t, 16, batch=batch, generator=g)
+    want = _program(t, 16, torch.rand(batch, 32, dtype=torch.float64, device="cuda", generator=ref))
+    assert all(torch.equal(a, b) for a, b in zip(got, want)) and _same_state_after("cuda", g, ref)
+
+
+@requires_cuda
+def test_cuda_cpu_generator_draws_on_the_cpu():
+    """A CPU generator draws on the CPU and the draws are copied (torchaug's rule for every draw)."""
+    like = torch.empty(9, 3, 4, 4, device="cuda")
+    g, ref = _gen("cpu", 8), _gen("cpu", 8)
+    got = _boxes(batch=9, like=like, generator=g)
+    want = _boxes(torch.rand(9, 22, dtype=torch.float64, generator=ref).cuda())
+    assert got.is_cuda and torch.equal(got, want) and _same_state_after("cpu", g, ref)
+
+
+@requires_cuda
+def test_cuda_kernel_draws_in_a_graph():
+    """Captured in a CUDA graph, the kernel reads the generator's seed and offset at each replay:
+    after the same seed, a replay gives the boxes of torch.rand's numbers, and a second replay new ones."""
+    like = torch.empty(40, 3, 4, 4, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        _boxes(batch=40, like=like)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = _boxes(batch=40, like=like)
+    torch.cuda.manual_seed(12)
+    graph.replay()
+    first = out.clone()
+    graph.replay()
+    second = out.clone()
+    torch.cuda.manual_seed(12)
+    want = _boxes(torch.rand(40, 22, dtype=torch.float64, device="cuda"))
+    assert torch.equal(first, want)
+    assert not torch.equal(first, second)
