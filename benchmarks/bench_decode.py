@@ -8,7 +8,7 @@
   vs the 16-worker torchvision CPU DataLoader;
 - memory over 10,000 decode batches.
 
-    python benchmarks/bench_decode.py [--json out.json] [--markdown out.md] [--quick]
+    python benchmarks/bench_decode.py [--json out.json] [--markdown out.md] [--quick] [--decode-only]
 """
 import io
 import os
@@ -124,7 +124,7 @@ def batches_of(files, b):
 
 
 def main():
-    args = family_args("bench_decode")
+    args = family_args("bench_decode", {"--decode-only": "the decode rows only (no chain, Prefetcher or DataLoader rows)"})
     if args is None:
         return
     import torchvision
@@ -155,6 +155,9 @@ def main():
         pb = batches_of(pinned_views(files), B)
         res.add(case, "torchaug nvJPEG hardware, pinned input", B, single_ms(pb), target=25000 if name == "110KB" else None,
                 note="the files in one pinned buffer (DataLoader pin_memory=True), the rows above read them from pageable memory")
+        res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once, pinned input", B, threaded_ms(pb, 2, len(pb) * 4),
+                target=25000 if name == "110KB" else None,
+                note="the Prefetcher's threads=2 over a DataLoader with pin_memory=True; wall time per batch")
         t = time_cuda(lambda i: tvio.decode_jpeg(pb[i % len(pb)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(pb) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched), pinned input", B, t)
@@ -162,6 +165,9 @@ def main():
         t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cpu"), iters=len(bs), warmup=1, repeats=3)
         res.add(case, "torchaug CPU libjpeg-turbo (16 threads, one call)", B, t)
 
+    if args.decode_only:
+        res.save(args.json, args.markdown)
+        return
     # decode + the augmentation chain, bytes already in memory: the decoded batch as one RaggedImages
     # (what the Prefetcher does), and as a list of per-image views (the path before it; the same GPU
     # work, a tensor per image on the host)

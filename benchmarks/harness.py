@@ -30,12 +30,15 @@ def saved_env(name: str):
             os.environ[name] = old
 
 
-def family_args(name: str) -> Optional[argparse.Namespace]:
-    """The command line of a family benchmark (--json, --markdown, --quick); None without CUDA."""
+def family_args(name: str, switches: Dict[str, str] = {}) -> Optional[argparse.Namespace]:
+    """The command line of a family benchmark (--json, --markdown, --quick, and the benchmark's own
+    on/off `switches`: flag -> help); None without CUDA."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--quick", action="store_true")
+    for flag, text in switches.items():
+        ap.add_argument(flag, action="store_true", help=text)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print(f"{name}: needs CUDA")
