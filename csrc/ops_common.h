@@ -191,8 +191,8 @@ struct Draws {
   const double* data() const { return u.defined() ? u.data_ptr<double>() : nullptr; }
 };
 
-// The most draws per sample a kernel makes itself (a local array per sample); more are drawn by a
-// torch.rand of the op's.
+// The most draws per sample a kernel makes itself (a block's rows share one buffer of kDrawThreads
+// draws: csrc/cuda/draws.cuh); more are drawn by the op's at::rand.
 constexpr int64_t kMaxKernelDraws = 32;
 
 // rand checked ((B, R) float64; the caller checks its device), or the draws of `batch` samples on

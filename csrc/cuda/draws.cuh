@@ -24,6 +24,7 @@ static_assert(std::is_trivially_copyable<at::PhiloxCudaState>::value &&
 // an H100), then one thread a sample maps them.
 constexpr int kDrawThreads = 128;
 __host__ __device__ inline int draw_rows_per_block(int R) { return R > 0 && R < kDrawThreads ? kDrawThreads / R : 1; }
+static_assert(kMaxKernelDraws <= kDrawThreads, "a block's shared buffer of kDrawThreads draws holds at least one row");
 
 // Rows [b0, b0 + rows) of a (B, R) call into u (rows x R doubles, shared), by every thread of the
 // block; ends with __syncthreads (so every thread of the block must call it).
