@@ -177,3 +177,41 @@ def test_cuda_kernel_draws_in_a_graph():
     want = _boxes(torch.rand(40, 22, dtype=torch.float64, device="cuda"))
     assert torch.equal(first, want)
     assert not torch.equal(first, second)
+
+
+@requires_cuda
+@pytest.mark.parametrize("op", ["boxes", "program"])
+def test_cuda_drawing_kernels_write_after_the_kernel_before(op):
+    """The drawing kernels draw before their dependent-launch wait (csrc/cuda/dependent_launch.cuh)
+    but write only after it, because their output may be memory that the kernel before them still
+    reads: here a long crop (or resident augment) reads a parameter tensor that is freed while it
+    runs, and an output of the op takes the same block of the caching allocator. The crop's (augment's)
+    output must be what it is with that tensor kept alive, over several rounds."""
+    gen = torch.Generator().manual_seed(17)
+    b = 256
+    if op == "boxes":
+        x = torch.randint(0, 256, (b, 3, 375, 500), dtype=torch.uint8, generator=gen).cuda()
+        params = _boxes(torch.rand(b, 22, dtype=torch.float64, generator=gen).cuda())
+        ref = torch.ops.torchaug.resized_crop(x, params, [224, 224])
+        run = lambda p: torch.ops.torchaug.resized_crop(x, p, [224, 224])  # noqa: E731
+        draw = lambda: (_boxes(batch=b, like=x),)  # noqa: E731
+    else:
+        x = torch.randint(0, 256, (b, 3, 224, 224), dtype=torch.uint8, generator=gen).cuda()
+        t = _space("cuda")
+        _, params, mags = _program(t, 2, torch.rand(b, 4, dtype=torch.float64, generator=gen).cuda())
+        ref = torch.ops.torchaug.augment(x, params, mags)
+        run = lambda p: torch.ops.torchaug.augment(x, p, mags)  # noqa: E731
+        draw = lambda: _program(t, 2, batch=b)  # noqa: E731 (choice, ops and magnitudes)
+    reused = 0
+    for _ in range(5):
+        p = params.clone()
+        torch.cuda.synchronize()
+        ptr = p.data_ptr()
+        out = run(p)
+        del p  # back to the allocator while the kernel still reads it
+        drawn = draw()
+        reused += any(d.data_ptr() == ptr for d in drawn)
+        torch.cuda.synchronize()
+        assert torch.equal(out, ref)
+        del drawn
+    assert reused > 0, "no output of the op took the freed block: the test checks nothing"

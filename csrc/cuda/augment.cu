@@ -161,19 +161,23 @@ void augment_slot_cuda(const at::Tensor& in, const at::Tensor& out, const Augmen
 
 __global__ void policy_program_kernel(const double* __restrict__ u, KernelDraws draws, int64_t B, int kind, int num_ops,
                                       int64_t magnitude, kernels::PolicySpace sp, int64_t* choice, int64_t* ops, float* mags) {
-  dependent_launch_begin();
   const int R = kernels::policy_draws(kind, num_ops), n = kernels::policy_slots(kind, num_ops);
   if (u != nullptr) {  // given: a thread a sample
+    dependent_launch_begin();
     const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (b < B) kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);
     return;
   }
-  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first
+  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first.
+  // The draws read nothing the kernels before this one write, so they run before the wait
+  // (dependent_launch.cuh), beside the kernel before's last blocks; the policy's tables (tensors)
+  // are read and the programs written after it.
   __shared__ double own[kDrawThreads];
   const int per_block = draw_rows_per_block(R);
   const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
   const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
   kernel_draw_rows(draws, b0, rows, R, own);
+  dependent_launch_begin();
   const int64_t b = b0 + threadIdx.x;
   if (static_cast<int>(threadIdx.x) < rows)
     kernels::policy_sample(kind, num_ops, magnitude, own + threadIdx.x * R, sp, choice + b * n, ops + b * n, mags + b * n);

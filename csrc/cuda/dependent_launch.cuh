@@ -7,10 +7,16 @@
 // own 8 us); a micro-benchmark of five dependent launches on an H100 measured 299 -> 292 us with
 // PDL, ~1.7 us a boundary.
 //
-// Every kernel launched by launch_dependent must call dependent_launch_begin() as its first
-// statement, before any global memory access (a read of the kernel before's output, or a write
-// into memory that kernel may still read), and in every block: a kernel that did not wait could
-// complete before the kernel it follows, and the next kernel's wait would then not cover that one.
+// Every kernel launched by launch_dependent must call dependent_launch_begin() in every block,
+// before any global memory access (a read of the kernel before's output, or a write into memory
+// that kernel may still read): a kernel that did not wait could complete before the kernel it
+// follows, and the next kernel's wait would then not cover that one. The one exception is work
+// that reads only the kernel's arguments and the generator's Philox state (in a captured graph,
+// buffers filled before the replay starts) and writes only registers and shared memory: the
+// parameter kernels' draws run before the wait, beside the last blocks of the kernel before
+// (csrc/cuda/draws.cuh). When a kernel begins, every kernel before the one it follows has
+// completed (that one began after all of them had waited), so only the kernel just before may
+// still be running.
 // TORCHAUG_DEPENDENT_LAUNCH=0 launches them as ordinary launches (A/B, tests).
 #pragma once
 

@@ -27,7 +27,8 @@ __host__ __device__ inline int draw_rows_per_block(int R) { return R > 0 && R < 
 static_assert(kMaxKernelDraws <= kDrawThreads, "a block's shared buffer of kDrawThreads draws holds at least one row");
 
 // Rows [b0, b0 + rows) of a (B, R) call into u (rows x R doubles, shared), by every thread of the
-// block; ends with __syncthreads (so every thread of the block must call it).
+// block; ends with __syncthreads (so every thread of the block must call it). It reads only d and
+// the generator's state, so a dependent launch may call it before its wait (dependent_launch.cuh).
 __device__ inline void kernel_draw_rows(const KernelDraws& d, int64_t b0, int rows, int R, double* u) {
   at::PhiloxCudaState state;
   memcpy(&state, d.philox, sizeof(state));

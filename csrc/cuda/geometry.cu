@@ -762,19 +762,37 @@ at::Tensor flip_cuda(const at::Tensor& images, const at::Tensor& horizontal, con
 }
 
 __global__ void random_resized_crop_boxes_kernel(RrcBoxParams p, int64_t B) {
-  dependent_launch_begin();
   if (p.rand != nullptr) {  // given: a thread a sample
+    dependent_launch_begin();
     const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (b < B) rrc_box_px(p, b, p.rand + b * kernels::kRrcDraws);
     return;
   }
-  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first
+  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first.
+  // The draws, and the boxes of images whose size is an argument, read nothing the kernels before
+  // this one write, so they run before the wait (dependent_launch.cuh), beside the kernel before's
+  // last blocks; the sizes tensor is read and the boxes written after it.
   __shared__ double u[kDrawThreads];
   const int per_block = draw_rows_per_block(kernels::kRrcDraws);
   const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
   const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
   kernel_draw_rows(p.draws, b0, rows, kernels::kRrcDraws, u);
-  if (static_cast<int>(threadIdx.x) < rows) rrc_box_px(p, b0 + threadIdx.x, u + threadIdx.x * kernels::kRrcDraws);
+  const bool mine = static_cast<int>(threadIdx.x) < rows;
+  const double* own = u + threadIdx.x * kernels::kRrcDraws;
+  int64_t box[4];
+  if (mine && p.sizes == nullptr) {
+    kernels::random_resized_crop_box(own, static_cast<double>(p.height), static_cast<double>(p.width), p.scale_min,
+                                     p.scale_max, p.ratio_min, p.ratio_max, box);
+  }
+  dependent_launch_begin();
+  if (!mine) return;
+  const int64_t b = b0 + threadIdx.x;
+  if (p.sizes != nullptr) {
+    rrc_box_px(p, b, own);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) p.boxes[4 * b + k] = box[k];
 }
 
 at::Tensor random_resized_crop_boxes_cuda(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes,
