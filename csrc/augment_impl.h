@@ -79,10 +79,10 @@ C10_HOST_DEVICE inline void color_words(int op, uint32_t* w, float p0, float p1,
   for (int j = 0; j < 4; ++j) {
     float v[3];
     TORCHAUG_UNROLL
-    for (int c = 0; c < C; ++c) v[c] = static_cast<float>((w[c] >> (8 * j)) & 0xffu);
+    for (int c = 0; c < C; ++c) v[c] = kernels::word_byte_to_float(w[c], j);
     color_slot<uint8_t, C>(op, v, p0, p1, om, st);
     TORCHAUG_UNROLL
-    for (int c = 0; c < C; ++c) r[c] |= static_cast<uint32_t>(static_cast<uint8_t>(v[c])) << (8 * j);
+    for (int c = 0; c < C; ++c) r[c] |= kernels::trunc_to_byte(v[c]) << (8 * j);
   }
   TORCHAUG_UNROLL
   for (int c = 0; c < C; ++c) w[c] = r[c];

@@ -52,13 +52,6 @@ struct ResidentArgs {
   NormalizeParams norm;
 };
 
-// Byte k of w as a float, exactly: the byte under the exponent of 2^23 (one byte permute) minus
-// 2^23: two full-rate instructions instead of a shift and an I2F, whose rate is 1/8 of an FFMA's on
-// sm_90 (the exponent trick of resized_crop's pixel_to_acc).
-__device__ __forceinline__ float byte_to_float(uint32_t w, int k) {
-  return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(k))) - 8388608.0f;
-}
-
 // The fused normalize's packed store: a thread normalizes 4 pixels (a word of each plane) and writes
 // their 4 * C values as C groups of 4 consecutive output elements, each one 16-byte (float32) or
 // 8-byte (float16 / bfloat16) store. NCHW: group c is channel c's 4 values, stored as each channel
@@ -163,7 +156,7 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
       float v[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) v[c] = planes[pl[c] * plane + p];
-      sum += static_cast<unsigned long long>(kernels::blend_gray<float, true>(v, C));
+      sum += kernels::trunc_to_byte(kernels::blend_gray<float, true>(v, C));  // an integer of [0, 255]
     }
     for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
     if (lane == 0) atomicAdd(&red[0], sum);
@@ -355,12 +348,24 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
       const int words = A.plane / 4;
       uint32_t held[kResHeld][C > 1 ? C - 1 : 1];
       uint32_t* free_w = reinterpret_cast<uint32_t*>(planes + pl[C] * A.plane);
+      // (y, x) of each word's first pixel, stepped from word to word (no division per word: its
+      // reciprocal goes through the conversion unit)
+      const int step_y = 4 * kResThreads / W, step_x = 4 * kResThreads % W;
+      int wy = 4 * t / W, wx = 4 * t - wy * W;
 #pragma unroll
       for (int i = 0; i < kResHeld; ++i) {
         const int g = t + i * kResThreads;
+        if (i > 0) {
+          wx += step_x;
+          wy += step_y;
+          if (wx >= W) {
+            wx -= W;
+            ++wy;
+          }
+        }
         if (g < words) {
           const int p = 4 * g;
-          int y = p / W, x = p - y * W;
+          int y = wy, x = wx;
           uint32_t acc[C];
 #pragma unroll
           for (int c = 0; c < C; ++c) acc[c] = 0;
@@ -416,7 +421,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 
   if (A.normalize) {  // normalize_px per value, as the normalize op computes it
     // normalize_px_by with std's reciprocal taken once (the same quotient as normalize_px's division,
-    // without a reciprocal per value), the bytes made floats by byte_to_float (no I2F)
+    // without a reciprocal per value), the bytes made floats by kernels::word_byte_to_float (no I2F)
     const NormalizeParams& np = A.norm;
     float mean[C], sd[C], rcp[C];
     bool in_range = true;
@@ -449,8 +454,9 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
             for (int c = 0; c < C; ++c) {
               const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
-              const float g[4] = {norm(byte_to_float(w, 0), c), norm(byte_to_float(w, 1), c), norm(byte_to_float(w, 2), c),
-                                  norm(byte_to_float(w, 3), c)};
+              float g[4];
+#pragma unroll
+              for (int j = 0; j < 4; ++j) g[j] = norm(kernels::word_byte_to_float(w, j), c);
               store_norm_group<kKind>(element(c * np.os.c), q, g);
             }
           } else {
@@ -459,7 +465,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
             for (int c = 0; c < C; ++c) {
               const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
 #pragma unroll
-              for (int j = 0; j < 4; ++j) v[j * C + c] = norm(byte_to_float(w, j), c);
+              for (int j = 0; j < 4; ++j) v[j * C + c] = norm(kernels::word_byte_to_float(w, j), c);
             }
 #pragma unroll
             for (int i = 0; i < C; ++i) {
@@ -487,7 +493,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
           for (int c = 0; c < C; ++c)
             store_pixel(np.out, b * np.os.b + c * np.os.c + y * np.os.y + x * np.os.x, np.out_kind,
-                        norm(byte_to_float(planes[pl[c] * A.plane + p], 0), c));
+                        norm(kernels::word_byte_to_float(planes[pl[c] * A.plane + p], 0), c));
         });
       }
     };

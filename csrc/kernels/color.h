@@ -62,10 +62,10 @@ struct ColorRange {
 };
 
 // float -> uint8 as torchvision's tensor ops store it: `.to(torch.uint8)` truncates toward zero
-// (every caller clamps to [0, 255] first).
+// (every caller clamps to [0, 255] first; trunc_small: no conversion unit on the device).
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t trunc_u8(acc_t v) {
-  return static_cast<acc_t>(static_cast<int>(v));
+  return trunc_small(v);
 }
 
 // torchvision's rgb -> luma: r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114); ATen's
@@ -80,7 +80,7 @@ template <typename acc_t, bool kU8>
 TORCHAUG_HOST_DEVICE inline acc_t blend_gray(const acc_t* v, int C) {
   if (C == 1) return v[0];
   const acc_t l = luma(v[0], v[1], v[2]);
-  return kU8 ? floor(l) : l;
+  return kU8 ? floor_small(l) : l;  // l >= 0 from bytes
 }
 
 // torchvision _blend(image1, image2, ratio): image1 * ratio + image2 * (1 - ratio), with the

@@ -44,6 +44,79 @@ TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
   return clamp_of(v, 0.0f, 255.0f);
 }
 
+// ---- exact conversions without the device's conversion unit --------------------------------
+// float -> int and rounding to an integer (F2I, FRND) go through sm_90's conversion unit, whose
+// rate is 16 results a clock per SM against 128 for an FADD (the CUDA programming guide's table).
+// Adding 2^23 to a float in [0, 2^23) leaves its integer part in the low mantissa bits, the add's
+// rounding mode choosing which integer (toward zero: trunc; down: floor; to nearest even: rint),
+// and 1.5 * 2^23 does the same for |v| <= 2^22. So each helper below is one to three full-rate
+// instructions with the same result as the cast or call it replaces, over the range it states; on
+// the host they are those casts and calls. Measured on the H100 (benchmarks/RESULTS.md, case 4,
+// session 34), they pay where they replace an F2I or FRND of a uint8 value's epilogue (saturation
+// -3 us a batch, sharpness -1.5). They are not used where an int -> float (I2FP) or a nearest
+// tap's rint would be replaced: the same tricks there made the resident kernel 2-8 us slower.
+constexpr float kTwoPow23 = 8388608.0f;              // 2^23: the floats of [2^23, 2^24) are its integers
+constexpr float kOneAndHalfTwoPow23 = 12582912.0f;  // 1.5 * 2^23
+
+// float(byte k of w), k = 0 the low byte: one byte permute puts it under 2^23's exponent (two
+// full-rate instructions, where a shift and an int -> float are one of each)
+TORCHAUG_HOST_DEVICE inline float word_byte_to_float(uint32_t w, int k) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(k))), kTwoPow23);
+#else
+  return static_cast<float>((w >> (8 * k)) & 0xffu);
+#endif
+}
+
+// static_cast<uint8_t>(v) as a 32-bit word, for 0 <= v < 256
+TORCHAUG_HOST_DEVICE inline uint32_t trunc_to_byte(float v) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(__fadd_rz(v, kTwoPow23)) & 0xffu;
+#else
+  return static_cast<uint32_t>(static_cast<uint8_t>(v));
+#endif
+}
+
+// float(int(v)) (truncation) for 0 <= v < 2^23; NaN gives 0, as the device's cast does
+TORCHAUG_HOST_DEVICE inline float trunc_small(float v) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__fadd_rz(fmaxf(v, 0.0f), kTwoPow23), kTwoPow23);
+#else
+  return static_cast<float>(static_cast<int>(v));
+#endif
+}
+TORCHAUG_HOST_DEVICE inline double trunc_small(double v) { return static_cast<double>(static_cast<int>(v)); }
+
+// floor(v) for 0 <= v < 2^23
+TORCHAUG_HOST_DEVICE inline float floor_small(float v) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__fadd_rd(v, kTwoPow23), kTwoPow23);
+#else
+  return floorf(v);
+#endif
+}
+TORCHAUG_HOST_DEVICE inline double floor_small(double v) { return floor(v); }
+
+// rint(v) (half to even) for |v| <= 2^22, except that a zero result is +0
+TORCHAUG_HOST_DEVICE inline float rint_small(float v) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__fadd_rn(v, kOneAndHalfTwoPow23), kOneAndHalfTwoPow23);
+#else
+  return rintf(v);
+#endif
+}
+TORCHAUG_HOST_DEVICE inline double rint_small(double v) { return rint(v); }
+
+// round_to_uint8(v) as the byte it stores (PixelStore<uint8_t>::from): clamped first, so that the
+// add rounds a value of [0, 255]: the same byte for every v (NaN gives 0, as the device's cast does)
+TORCHAUG_HOST_DEVICE inline uint8_t round_to_byte(float v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint8_t>(__float_as_uint(__fadd_rn(fminf(fmaxf(v, 0.0f), 255.0f), kTwoPow23)) & 0xffu);
+#else
+  return static_cast<uint8_t>(round_to_uint8(v));
+#endif
+}
+
 // Arithmetic rounded after every operation, never contracted into an FMA, where results must match
 // a reference that rounds each step (torchvision's normalize: x * (1/255), - mean, / std, each a
 // separate tensor op). Host compilers do not contract without -ffp-contract=fast and FMA flags.

@@ -23,7 +23,7 @@ template <>
 struct PixelStore<uint8_t> {
   template <typename acc_t>
   TORCHAUG_HOST_DEVICE static uint8_t from(acc_t v) {
-    return static_cast<uint8_t>(round_to_uint8(static_cast<float>(v)));
+    return round_to_byte(static_cast<float>(v));
   }
   template <typename acc_t>
   TORCHAUG_HOST_DEVICE static acc_t quantize(acc_t v) { return static_cast<acc_t>(round_to_uint8(static_cast<float>(v))); }

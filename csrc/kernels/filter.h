@@ -51,7 +51,7 @@ template <typename acc_t, bool kU8>
 TORCHAUG_HOST_DEVICE inline acc_t sharpness_blend(acc_t x, acc_t s, acc_t om, bool interior) {
   acc_t v = x;
   if (interior) {
-    const acc_t blur = kU8 ? acc_t(rint(s)) : s;
+    const acc_t blur = kU8 ? rint_small(s) : s;  // s in [0, 255] (weights summing to 1 over bytes)
     v = fma_of(rn_sub(blur, x), om, x);
   }
   v = clamp_of(v, acc_t(0), ColorRange<acc_t, kU8>::bound());
