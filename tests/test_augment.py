@@ -257,14 +257,17 @@ def _with_resident(mode, fn):
 
 @requires_cuda
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
-@pytest.mark.parametrize("layout", ["3x224x224", "3x232x232", "3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x1x5"])
+@pytest.mark.parametrize("layout", ["3x224x224", "3x232x232", "3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x1x5",
+                                    "3x3x4", "1x2x8"])
 @pytest.mark.parametrize("n", [1, 2, 10])
 def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
     """uint8 images that fit in shared memory run their whole program in one launch (the resident
     path, forced here); it equals the slot passes bitwise: statistics of full-range, low-contrast
     and flat images (equalize's step 0, autocontrast's min == max), every op, fill, the 16-byte
     planes (32x48, 224x224) and the others, channels_last, 1 channel, and planes too large for a
-    thread's registers to hold a geometric slot's words (232x232: channel by channel instead)."""
+    thread's registers to hold a geometric slot's words (232x232: channel by channel instead).
+    Sharpness slots of widths that are multiples of 4 take 4-pixel words (3x4: a row one word,
+    both ends on the border; 2x8: no interior row), TORCHAUG_RESIDENT_SHARP=pixels pixel by pixel."""
     gen = torch.Generator().manual_seed(n * 7 + len(layout))
     shape, _, cl = layout.partition("-")
     c, h, w = (int(v) for v in shape.split("x"))
@@ -282,11 +285,14 @@ def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
         run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False)  # noqa: E731
         ref = _with_resident("0", run)
         # nearest geometric slots copy bytes on the resident path; =float takes them through the
-        # float taps and blending of the slot passes: both must give the slot passes' bytes
-        for nearest in ("bytes", "float"):
-            res = _with_env("TORCHAUG_RESIDENT_NEAREST", nearest, lambda: _with_resident("force", run))
+        # float taps and blending of the slot passes; sharpness slots by words or pixels: each must
+        # give the slot passes' bytes
+        for nearest, sharp in (("bytes", "words"), ("float", "pixels")):
+            res = _with_env("TORCHAUG_RESIDENT_NEAREST", nearest,
+                            lambda: _with_env("TORCHAUG_RESIDENT_SHARP", sharp, lambda: _with_resident("force", run)))
             differ = (res != ref).flatten(1).any(1)
-            assert not differ.any(), f"fill={fill}, nearest={nearest}: samples {differ.nonzero().flatten().tolist()} differ, " \
+            assert not differ.any(), f"fill={fill}, nearest={nearest}, sharp={sharp}: samples " \
+                                     f"{differ.nonzero().flatten().tolist()} differ, " \
                                      f"programs {[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
             assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
 

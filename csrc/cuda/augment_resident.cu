@@ -49,6 +49,7 @@ struct ResidentArgs {
   bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
   int norm_words;        // the fused normalize's packed store (kNormWords*), or kNormWordsNone
   bool nearest_bytes;    // nearest geometric slots copy bytes (resident_value; false: the float path)
+  bool sharp_words;      // held sharpness slots take 4-pixel words (W a multiple of 4; resident_sharp_words)
   NormalizeParams norm;
 };
 
@@ -219,6 +220,33 @@ __device__ __forceinline__ uint32_t resident_value(const uint8_t* sp, bool sharp
   return static_cast<uint32_t>(kernels::PixelStore<uint8_t>::from(r));
 }
 
+// A sharpness slot's word g of every channel (C planes at poff): 4 pixels of one row, the first at
+// (y, x), W a multiple of 4. kernels::sharpness_word takes the three rows' words and the column sums
+// beside them: 9 shared loads a channel instead of 10 a pixel. Rows 0 and H - 1 keep their bytes
+// (and so do the planes' padding words, past row H - 1).
+template <int C>
+__device__ __forceinline__ void resident_sharp_words(const uint8_t* planes, const int* poff, int g, int y, int x, int H,
+                                                     int W, float om, uint32_t* acc) {
+  const bool edge_row = y == 0 || y >= H - 1;
+  const uint32_t keep = (x == 0 ? 0xffu : 0u) | (x + 4 == W ? 0xff000000u : 0u);
+  const int p = 4 * g, wq = W / 4;
+  // the columns beside the word: on the row's ends, any column of the row (the border byte keeps)
+  const int lc = x > 0 ? p - 1 : p, rc = x + 4 < W ? p + 4 : p + 3;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const uint8_t* sp = planes + poff[c];
+    const uint32_t* sw = reinterpret_cast<const uint32_t*>(sp);
+    const uint32_t mid = sw[g];
+    if (edge_row) {
+      acc[c] = mid;
+    } else {
+      const uint32_t l = static_cast<uint32_t>(sp[lc - W]) + sp[lc] + sp[lc + W];
+      const uint32_t r = static_cast<uint32_t>(sp[rc - W]) + sp[rc] + sp[rc + W];
+      acc[c] = kernels::sharpness_word(sw[g - wq], mid, sw[g + wq], l, r, om, keep);
+    }
+  }
+}
+
 template <int N>
 __device__ __forceinline__ kernels::AffineTaps<float, N, int> resident_taps(bool sharp, const float* m, int H, int W, int y,
                                                                            int x) {
@@ -369,8 +397,10 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
           uint32_t acc[C];
 #pragma unroll
           for (int c = 0; c < C; ++c) acc[c] = 0;
+          const bool words_k = kSharp && A.sharp_words;
+          if (words_k) resident_sharp_words<C>(planes, poff, g, wy, wx, H, W, s.om, acc);
 #pragma unroll 1
-          for (int j = 0; j < 4; ++j) {  // one pixel's taps live at a time (register pressure)
+          for (int j = 0; j < (words_k ? 0 : 4); ++j) {  // one pixel's taps live at a time (register pressure)
             if (p + j < HW) {
               const auto taps = taps_k(y, x);
               if constexpr (kBytes && N == 1) {
@@ -524,8 +554,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 // ---- the order of the samples ----------------------------------------------------------------
 // The launch is a block per sample in a few waves (256 samples of 224 x 224 are two on an H100's
 // 132 SMs, one block an SM), and blocks start in index order. A program costs from nothing (the
-// identity) to ~7 LUT slots (sharpness), so a costly sample that starts late finishes alone while
-// the other SMs idle. Blocks therefore take their samples longest first (list scheduling, LPT):
+// identity) to ~6 LUT slots a slot (hue, bilinear geometric ops), so a costly sample that starts
+// late finishes alone while the other SMs idle. Blocks therefore take their samples longest first (list scheduling, LPT):
 // resident_order_kernel sorts the sample indices by an estimate of the program's time in one block
 // (a counting sort), and block i runs sample order[i]. Which block runs a sample does not change its
 // bytes. scripts/resident_balance.py measures it (session 26, H100, RandAugment(2, 9) with the
@@ -537,7 +567,8 @@ constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket sha
 // 224 on an H100 (scripts/resident_balance.py --all-ops: the batch of [op, identity] programs minus
 // the batch of identities, fused normalize to float32; session 26: a LUT slot 12-15 us, contrast /
 // autocontrast 21-22, grayscale 25, saturation 34, equalize 36, nearest shear 34-36, translate and
-// rotate 30-32, every geometric op bilinear 71-73, hue 82, sharpness 88). Unknown ids are the
+// rotate 30-32, every geometric op bilinear 71-73, hue 82, sharpness 88; session 35: sharpness in
+// 4-pixel words 63, the kernel's own time by scripts/resident_op_costs.py). Unknown ids are the
 // identity (lower_aug).
 __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
   switch (op) {
@@ -568,7 +599,7 @@ __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
     case kernels::kColorHue:
       return 27;
     case kernels::kAugSharpness:
-      return 29;
+      return 21;
     default:
       return 0;
   }
@@ -679,6 +710,9 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   // TORCHAUG_RESIDENT_NEAREST=float: nearest geometric slots through the float path (A/B, tests)
   const char* nearest = std::getenv("TORCHAUG_RESIDENT_NEAREST");
   A.nearest_bytes = nearest == nullptr || std::strcmp(nearest, "float") != 0;
+  // TORCHAUG_RESIDENT_SHARP=pixels: sharpness slots pixel by pixel (A/B, tests)
+  const char* sharp = std::getenv("TORCHAUG_RESIDENT_SHARP");
+  A.sharp_words = W % 4 == 0 && (sharp == nullptr || std::strcmp(sharp, "pixels") != 0);
   if (norm) {
     A.norm = *norm;
     A.norm_words = packed_norm_store(*norm, C, H, W);

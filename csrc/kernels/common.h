@@ -71,6 +71,16 @@ TORCHAUG_HOST_DEVICE inline float word_byte_to_float(uint32_t w, int k) {
 #endif
 }
 
+// float(v) for |v| < 2^22: v added to 1.5 * 2^23's bits (an integer add that can fold into the one
+// computing v), then 1.5 * 2^23 subtracted
+TORCHAUG_HOST_DEVICE inline float small_int_to_float(int v) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__int_as_float(0x4B400000 + v), kOneAndHalfTwoPow23);
+#else
+  return static_cast<float>(v);
+#endif
+}
+
 // static_cast<uint8_t>(v) as a 32-bit word, for 0 <= v < 256
 TORCHAUG_HOST_DEVICE inline uint32_t trunc_to_byte(float v) {
 #if defined(__CUDA_ARCH__)

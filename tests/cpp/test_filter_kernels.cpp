@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -79,6 +80,95 @@ TEST(FilterKernels, SharpnessEpilogue) {
   EXPECT_EQ((filter_epilogue<float, true>(kFilterSharpness, 250.f, 10.f, 3.0f, true)), 255.f);
   EXPECT_EQ((filter_epilogue<float, true>(kFilterScaled, 0.f, -3.f, 2.0f, true)), 0.f);
   EXPECT_EQ((filter_epilogue<float, true>(kFilterConv, 0.f, 2.5f, 1.0f, true)), 2.f);  // half to even
+}
+
+namespace {
+// sharpness_blend of window_sum, pixel by pixel (the slot passes' and the CPU's uint8 path): the
+// byte of pixel (1, 1 + j) of a 3-row patch of 6 columns
+uint32_t sharpness_pixel(const uint8_t (*patch)[6], int j, float om, bool interior) {
+  float w9[9];
+  sharpness_weights(w9);
+  const float s = window_sum<float>(w9, 3, 3, [&](int r, int q) { return static_cast<float>(patch[r][j + q]); });
+  return static_cast<uint32_t>(sharpness_blend<float, true>(static_cast<float>(patch[1][j + 1]), s, om, interior));
+}
+
+uint32_t row_word(const uint8_t* row) {
+  return row[0] | (uint32_t(row[1]) << 8) | (uint32_t(row[2]) << 16) | (uint32_t(row[3]) << 24);
+}
+}  // namespace
+
+TEST(FilterKernels, SharpnessBlurIsTheRoundedWindowSum) {
+  // rint(window_sum) == (2s + 13) / 26 with s = the 9 bytes + 4 * centre, over random windows
+  // (full range, and values near a few levels, whose sums sit near every s) and every s / 13 that
+  // lies closest to a half integer (s = 13k + 6 and 13k + 7, windows of one value and the centre)
+  float w9[9];
+  sharpness_weights(w9);
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  const auto next = [&]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int checked = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    uint8_t v[9];
+    const uint64_t r = next();
+    const int level = static_cast<int>(r % 256);
+    for (int k = 0; k < 9; ++k) {
+      const uint64_t q = next();
+      v[k] = i % 2 ? static_cast<uint8_t>(q) : static_cast<uint8_t>(std::min(255, std::max(0, level + static_cast<int>(q % 5) - 2)));
+    }
+    uint32_t s = 4u * v[4];
+    for (int k = 0; k < 9; ++k) s += v[k];
+    const float f = window_sum<float>(w9, 3, 3, [&](int rr, int qq) { return static_cast<float>(v[rr * 3 + qq]); });
+    ASSERT_EQ(sharpness_blur_u8(s), static_cast<uint32_t>(std::rint(f))) << "s = " << s;
+    ++checked;
+  }
+  for (int a = 0; a < 256; ++a) {
+    for (int c = 0; c < 256; ++c) {  // 8 pixels of a, centre c: s = 8a + 5c
+      uint8_t v[9] = {uint8_t(a), uint8_t(a), uint8_t(a), uint8_t(a), uint8_t(c), uint8_t(a), uint8_t(a), uint8_t(a), uint8_t(a)};
+      const uint32_t s = 8u * a + 5u * c;
+      const float f = window_sum<float>(w9, 3, 3, [&](int rr, int qq) { return static_cast<float>(v[rr * 3 + qq]); });
+      ASSERT_EQ(sharpness_blur_u8(s), static_cast<uint32_t>(std::rint(f))) << a << " " << c;
+    }
+  }
+  EXPECT_EQ(checked, 2000000);
+  EXPECT_EQ(sharpness_blur_u8(6), 0u);   // 6 / 13 = 0.46
+  EXPECT_EQ(sharpness_blur_u8(7), 1u);   // 0.54
+  EXPECT_EQ(sharpness_blur_u8(13 * 255), 255u);
+}
+
+TEST(FilterKernels, SharpnessWordEqualsPixels) {
+  // sharpness_word's 4 bytes == sharpness_blend of window_sum per pixel, over random patches and
+  // factors (clamped below 0 and above 255 for factors above 1), with the border bytes kept
+  uint64_t state = 0x2545f4914f6cdd1dull;
+  const auto next = [&]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const float factors[] = {0.0f, 0.1f, 0.5f, 0.99f, 1.0f, 1.3f, 1.9f, 2.0f, 5.0f, 37.0f};
+  for (int i = 0; i < 200000; ++i) {
+    uint8_t patch[3][6];
+    const int level = static_cast<int>(next() % 256), spread = i % 3 == 0 ? 256 : 1 + static_cast<int>(next() % 40);
+    for (auto& row : patch) {
+      for (auto& b : row) {
+        b = spread == 256 ? static_cast<uint8_t>(next())
+                          : static_cast<uint8_t>(std::min(255, std::max(0, level + static_cast<int>(next() % spread) - spread / 2)));
+      }
+    }
+    const float factor = i % 4 == 0 ? factors[i / 4 % 10] : static_cast<float>(next() % 20000) / 10000.0f;
+    const float om = one_minus(factor);
+    const uint32_t keep = (i % 5 == 1 ? 0xffu : 0u) | (i % 7 == 2 ? 0xff000000u : 0u);
+    const uint32_t l = patch[0][0] + patch[1][0] + patch[2][0], r = patch[0][5] + patch[1][5] + patch[2][5];
+    const uint32_t w = sharpness_word(row_word(patch[0] + 1), row_word(patch[1] + 1), row_word(patch[2] + 1), l, r, om, keep);
+    for (int j = 0; j < 4; ++j) {
+      const bool interior = !((keep >> (8 * j)) & 0xffu);
+      ASSERT_EQ((w >> (8 * j)) & 0xffu, sharpness_pixel(patch, j, om, interior)) << "patch " << i << ", pixel " << j << ", factor " << factor;
+    }
+  }
 }
 
 TEST(FilterKernels, GaussianNoiseUint8FollowsTorchvision) {
