@@ -49,7 +49,7 @@ struct ResidentArgs {
   bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
   int norm_words;        // the fused normalize's packed store (kNormWords*), or kNormWordsNone
   bool nearest_bytes;    // nearest geometric slots copy bytes (resident_value; false: the float path)
-  bool sharp_words;      // held sharpness slots take 4-pixel words (W a multiple of 4; resident_sharp_words)
+  bool sharp_words;      // sharpness slots take 4-pixel words (W a multiple of 4; resident_sharp_word)
   NormalizeParams norm;
 };
 
@@ -220,31 +220,21 @@ __device__ __forceinline__ uint32_t resident_value(const uint8_t* sp, bool sharp
   return static_cast<uint32_t>(kernels::PixelStore<uint8_t>::from(r));
 }
 
-// A sharpness slot's word g of every channel (C planes at poff): 4 pixels of one row, the first at
-// (y, x), W a multiple of 4. kernels::sharpness_word takes the three rows' words and the column sums
-// beside them: 9 shared loads a channel instead of 10 a pixel. Rows 0 and H - 1 keep their bytes
-// (and so do the planes' padding words, past row H - 1).
-template <int C>
-__device__ __forceinline__ void resident_sharp_words(const uint8_t* planes, const int* poff, int g, int y, int x, int H,
-                                                     int W, float om, uint32_t* acc) {
-  const bool edge_row = y == 0 || y >= H - 1;
+// A sharpness slot's word g of channel plane sp: 4 pixels of one row, the first at (y, x), W a
+// multiple of 4. kernels::sharpness_word takes the three rows' words and the column sums beside
+// them: 9 shared loads instead of 10 a pixel. Rows 0 and H - 1 keep their bytes (and so do the
+// planes' padding words, past row H - 1).
+__device__ __forceinline__ uint32_t resident_sharp_word(const uint8_t* sp, int g, int y, int x, int H, int W, float om) {
+  const uint32_t* sw = reinterpret_cast<const uint32_t*>(sp);
+  const uint32_t mid = sw[g];
+  if (y == 0 || y >= H - 1) return mid;
   const uint32_t keep = (x == 0 ? 0xffu : 0u) | (x + 4 == W ? 0xff000000u : 0u);
   const int p = 4 * g, wq = W / 4;
   // the columns beside the word: on the row's ends, any column of the row (the border byte keeps)
   const int lc = x > 0 ? p - 1 : p, rc = x + 4 < W ? p + 4 : p + 3;
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const uint8_t* sp = planes + poff[c];
-    const uint32_t* sw = reinterpret_cast<const uint32_t*>(sp);
-    const uint32_t mid = sw[g];
-    if (edge_row) {
-      acc[c] = mid;
-    } else {
-      const uint32_t l = static_cast<uint32_t>(sp[lc - W]) + sp[lc] + sp[lc + W];
-      const uint32_t r = static_cast<uint32_t>(sp[rc - W]) + sp[rc] + sp[rc + W];
-      acc[c] = kernels::sharpness_word(sw[g - wq], mid, sw[g + wq], l, r, om, keep);
-    }
-  }
+  const uint32_t l = static_cast<uint32_t>(sp[lc - W]) + sp[lc] + sp[lc + W];
+  const uint32_t r = static_cast<uint32_t>(sp[rc - W]) + sp[rc] + sp[rc + W];
+  return kernels::sharpness_word(sw[g - wq], mid, sw[g + wq], l, r, om, keep);
 }
 
 template <int N>
@@ -351,6 +341,33 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
         return resident_value<N>(sp, kSharp, s.om, H, W, p, y, x, taps, A.fill != nullptr, fc[c], A.interpolation, kBytes);
       };
       const auto taps_k = [&](int y, int x) { return resident_taps<N>(kSharp, s.m, H, W, y, x); };
+      if constexpr (kSharp) {
+        if (A.sharp_words) {  // in 4-pixel words, channel by channel into the free plane
+          const int words = A.plane / 4;
+          const int step_y = 4 * kResThreads / W, step_x = 4 * kResThreads % W;
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const uint8_t* sp = planes + pl[c] * A.plane;
+            uint32_t* dw = reinterpret_cast<uint32_t*>(planes + pl[C] * A.plane);
+            int wy = 4 * t / W, wx = 4 * t - wy * W;
+#pragma unroll 1
+            for (int g = t; g < words; g += kResThreads) {
+              dw[g] = resident_sharp_word(sp, g, wy, wx, H, W, s.om);
+              wx += step_x;
+              wy += step_y;
+              if (wx >= W) {
+                wx -= W;
+                ++wy;
+              }
+            }
+            const int tmp = pl[c];
+            pl[c] = pl[C];
+            pl[C] = tmp;
+            __syncthreads();
+          }
+          return;
+        }
+      }
       if (!A.held) {  // planes larger than the registers hold: channel by channel into the free plane
 #pragma unroll
         for (int c = 0; c < C; ++c) {
@@ -397,10 +414,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
           uint32_t acc[C];
 #pragma unroll
           for (int c = 0; c < C; ++c) acc[c] = 0;
-          const bool words_k = kSharp && A.sharp_words;
-          if (words_k) resident_sharp_words<C>(planes, poff, g, wy, wx, H, W, s.om, acc);
 #pragma unroll 1
-          for (int j = 0; j < (words_k ? 0 : 4); ++j) {  // one pixel's taps live at a time (register pressure)
+          for (int j = 0; j < 4; ++j) {  // one pixel's taps live at a time (register pressure)
             if (p + j < HW) {
               const auto taps = taps_k(y, x);
               if constexpr (kBytes && N == 1) {
