@@ -3,8 +3,8 @@ sample, ~2 waves on an H100): per-op costs from batches where every sample runs 
 RandAugment(2, 9) programs timed in their drawn order, in longest-first order (the samples and their
 programs permuted on the host: what a kernel taking its samples longest-first would run) and in
 shortest-first order, beside a greedy list-scheduling model of the same costs; then the same
-programs with the kernel ordering them itself (TORCHAUG_RESIDENT_ORDER=1, the default; the rows
-before run with 0), every op's cost (--all-ops: the ones RandAugment does not draw, and the
+programs with the kernel ordering them itself (TORCHAUG_RESIDENT_ORDER=1, the default, and
+=longest; the rows before run with 0), every op's cost (--all-ops: the ones RandAugment does not draw, and the
 geometric ops bilinear), and case 4's chain with --ab-env (the kernel's order) 0 and 1 in alternate rounds.
 
     python3 scripts/resident_balance.py [--programs 4] [--iters 20] [--all-ops] [--chain-rounds 3] [--json out.json]
@@ -156,13 +156,15 @@ def main():
         os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"
         r["kernel_order"] = ms(x, ops, mags)
         r["kernel_order_u8"] = ms(x, ops, mags, None)
+        os.environ["TORCHAUG_RESIDENT_ORDER"] = "longest"
+        r["kernel_longest"] = ms(x, ops, mags)
         os.environ["TORCHAUG_RESIDENT_ORDER"] = "0"
         rows.append(r)
         print(f"program {k}: drawn {r['drawn']:.4f} ms, longest-first {r['longest_first']:.4f}, shortest-first "
               f"{r['shortest_first']:.4f}; uint8 out {r['drawn_u8']:.4f} / {r['longest_first_u8']:.4f}; bf16 out "
               f"{r['drawn_bf16']:.4f}; model {r['model_drawn']:.4f} / {r['model_longest_first']:.4f} / "
               f"{r['model_shortest_first']:.4f}, bound {r['model_bound']:.4f}; the kernel's order {r['kernel_order']:.4f} "
-              f"(uint8 out {r['kernel_order_u8']:.4f})", flush=True)
+              f"(uint8 out {r['kernel_order_u8']:.4f}), longest first alone {r['kernel_longest']:.4f}", flush=True)
     # case 4's chain (bench_augment's first row) with the A/B variable (--ab-env; the kernel's order
     # by default) 0 and 1 in alternate rounds, then its kernels under each (CUPTI: us a call)
     os.environ["TORCHAUG_RESIDENT_ORDER"] = "1"

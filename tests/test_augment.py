@@ -318,8 +318,9 @@ def test_cuda_resident_path_where_it_does_not_fit():
 @pytest.mark.parametrize("layout", ["3x224x224", "3x32x48"])
 def test_cuda_resident_samples_longest_first(interpolation, layout):
     """A batch with more samples than the GPU runs blocks at once has its blocks take the samples
-    longest first (resident_order_kernel). Which block runs a sample does not change its bytes: the
-    result equals the index order (TORCHAUG_RESIDENT_ORDER=0) and the slot passes, with a per-sample
+    by cost (resident_order_kernel: half a wave of the cheapest, then longest first; =longest:
+    longest first alone). Which block runs a sample does not change its bytes: the result of
+    each order equals the index order (TORCHAUG_RESIDENT_ORDER=0) and the slot passes, with a per-sample
     fill and per-sample normalize constants, which show a sample written with another's parameters
     or a sample left unwritten. A bad TORCHAUG_RESIDENT_ORDER is an error that says so."""
     gen = torch.Generator().manual_seed(len(layout))
@@ -335,13 +336,14 @@ def test_cuda_resident_samples_longest_first(interpolation, layout):
     for norm in ({}, {"mean": mean, "std": std, "out_dtype": torch.float32}):
         run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False, **norm)  # noqa: E731
         for ref in (_with_env("TORCHAUG_RESIDENT_ORDER", "0", run), _with_resident("0", run)):
-            torch.cuda.synchronize()
-            out = torch.full_like(ref, 7)  # the caching allocator's next block of that size: no stale result
-            del out
-            res = run()
-            differ = (res != ref).flatten(1).any(1)
-            assert not differ.any(), f"{norm.keys()}: samples {differ.nonzero().flatten().tolist()[:10]} differ"
-    with pytest.raises(RuntimeError, match="TORCHAUG_RESIDENT_ORDER must be 0 or 1, got 'yes'"):
+            for mode in ("1", "longest"):
+                torch.cuda.synchronize()
+                out = torch.full_like(ref, 7)  # the caching allocator's next block of that size: no stale result
+                del out
+                res = _with_env("TORCHAUG_RESIDENT_ORDER", mode, run)
+                differ = (res != ref).flatten(1).any(1)
+                assert not differ.any(), f"{norm.keys()}, order {mode}: samples {differ.nonzero().flatten().tolist()[:10]} differ"
+    with pytest.raises(RuntimeError, match="TORCHAUG_RESIDENT_ORDER must be 0, 1 or longest, got 'yes'"):
         _with_env("TORCHAUG_RESIDENT_ORDER", "yes", lambda: F.augment(x[:2], ops[:2], mags[:2]))
 
 

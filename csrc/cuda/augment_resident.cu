@@ -570,11 +570,13 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 // The launch is a block per sample in a few waves (256 samples of 224 x 224 are two on an H100's
 // 132 SMs, one block an SM), and blocks start in index order. A program costs from nothing (the
 // identity) to ~6 LUT slots a slot (hue, bilinear geometric ops), so a costly sample that starts
-// late finishes alone while the other SMs idle. Blocks therefore take their samples longest first (list scheduling, LPT):
+// late finishes alone while the other SMs idle. Blocks therefore take their samples by cost:
 // resident_order_kernel sorts the sample indices by an estimate of the program's time in one block
-// (a counting sort), and block i runs sample order[i]. Which block runs a sample does not change its
-// bytes. scripts/resident_balance.py measures it (session 26, H100, RandAugment(2, 9) with the
-// fused normalize, 256 x 224 x 224: 0.147-0.190 ms in the drawn order, 0.126-0.132 longest first).
+// (a counting sort), and block i runs sample order[i]: half a wave of the cheapest programs, then
+// the others longest first (list scheduling, LPT; resident_order_mode says why the half wave).
+// Which block runs a sample does not change its bytes. scripts/resident_balance.py measures it
+// (session 26, H100, RandAugment(2, 9) with the fused normalize, 256 x 224 x 224: 0.147-0.190 ms
+// in the drawn order, 0.126-0.132 longest first).
 constexpr int kOrderThreads = 1024;
 constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket share it
 
@@ -582,9 +584,9 @@ constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket sha
 // 224 on an H100 (scripts/resident_balance.py --all-ops: the batch of [op, identity] programs minus
 // the batch of identities, fused normalize to float32; session 26: a LUT slot 12-15 us, contrast /
 // autocontrast 21-22, grayscale 25, saturation 34, equalize 36, nearest shear 34-36, translate and
-// rotate 30-32, every geometric op bilinear 71-73, hue 82, sharpness 88; session 35: sharpness in
-// 4-pixel words 63, the kernel's own time by scripts/resident_op_costs.py). Unknown ids are the
-// identity (lower_aug).
+// rotate 30-32, every geometric op bilinear 71-73, hue 82, sharpness 88; session 35, the kernel's
+// own time by scripts/resident_op_costs.py: sharpness in 4-pixel words 51, a first version's 63 set
+// the 21 below, and the chain was measured with it). Unknown ids are the identity (lower_aug).
 __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
   switch (op) {
     case kernels::kColorBrightness:
@@ -620,10 +622,11 @@ __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
   }
 }
 
-// order: the B sample indices, the most costly programs first (the order within a cost is
-// whichever the atomics give: it only decides which block runs which sample).
+// order: the B sample indices, the lead least costly first (the cheapest first), then the others the
+// most costly first (the order within a cost is whichever the atomics give: it only decides which
+// block runs which sample). lead 0 is plain longest-first.
 __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int64_t* ops, Strides2 ops_s, int B, int n,
-                                                                       bool bilinear, int* order) {
+                                                                       bool bilinear, int lead, int* order) {
   dependent_launch_begin();
   __shared__ int start[kOrderBuckets];
   __shared__ int wsum[kOrderBuckets / 32];
@@ -650,12 +653,27 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
     start[t] = x - h;
   }
   __syncthreads();
-  for (int b = t; b < B; b += kOrderThreads) order[atomicAdd(&start[bucket(b)], 1)] = b;
+  for (int b = t; b < B; b += kOrderThreads) {
+    const int rank = atomicAdd(&start[bucket(b)], 1);  // 0: the most costly
+    order[rank >= B - lead ? B - 1 - rank : lead + rank] = b;
+  }
 }
 
-// TORCHAUG_RESIDENT_ORDER: unset or "1": samples longest first where the launch has more blocks
-// than the GPU runs at once; "0": in index order (A/B tests and benchmarks).
-bool resident_order_enabled() { return env_switch("TORCHAUG_RESIDENT_ORDER", "torchaug::augment"); }
+// TORCHAUG_RESIDENT_ORDER, where the launch has more blocks than the GPU runs at once: unset or "1":
+// half a wave of the cheapest programs first, then the others longest first; "longest": longest
+// first alone; "0": index order (the last two for A/B tests and benchmarks). Why the cheap half wave:
+// a block's load and normalize store are bound by DRAM, its slots by its SM, and a first wave of
+// long programs alone leaves DRAM idle while it computes; with sharpness in words (session 35,
+// scripts/resident_balance.py, H100, RandAugment(2, 9) x 256, 4 programs x 2 rounds) longest-first
+// ran the resident kernel in 0.122-0.138 ms, half a wave of the cheapest first in 0.123-0.130.
+constexpr int kOrderIndex = 0, kOrderMixed = 1, kOrderLongest = 2;
+int resident_order_mode() {
+  const char* e = std::getenv("TORCHAUG_RESIDENT_ORDER");
+  if (e == nullptr || std::strcmp(e, "1") == 0) return kOrderMixed;
+  if (std::strcmp(e, "longest") == 0) return kOrderLongest;
+  TORCHAUG_CHECK(std::strcmp(e, "0") == 0, "torchaug::augment: TORCHAUG_RESIDENT_ORDER must be 0, 1 or longest, got '", e, "'");
+  return kOrderIndex;
+}
 
 // TORCHAUG_AUGMENT_RESIDENT: unset or "1": the resident path where it applies; "0": never (the
 // slot passes, for A/B tests and benchmarks); "force": always, and an error where it cannot (tests).
@@ -734,7 +752,8 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   } else {
     A.norm_words = kNormWordsNone;
   }
-  const bool ordered = resident_order_enabled() && A.n > 0;
+  const int order_mode = resident_order_mode();
+  const bool ordered = order_mode != kOrderIndex && A.n > 0;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   with_channels(C, [&](auto ch) {
     with_affine_taps(interpolation, [&](auto taps) {
@@ -746,10 +765,12 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
         C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kResThreads, static_cast<size_t>(bytes)));
       }
       at::Tensor order;
-      if (ordered && B > static_cast<int64_t>(per_sm) * device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device())) {
+      const int64_t wave = static_cast<int64_t>(per_sm) * device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device());
+      if (ordered && B > wave) {
         order = at::empty({B}, images.options().dtype(at::kInt));
+        const int lead = order_mode == kOrderMixed ? static_cast<int>(wave / 2) : 0;
         launch_dependent(resident_order_kernel, dim3(1), dim3(kOrderThreads), 0, stream, images.get_device(), A.ops, A.ops_s,
-                         static_cast<int>(B), A.n, interpolation != 0, order.data_ptr<int>());
+                         static_cast<int>(B), A.n, interpolation != 0, lead, order.data_ptr<int>());
         A.order = order.data_ptr<int>();
       }
       launch_dependent(kernel, dim3(static_cast<unsigned>(B)), dim3(kResThreads), static_cast<size_t>(bytes), stream,
