@@ -222,8 +222,8 @@ __device__ __forceinline__ uint32_t resident_value(const uint8_t* sp, bool sharp
 
 // A sharpness slot's word g of channel plane sp: 4 pixels of one row, the first at (y, x), W a
 // multiple of 4. kernels::sharpness_word takes the three rows' words and the column sums beside
-// them: 9 shared loads instead of 10 a pixel. Rows 0 and H - 1 keep their bytes (and so do the
-// planes' padding words, past row H - 1).
+// them: 9 shared loads instead of 10 a pixel (40 a word). Rows 0 and H - 1 keep their bytes (and
+// so do the planes' padding words, past row H - 1).
 __device__ __forceinline__ uint32_t resident_sharp_word(const uint8_t* sp, int g, int y, int x, int H, int W, float om) {
   const uint32_t* sw = reinterpret_cast<const uint32_t*>(sp);
   const uint32_t mid = sw[g];
@@ -663,9 +663,10 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
 // half a wave of the cheapest programs first, then the others longest first; "longest": longest
 // first alone; "0": index order (the last two for A/B tests and benchmarks). Why the cheap half wave:
 // a block's load and normalize store are bound by DRAM, its slots by its SM, and a first wave of
-// long programs alone leaves DRAM idle while it computes; with sharpness in words (session 35,
-// scripts/resident_balance.py, H100, RandAugment(2, 9) x 256, 4 programs x 2 rounds) longest-first
-// ran the resident kernel in 0.122-0.138 ms, half a wave of the cheapest first in 0.123-0.130.
+// long programs alone leaves DRAM idle while it computes. Session 35 (H100, RandAugment(2, 9) x 256,
+// scripts/resident_balance.py, 3 programs x 2 rounds, the op with this order kernel): longest first
+// 0.126-0.130 ms (one 0.260), half a wave of the cheapest first 0.115-0.119 (one 0.130); case 4's
+// chain 0.2563-0.2577 -> 0.2471-0.2474 ms (benchmarks/RESULTS.md).
 constexpr int kOrderIndex = 0, kOrderMixed = 1, kOrderLongest = 2;
 int resident_order_mode() {
   const char* e = std::getenv("TORCHAUG_RESIDENT_ORDER");

@@ -92,6 +92,17 @@ uint32_t sharpness_pixel(const uint8_t (*patch)[6], int j, float om, bool interi
   return static_cast<uint32_t>(sharpness_blend<float, true>(static_cast<float>(patch[1][j + 1]), s, om, interior));
 }
 
+// xorshift64: the tests' own reproducible stream
+struct XorShift {
+  uint64_t state;
+  uint64_t operator()() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+};
+
 uint32_t row_word(const uint8_t* row) {
   return row[0] | (uint32_t(row[1]) << 8) | (uint32_t(row[2]) << 16) | (uint32_t(row[3]) << 24);
 }
@@ -103,13 +114,7 @@ TEST(FilterKernels, SharpnessBlurIsTheRoundedWindowSum) {
   // lies closest to a half integer (s = 13k + 6 and 13k + 7, windows of one value and the centre)
   float w9[9];
   sharpness_weights(w9);
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  const auto next = [&]() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  XorShift next{0x9e3779b97f4a7c15ull};
   int checked = 0;
   for (int i = 0; i < 2000000; ++i) {
     uint8_t v[9];
@@ -142,13 +147,7 @@ TEST(FilterKernels, SharpnessBlurIsTheRoundedWindowSum) {
 TEST(FilterKernels, SharpnessWordEqualsPixels) {
   // sharpness_word's 4 bytes == sharpness_blend of window_sum per pixel, over random patches and
   // factors (clamped below 0 and above 255 for factors above 1), with the border bytes kept
-  uint64_t state = 0x2545f4914f6cdd1dull;
-  const auto next = [&]() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  XorShift next{0x2545f4914f6cdd1dull};
   const float factors[] = {0.0f, 0.1f, 0.5f, 0.99f, 1.0f, 1.3f, 1.9f, 2.0f, 5.0f, 37.0f};
   for (int i = 0; i < 200000; ++i) {
     uint8_t patch[3][6];
