@@ -170,7 +170,8 @@ def make_loader(args, device, dtype, world, rank):
         return TorchvisionLoader(loader, device, dtype), sampler
     prefetcher = torchaug.Prefetcher(loader, torchaug_gpu_transform(), device=device, depth=args.depth,
                                      mean=MEAN, std=STD, dtype=dtype, memory_format=torch.channels_last,
-                                     timeout=args.timeout, threads=args.prefetch_threads)
+                                     timeout=args.timeout, threads=args.prefetch_threads,
+                                     priority=args.stream_priority)
     return prefetcher, sampler
 
 
@@ -209,6 +210,8 @@ def main(argv=None):
     p.add_argument("--depth", type=int, default=2, help="batches the Prefetcher prepares ahead")
     p.add_argument("--prefetch-threads", type=int, default=1,
                    help="the Prefetcher's producer threads (each decodes its batch on its own nvJPEG decoder)")
+    p.add_argument("--stream-priority", type=int, default=0,
+                   help="CUDA priority of the Prefetcher's side streams (0: the model's; lower: more urgent)")
     p.add_argument("--timeout", type=float, default=0,
                    help="seconds the Prefetcher waits for a batch before it raises, showing where its thread is (0: no limit)")
     p.add_argument("--epochs", type=int, default=1)

@@ -17,6 +17,9 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "copypin": the same with TORCHAUG_SHM_PIN=0 (the default; in session 29's first runs in-place
   pinning was the default and "torchaug" meant "inplace");
 - "depth4": the same with the Prefetcher preparing up to 4 batches ahead instead of 2 (--depth 4);
+- "prio1": the same with the Prefetcher's side streams (and so the decode's) at CUDA priority -1,
+  more urgent than the model's, instead of 0 (in session 36's run "torchaug" was -1 and this
+  config, then "prio0", 0);
 - "threads2": the same with two Prefetcher producer threads (two batches decoded at once, each on
   its own nvJPEG decoder);
 - "switch": the same with Python's GIL switch interval at 0.5 ms (sys.setswitchinterval) instead of 5 ms;
@@ -200,6 +203,7 @@ def main():
         "omp4": torchaug_run(["--omp-threads"]),
         "threads2": torchaug_run(extra=["--prefetch-threads", "2"]),
         "depth4": torchaug_run(extra=["--depth", "4"]),
+        "prio1": torchaug_run(extra=["--stream-priority", "-1"]),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
     configs = args.configs.split(",")

@@ -4,6 +4,7 @@ generated corpus of bad files, skip mode, the byte readers and the prefetcher's 
 import glob
 import io
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -488,6 +489,52 @@ def test_cuda_back_to_back_batches_each_decode_right():
         torch.cuda.synchronize()
         for a, e in zip(out, alone):
             assert torch.equal(a, e)
+
+
+@requires_cuda
+@pytest.mark.parametrize("hw_load", [1.0, 0.0])
+def test_cuda_decode_follows_the_callers_stream_priority(hw_load):
+    """The decoder's streams take the priority of the caller's stream (the Prefetcher's side streams
+    are urgent ones). Batches decoded back to back from streams of alternating priorities (the
+    decoder swaps its stream each time, the new one waiting for the old one's work), nothing
+    synchronised in between, each equal their decode on the default stream with the GPU idle; the
+    trace shows the decoder's stream at the caller's priority (hw_load 0: the lanes' path)."""
+    urgent = torch.cuda.Stream(priority=-1)
+    assert urgent.priority < 0
+    batches = [[_bytes(_encode(_photo(i + j, (200 + 40 * i, 150 + 30 * i)), quality=90)) for j in range(20 + 4 * i)]
+               for i in range(4)]
+    got = []
+    for k, b in enumerate(batches * 3):
+        with torch.cuda.stream(urgent if k % 2 == 0 else torch.cuda.default_stream()):
+            got.append(decode_jpeg(b, device="cuda", hw_load=hw_load))
+    torch.cuda.current_stream().wait_stream(urgent)
+    for b, out in zip(batches * 3, got):
+        torch.cuda.synchronize()
+        for a, e in zip(out, decode_jpeg(b, device="cuda", hw_load=hw_load)):
+            assert torch.equal(a, e)
+
+    import subprocess
+    child = f"""
+import torch, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from torchaug.io import decode_jpeg
+from test_decode import _bytes, _encode, _photo
+files = [_bytes(_encode(_photo(j, (120, 90)))) for j in range(6)]
+urgent = torch.cuda.Stream(priority=-1)
+print("urgent", urgent.priority, file=sys.stderr, flush=True)
+for s in (urgent, torch.cuda.default_stream(), urgent):
+    with torch.cuda.stream(s):
+        decode_jpeg(files, device="cuda", hw_load={hw_load})
+torch.cuda.synchronize()
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TORCHAUG_DECODE_TRACE="1", PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stderr.splitlines()
+    urgent_priority = int(next(x for x in lines if x.startswith("urgent")).split()[1])
+    seen = [int(x.rsplit("(", 1)[1].rstrip(")")) for x in lines if "decoder stream priority" in x]
+    assert seen == [urgent_priority, 0, urgent_priority], seen
 
 
 @requires_cuda

@@ -465,6 +465,9 @@ def test_argument_errors():
     for bad in (-1, "10", True, float("nan")):
         with pytest.raises(ValueError, match="timeout must be a number of seconds >= 0"):
             torchaug.Prefetcher(x, device="cpu", timeout=bad)
+    for bad in ("high", 1.5, True, None):
+        with pytest.raises(TypeError, match="priority must be an int"):
+            torchaug.Prefetcher(x, device="cpu", priority=bad)
     with pytest.raises(TypeError, match="loader must be iterable"):
         torchaug.Prefetcher(3, device="cpu")
     with pytest.raises(TypeError, match="transform must be a callable"):
@@ -621,8 +624,10 @@ def _checksums(prefetcher, consumer_sleep=0):
 
 
 @cuda_only
+@pytest.mark.parametrize("priority", [-1, 0])
 @pytest.mark.parametrize("producer_sleep,consumer_sleep", [(20_000_000, 0), (0, 20_000_000), (2_000_000, 2_000_000)])
-def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_sleep):
+def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_sleep, priority):
+    """priority -1 (the default): the side stream's kernels are more urgent than the consumer's."""
     batches = _batches(12)
 
     def transform(x):
@@ -632,7 +637,10 @@ def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_
 
     expected = torch.stack([((b.cuda().flip(-1) + 1).to(torch.int64) * torch.arange(1, 65, device="cuda")).sum() for b in batches]).cpu()
     for depth in (1, 3):
-        got = _checksums(torchaug.Prefetcher(batches, transform, device="cuda", depth=depth), consumer_sleep)
+        pf = torchaug.Prefetcher(batches, transform, device="cuda", depth=depth, priority=priority)
+        assert pf._streams[0].priority == torch.cuda.Stream(priority=priority).priority
+        assert (pf._streams[0].priority < 0) == (priority < 0)
+        got = _checksums(pf, consumer_sleep)
         assert torch.equal(got, expected)
 
 

@@ -167,6 +167,13 @@ class Prefetcher:
     waiting for the other.
     Batches are prepared without autograd (no graph is recorded, outputs never require grad).
 
+    priority: the CUDA priority of the side streams (torch.cuda.Stream's: 0 is the default streams',
+    lower numbers are more urgent, clamped to the range torch supports). The decode runs at the
+    priority of the stream it is called on (its own streams follow it), so the whole preparation
+    does. -1 lets the preparation's kernels take SMs ahead of the training step's as blocks free
+    up. The default is 0: beside ResNet-50 -1 did not prepare batches faster or train faster
+    (benchmarks/RESULTS.md, case 5, sessions 17 and 36; blocks already running are not preempted).
+
     threads: producer threads (each with its own side stream) preparing batches at the same time.
     Each takes the next batch from the loader and decodes and copies it beside the others (decode
     calls from different threads run on different nvJPEG decoders at once, up to
@@ -205,6 +212,7 @@ class Prefetcher:
         on_decode_error: str = "raise",
         timeout: float = 0,
         threads: int = 1,
+        priority: int = 0,
     ):
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"torchaug.Prefetcher: loader must be iterable, got {type(loader).__name__}")
@@ -212,6 +220,9 @@ class Prefetcher:
             raise ValueError(f"torchaug.Prefetcher: depth must be an int >= 1, got {depth!r}")
         if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 16:
             raise ValueError(f"torchaug.Prefetcher: threads must be an int in [1, 16], got {threads!r}")
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"torchaug.Prefetcher: priority must be an int (a CUDA stream priority: 0 the default, "
+                            f"lower more urgent), got {type(priority).__name__}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise ValueError(f"torchaug.Prefetcher: timeout must be a number of seconds >= 0 (0: wait without end), got {timeout!r}")
         if batch_transform is not None and not callable(batch_transform):
@@ -241,7 +252,9 @@ class Prefetcher:
         self._batches = 0
         self.threads = threads
         # a side stream per producer thread (a batch's whole preparation is on one of them)
-        self._streams = [torch.cuda.Stream(self.device) for _ in range(threads)] if self.device.type == "cuda" else []
+        self.priority = priority
+        self._streams = ([torch.cuda.Stream(self.device, priority=priority) for _ in range(threads)]
+                         if self.device.type == "cuda" else [])
         self._stream = self._streams[0] if self._streams else None
         # the live iterator, weakly: the producer threads hold this Prefetcher, so a strong reference
         # would keep an iterator whose loop broke off (and its threads, queued batches and the

@@ -18,6 +18,7 @@
 // rotated into their slot by one kernel launch for the whole batch (csrc/kernels/decode.h).
 // The host waits for the GPU only inside the lanes (before a lane's next sample reuses its device
 // buffer: the previous sample's IDCT) and on the rare libjpeg path.
+// The decoder's streams take the priority of the caller's stream (OwnStreams).
 //
 // The hardware decoder does not wait for earlier work on the stream it is given before it writes
 // (seen on H100s: meta-pytorch/torchcodec#1634, pytorch/vision#9606): output memory taken from the
@@ -102,12 +103,36 @@ struct Event {
 };
 
 // A stream of the decoder's own (not one of PyTorch's pool streams, which other code shares), never
-// destroyed, like the decoder.
-c10::cuda::CUDAStream own_stream(const at::Device& device) {
+// destroyed, like the decoder, at a CUDA stream priority (lower is more urgent).
+c10::cuda::CUDAStream own_stream(const at::Device& device, int priority = 0) {
   cudaStream_t s = nullptr;
-  C10_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  C10_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority));
   return c10::cuda::getStreamFromExternal(s, device.index());
 }
+
+// The decoder's work runs at the priority of the caller's stream: a Prefetcher's high-priority side
+// stream gets decode kernels that take the SMs ahead of a training step's (the hardware path's colour
+// conversion is a kernel per image, and the next batch waits for the last one's). A stream of the
+// decoder's whose priority differs is swapped for one of its own at that priority (each made once and
+// kept), which first waits for `last`, the latest work of the stream it replaces.
+struct OwnStreams {
+  std::vector<c10::cuda::CUDAStream> made;
+  void follow(c10::cuda::CUDAStream& stream, int priority, const Event& last) {
+    if (stream.priority() == priority) return;
+    const auto same = [&](const c10::cuda::CUDAStream& s) { return s == stream; };
+    if (std::none_of(made.begin(), made.end(), same)) made.push_back(stream);
+    c10::cuda::CUDAStream next = stream;
+    const auto at = std::find_if(made.begin(), made.end(), [&](const c10::cuda::CUDAStream& s) { return s.priority() == priority; });
+    if (at != made.end()) {
+      next = *at;
+    } else {
+      next = own_stream(at::Device(at::kCUDA, stream.device_index()), priority);
+      made.push_back(next);
+    }
+    last.block(next.stream());
+    stream = next;
+  }
+};
 
 // A switch read once from the environment: unset or anything but "0" means on.
 bool env_on(const char* name) {
@@ -125,6 +150,7 @@ struct Batched {
   bool preallocated = false;
   Event done;  // recorded on `stream` after each batched decode
   bool pending = false;
+  OwnStreams own;  // `stream` at the priorities the decoder was called at
   Batched(nvjpegHandle_t h, c10::cuda::CUDAStream s) : handle(h), stream(s) {
     TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &state));
   }
@@ -154,6 +180,7 @@ struct Lane {
   Event done{cudaEventDisableTiming | cudaEventBlockingSync};
   int page = 0;
   bool used = false;  // decoded a sample in the current call
+  OwnStreams own;  // `stream` at the priorities the lane was used at
 
   // a handle of the lane's own (nvJPEG allows one handle across threads; own handles were tried
   // against the hardware call's slowdown beside the lanes, which they did not remove)
@@ -576,6 +603,12 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   const HeldDecoder held(pool_for(device));
   Decoder& d = held.d;
   trace(dev, "locked");
+  const int priority = current.priority();
+  {
+    Batched& b = d.batched(device);
+    b.own.follow(b.stream, priority, b.done);
+    trace(dev, "decoder stream priority", b.stream.priority());
+  }
 
   // the output, and a scratch buffer for the samples shown rotated or mirrored (decoded there
   // first), from the pool of the batched decoder's stream (see the top of this file)
@@ -639,7 +672,11 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     if (jobs.empty()) return;
     if (lanes == nullptr) lanes = &d.lanes(device);
     d.allocated.record(batched.stream.stream());
-    for (int i = 0; i < lanes->size(); ++i) d.allocated.block(lanes->lane(i).stream.stream());
+    for (int i = 0; i < lanes->size(); ++i) {
+      Lane& lane = lanes->lane(i);
+      lane.own.follow(lane.stream, priority, lane.done);
+      d.allocated.block(lane.stream.stream());
+    }
     lanes->start(jobs);
   };
   // the caller's thread joins the lanes until every sample is taken, then the caller's stream waits
