@@ -72,6 +72,11 @@ def pinned_views(files):
     return list(buf.split([f.numel() for f in files]))
 
 
+def decoders_note():
+    n = os.environ.get("TORCHAUG_NVJPEG_DECODERS")
+    return (f"at most {n} decoders in flight (TORCHAUG_NVJPEG_DECODERS)" if n else "the default decoder count")
+
+
 def single_ms(bs):
     """CUDA-event ms per batch of one caller decoding the batches `bs` in turn."""
     return time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
@@ -142,7 +147,7 @@ def main():
         res.add(case, "torchaug nvJPEG hardware", B, single_ms(bs), target=25000 if name == "110KB" else None)
         res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, threaded_ms(bs, 2, len(bs) * 4),
                 target=25000 if name == "110KB" else None,
-                note="each thread's calls on its own decoder and stream (the Prefetcher's threads=2); wall time per batch")
+                note=f"the Prefetcher's threads=2; {decoders_note()}; wall time per batch")
         # the single caller again: in one process a row timed first measured up to 1.35x slower than
         # the same code timed right after it (session 23), so the threaded row has one on each side
         res.add(case, "torchaug nvJPEG hardware (timed again)", B, single_ms(bs),
@@ -155,9 +160,11 @@ def main():
         pb = batches_of(pinned_views(files), B)
         res.add(case, "torchaug nvJPEG hardware, pinned input", B, single_ms(pb), target=25000 if name == "110KB" else None,
                 note="the files in one pinned buffer (DataLoader pin_memory=True), the rows above read them from pageable memory")
-        res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once, pinned input", B, threaded_ms(pb, 2, len(pb) * 4),
-                target=25000 if name == "110KB" else None,
-                note="the Prefetcher's threads=2 over a DataLoader with pin_memory=True; wall time per batch")
+        for threads in (2, 3):
+            res.add(case, f"torchaug nvJPEG hardware, {threads} threads calling at once, pinned input", B,
+                    threaded_ms(pb, threads, len(pb) * 4), target=25000 if name == "110KB" else None,
+                    note=f"the Prefetcher's threads={threads} over a DataLoader with pin_memory=True; {decoders_note()}; "
+                    "wall time per batch")
         t = time_cuda(lambda i: tvio.decode_jpeg(pb[i % len(pb)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(pb) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched), pinned input", B, t)
@@ -204,7 +211,7 @@ def main():
     # mapped and pinned in place in the main process (TORCHAUG_SHM_PIN=1)
     with saved_env("TORCHAUG_SHM_POOL"), saved_env("TORCHAUG_SHM_PIN"):
         for workers, pool, threads, pin in ((1, True, 1, False), (2, True, 1, False), (2, True, 1, True), (2, True, 2, False),
-                                            (2, True, 2, True), (2, False, 1, False)):
+                                            (2, True, 3, False), (2, True, 2, True), (2, False, 1, False)):
             os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
             os.environ["TORCHAUG_SHM_PIN"] = "1" if pin else "0"  # read by the main process
             ds = Repeated(ImageFolderBytes(root), n_batches * B)

@@ -367,12 +367,14 @@ def _in_threads(run, n):
 
 
 @requires_cuda
-def test_cuda_hybrid_lanes_under_concurrent_callers():
+@pytest.mark.parametrize("decoders", ["1", "2"])
+def test_cuda_hybrid_lanes_under_concurrent_callers(decoders, monkeypatch):
     """Two Python threads decoding at once on the hybrid decoder's lanes (the Prefetcher's producer
-    beside a user's call; each call on a decoder of its own, with its own lanes): each gets its own
-    batch right."""
+    beside a user's call; taking turns on one decoder, or each on a decoder of its own with its own
+    lanes): each gets its own batch right."""
     data = [_bytes(b) for b in _sized_photos(40)]
     expected = [t.clone() for t in decode_jpeg(data, device="cuda", hw_load=0.0)]
+    monkeypatch.setenv("TORCHAUG_NVJPEG_DECODERS", decoders)
 
     def run(k):
         for _ in range(5):

@@ -399,11 +399,15 @@ struct Decoder {
 
 // How many decoders of a device may be in use at once, so how many calls (from different threads)
 // decode on it at the same time: TORCHAUG_NVJPEG_DECODERS (read at each call, so that a process can
-// compare settings), else kDefaultDecoders. On idle H100s two threads each calling with batches of
-// 256 decoded 1.2x to 1.9x the files of one thread timed before them in the same process, three or
-// four no more than two (RESULTS.md case 6, session 23): one batched call leaves the JPEG engines
-// idle during its host-side steps, which another call in flight fills. Beside a training step it
-// did not gain.
+// compare settings), else kDefaultDecoders. A call's host work before its batched decode (the
+// header parse, the output, the Python around it: ~3 ms a batch of 256) leaves the JPEG engines
+// idle, which other threads' calls fill. With 1, their host work overlaps the one batched decode in
+// flight; with 2, two batched decodes share the engines. On H100s (RESULTS.md case 6, session 36,
+// interleaved rounds on two machines): ~110 KB files, 3 threads decoded 28,660 / 26,615 img/s on one
+// decoder against 24,055 / 25,595 on two, but 2 threads 26,485 / 23,556 against 24,776 / 24,785;
+// ~67 KB files were faster on two in 3 of 4 pairs. nvJPEG alone (scripts/roi_probe.cu) decoded ~110 KB
+// files at ~30,100 img/s with one handle calling and 25,800-26,400 with two at once. The default
+// stays 2 (session 23: two threads 1.2x-1.9x one thread on two decoders).
 // (Sharing one call's batch between decoders did not gain either: its shares start and end together.)
 constexpr int kDefaultDecoders = 2;
 int decoder_limit() {
