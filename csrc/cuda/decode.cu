@@ -110,9 +110,10 @@ c10::cuda::CUDAStream own_stream(const at::Device& device, int priority = 0) {
   return c10::cuda::getStreamFromExternal(s, device.index());
 }
 
-// The decoder's work runs at the priority of the caller's stream: a Prefetcher's high-priority side
-// stream gets decode kernels that take the SMs ahead of a training step's (the hardware path's colour
-// conversion is a kernel per image, and the next batch waits for the last one's). A stream of the
+// The decoder's work runs at the priority of the caller's stream: a caller on an urgent stream
+// (Prefetcher(priority=-1)) gets decode kernels that take free SMs ahead of a training step's (the
+// hardware path's colour conversion is a kernel per image). Beside ResNet-50 that did not train
+// faster (RESULTS.md case 5, sessions 17 and 36), but the decode keeps the caller's order. A stream of the
 // decoder's whose priority differs is swapped for one of its own at that priority (each made once and
 // kept), which first waits for `last`, the latest work of the stream it replaces.
 struct OwnStreams {
