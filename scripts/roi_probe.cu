@@ -44,6 +44,48 @@ struct Box {
   int x, y, w, h;
 };
 
+// nvJPEG's hardware batched decoder as the library's decoder uses it: a handle, state and stream of
+// its own, and each batch waits for the previous one to finish on the GPU before the state is reused.
+struct HwDecoder {
+  nvjpegHandle_t handle;
+  nvjpegJpegState_t state;
+  cudaStream_t stream;
+  cudaEvent_t done;
+  int initialized = -1;  // the batch size the state was initialized for
+  HwDecoder() {
+    NJ(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, &handle));
+    NJ(nvjpegJpegStateCreate(handle, &state));
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    CK(cudaEventRecord(done, stream));
+  }
+  // `count` files into `dst`: nvjpegDecodeBatched without params, nvjpegDecodeBatchedEx with them
+  void decode(const unsigned char* const* data, const size_t* lengths, nvjpegImage_t* dst, int count,
+              nvjpegDecodeParams_t* params = nullptr) {
+    CK(cudaEventSynchronize(done));
+    if (initialized != count) {
+      NJ(nvjpegDecodeBatchedInitialize(handle, state, count, 1, NVJPEG_OUTPUT_RGB));
+      initialized = count;
+    }
+    if (params == nullptr) {
+      NJ(nvjpegDecodeBatched(handle, state, data, lengths, dst, stream));
+    } else {
+      NJ(nvjpegDecodeBatchedEx(handle, state, data, lengths, dst, params, stream));
+    }
+    CK(cudaEventRecord(done, stream));
+  }
+};
+
+// Planar RGB planes of a w x h image starting at base.
+nvjpegImage_t planes(unsigned char* base, int w, int h) {
+  nvjpegImage_t img{};
+  for (int c = 0; c < 3; ++c) {
+    img.channel[c] = base + static_cast<size_t>(c) * w * h;
+    img.pitch[c] = w;
+  }
+  return img;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> paths;
   int batch = 256, iters = 20, rounds = 3;
@@ -79,15 +121,8 @@ int main(int argc, char** argv) {
     at += raw[i].size();
   }
 
-  nvjpegHandle_t handle;
-  NJ(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, &handle));
-  nvjpegJpegState_t state;
-  NJ(nvjpegJpegStateCreate(handle, &state));
-  cudaStream_t stream;
-  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t done;
-  CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  CK(cudaEventRecord(done, stream));
+  HwDecoder dec;
+  const nvjpegHandle_t handle = dec.handle;
 
   // sizes, boxes, support
   std::vector<int> W(n), H(n);
@@ -150,18 +185,10 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&out_full, sum_full));
   CK(cudaMalloc(&out_roi, sum_roi));
   auto dest = [&](int i, bool roi) {
-    nvjpegImage_t img{};
-    const int w = roi ? box[i].w : W[i], h = roi ? box[i].h : H[i];
-    unsigned char* base = (roi ? out_roi + off_roi[i] : out_full + off_full[i]);
-    for (int c = 0; c < 3; ++c) {
-      img.channel[c] = base + static_cast<size_t>(c) * w * h;
-      img.pitch[c] = w;
-    }
-    return img;
+    return roi ? planes(out_roi + off_roi[i], box[i].w, box[i].h) : planes(out_full + off_full[i], W[i], H[i]);
   };
 
   const int nbatches = n / batch;
-  int current_batch = -1;
   // mode 0: nvjpegDecodeBatched whole; 1: Ex whole; 2: Ex ROI
   auto run_batch = [&](int b, int mode) {
     std::vector<nvjpegImage_t> dst(batch);
@@ -171,30 +198,19 @@ int main(int argc, char** argv) {
       dst[k] = dest(i, mode == 2);
       params[k] = mode == 2 ? roi_params[i] : full_params[i];
     }
-    CK(cudaEventSynchronize(done));
-    if (current_batch != batch) {
-      NJ(nvjpegDecodeBatchedInitialize(handle, state, batch, 1, NVJPEG_OUTPUT_RGB));
-      current_batch = batch;
-    }
-    if (mode == 0) {
-      NJ(nvjpegDecodeBatched(handle, state, data.data() + b * batch, lengths.data() + b * batch, dst.data(), stream));
-    } else {
-      NJ(nvjpegDecodeBatchedEx(handle, state, data.data() + b * batch, lengths.data() + b * batch, dst.data(),
-                               params.data(), stream));
-    }
-    CK(cudaEventRecord(done, stream));
+    dec.decode(data.data() + b * batch, lengths.data() + b * batch, dst.data(), batch, mode == 0 ? nullptr : params.data());
   };
 
   const char* names[3] = {"whole, nvjpegDecodeBatched", "whole, nvjpegDecodeBatchedEx", "ROI, nvjpegDecodeBatchedEx"};
   for (int mode = 0; mode < 3; ++mode) run_batch(0, mode);  // warm-up
-  CK(cudaStreamSynchronize(stream));
+  CK(cudaStreamSynchronize(dec.stream));
   for (int r = 0; r < rounds; ++r) {
     for (int mode = 0; mode < 3; ++mode) {
       for (int b = 0; b < 2; ++b) run_batch(b % nbatches, mode);
-      CK(cudaStreamSynchronize(stream));
+      CK(cudaStreamSynchronize(dec.stream));
       const auto t0 = std::chrono::steady_clock::now();
       for (int it = 0; it < iters; ++it) run_batch(it % nbatches, mode);
-      CK(cudaStreamSynchronize(stream));
+      CK(cudaStreamSynchronize(dec.stream));
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("round %d  %-30s %8.3f ms/batch  %8.0f img/s\n", r, names[mode], 1e3 * s / iters, iters * batch / s);
       std::fflush(stdout);
@@ -207,22 +223,13 @@ int main(int argc, char** argv) {
     std::atomic<int> ready{0};
     auto t0 = std::chrono::steady_clock::now();
     auto work = [&](int t, int count) {
-      nvjpegHandle_t h;
-      NJ(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, &h));
-      nvjpegJpegState_t st;
-      NJ(nvjpegJpegStateCreate(h, &st));
-      cudaStream_t s;
-      CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      cudaEvent_t ev;
-      CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-      CK(cudaEventRecord(ev, s));
-      NJ(nvjpegDecodeBatchedInitialize(h, st, batch, 1, NVJPEG_OUTPUT_RGB));
+      HwDecoder d;
       unsigned char* out;
       CK(cudaMalloc(&out, sum_full));
       std::vector<nvjpegImage_t> dst(batch);
       for (int it = -2; it < count; ++it) {
         if (it == 0) {  // every thread warm before the clock starts
-          CK(cudaStreamSynchronize(s));
+          CK(cudaStreamSynchronize(d.stream));
           ready.fetch_add(1);
           while (ready.load() < threads) std::this_thread::yield();
           if (t == 0) t0 = std::chrono::steady_clock::now();
@@ -230,18 +237,11 @@ int main(int argc, char** argv) {
         const int b = (t + std::max(it, 0)) % nbatches;
         for (int k = 0; k < batch; ++k) {
           const int i = b * batch + k;
-          nvjpegImage_t img{};
-          for (int c = 0; c < 3; ++c) {
-            img.channel[c] = out + off_full[i] + static_cast<size_t>(c) * W[i] * H[i];
-            img.pitch[c] = W[i];
-          }
-          dst[k] = img;
+          dst[k] = planes(out + off_full[i], W[i], H[i]);
         }
-        CK(cudaEventSynchronize(ev));
-        NJ(nvjpegDecodeBatched(h, st, data.data() + b * batch, lengths.data() + b * batch, dst.data(), s));
-        CK(cudaEventRecord(ev, s));
+        d.decode(data.data() + b * batch, lengths.data() + b * batch, dst.data(), batch);
       }
-      CK(cudaStreamSynchronize(s));
+      CK(cudaStreamSynchronize(d.stream));
     };
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t) ts.emplace_back(work, t, iters);
@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
     run_batch(b, 0);
     run_batch(b, 2);
   }
-  CK(cudaStreamSynchronize(stream));
+  CK(cudaStreamSynchronize(dec.stream));
   std::vector<unsigned char> hf(sum_full), hr(sum_roi);
   CK(cudaMemcpy(hf.data(), out_full, sum_full, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(hr.data(), out_roi, sum_roi, cudaMemcpyDeviceToHost));
