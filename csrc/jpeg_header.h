@@ -40,6 +40,8 @@ struct Info {
   int32_t v[4] = {0, 0, 0, 0};
   int32_t adobe_transform = -1; // APP14 Adobe transform byte (-1: no Adobe marker)
   int32_t orientation = 1;      // EXIF orientation 1..8 (1 when absent or invalid)
+  size_t scan_pos = 0;              // where the first scan's entropy-coded data starts (parse_header)
+  uint32_t restart_interval = 0;    // the restart interval in force there
   bool progressive() const { return sof == 2 || sof == 6 || sof == 10 || sof == 14; }
   bool baseline() const { return (sof == 0 || sof == 1) && !arithmetic && precision == 8; }
 };
@@ -144,8 +146,9 @@ inline Status check_scans(const uint8_t* data, size_t n, size_t pos, uint32_t re
   return kTruncated;
 }
 
-// Walks the markers of data[0:n) up to the first SOS and checks that an EOI marker follows it.
-inline Status parse(const uint8_t* data, size_t n, Info& info) {
+// Walks the markers of data[0:n) up to the first SOS: the header's checks and fields, and in
+// info.scan_pos / info.restart_interval where check_scans starts. The scans are not read.
+inline Status parse_header(const uint8_t* data, size_t n, Info& info) {
   if (n == 0) return kEmpty;
   if (n < 2 || data[0] != 0xFF || data[1] != 0xD8) return kNotJpeg;
   size_t pos = 2;
@@ -202,7 +205,16 @@ inline Status parse(const uint8_t* data, size_t n, Info& info) {
   if (info.sof == 3 || info.sof == 7 || info.sof == 11 || info.sof == 15) return kUnsupported;  // lossless
   if (info.precision != 8) return kUnsupported;
   if (int64_t(info.width) * info.height > kMaxPixels) return kTooLarge;
-  return check_scans(data, n, pos, restart_interval);
+  info.scan_pos = pos;
+  info.restart_interval = restart_interval;
+  return kOk;
+}
+
+// The whole check of a file: parse_header, then check_scans (that an EOI marker follows the first
+// scan, with the marker structure in between intact).
+inline Status parse(const uint8_t* data, size_t n, Info& info) {
+  const Status st = parse_header(data, n, info);
+  return st != kOk ? st : check_scans(data, n, info.scan_pos, info.restart_interval);
 }
 
 }  // namespace jpeg

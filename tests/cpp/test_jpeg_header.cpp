@@ -128,3 +128,49 @@ TEST(JpegHeader, CheckScansMatchesTheByteWalkOnDamagedData) {
   EXPECT_GT(corrupt, 1000);
   EXPECT_GT(truncated, 1000);
 }
+
+namespace {
+
+// A minimal baseline file's markers: SOI, SOF0 (16x8, 3 components, 4:2:0), DRI, SOS, then the
+// scan's bytes as given.
+std::vector<uint8_t> tiny_jpeg(uint16_t restart_interval, const std::vector<uint8_t>& scan) {
+  std::vector<uint8_t> d = {0xFF, 0xD8,
+                            0xFF, 0xC0, 0x00, 0x11, 8, 0x00, 0x08, 0x00, 0x10, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1,
+                            0xFF, 0xDD, 0x00, 0x04, static_cast<uint8_t>(restart_interval >> 8), static_cast<uint8_t>(restart_interval),
+                            0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0x00, 2, 0x11, 3, 0x11, 0, 63, 0};
+  d.insert(d.end(), scan.begin(), scan.end());
+  return d;
+}
+
+}  // namespace
+
+// parse_header stops at the first scan and says where it starts; parse is parse_header then
+// check_scans from there (the CUDA decoder runs the two apart, the second beside the engines' decode).
+TEST(JpegHeader, ParseIsHeaderThenScanCheck) {
+  const std::vector<std::vector<uint8_t>> scans = {
+      {0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56, 0xFF, 0xD9},  // a restart marker in sequence, EOI
+      {0x12, 0xFF, 0x00, 0x34},                                // no EOI: truncated
+      {0x12, 0xFF, 0xD3, 0x34, 0xFF, 0xD9},                    // a restart marker out of sequence
+      {0x12, 0xFF, 0xC8, 0x34, 0xFF, 0xD9},                    // a marker that cannot be there
+  };
+  const Status want[] = {kOk, kTruncated, kCorruptData, kCorruptData};
+  for (size_t i = 0; i < scans.size(); ++i) {
+    const std::vector<uint8_t> d = tiny_jpeg(1, scans[i]);
+    Info header, whole;
+    ASSERT_EQ(parse_header(d.data(), d.size(), header), kOk) << i;
+    EXPECT_EQ(header.scan_pos, d.size() - scans[i].size()) << i;
+    EXPECT_EQ(header.restart_interval, 1u) << i;
+    EXPECT_EQ(header.width, 16);
+    EXPECT_EQ(header.height, 8);
+    EXPECT_EQ(header.h[0], 2);
+    EXPECT_EQ(check_scans(d.data(), d.size(), header.scan_pos, header.restart_interval), want[i]) << i;
+    EXPECT_EQ(parse(d.data(), d.size(), whole), want[i]) << i;
+    EXPECT_EQ(whole.scan_pos, header.scan_pos) << i;
+  }
+  // a header error is parse_header's, the scans never read
+  std::vector<uint8_t> bad = tiny_jpeg(0, scans[1]);
+  bad[5] = 0x01;  // SOF length 1
+  Info info;
+  EXPECT_EQ(parse_header(bad.data(), bad.size(), info), kCorruptHeader);
+  EXPECT_EQ(parse(bad.data(), bad.size(), info), kCorruptHeader);
+}
