@@ -26,7 +26,22 @@ struct DecodeSample {
   int64_t height = 0, width = 0;  // output size, after the EXIF orientation when it is applied
   int64_t offset = 0;           // element offset of the sample in the flat output
   int32_t orientation = 1;      // the orientation to apply (1 when not applied)
+  // whether jpeg::check_scans has run (the CPU path checks every file before its layout; the CUDA
+  // backend checks the files of its hardware batches beside their decode, see csrc/cuda/decode.cu)
+  bool scans_checked = false;
 };
+
+// The scan check of a sample whose header parsed, unless it ran already; it may turn the status
+// into an error.
+inline void check_sample_scans(DecodeSample& s) {
+  if (s.status != jpeg::kOk || s.scans_checked) return;
+  s.status = jpeg::check_scans(s.data, s.size, s.info.scan_pos, s.info.restart_interval);
+  s.scans_checked = true;
+}
+
+// How many threads the files' checks take at most: TORCHAUG_DECODE_PARSE_THREADS, else 4 (read at
+// each call; a bad value is an error naming it).
+int64_t parse_threads();
 
 struct DecodePlan {
   std::vector<DecodeSample> samples;
@@ -57,6 +72,9 @@ bool have_libjpeg();
 void exif_orient_cpu(const uint8_t* src, uint8_t* dst, int64_t c, int64_t hs, int64_t ws, int32_t o);
 
 // The CUDA decoder, registered by csrc/cuda/decode.cu when torchaug is built with CUDA.
+// Samples whose header parsed may come with their scans unchecked (check_sample_scans): the backend
+// checks them, and gives the output only the slots of the samples that decoded (plan.total and the
+// offsets shrink when one failed its check after the layout was made).
 using DecodeBackend = void (*)(DecodePlan& plan, const at::Device& device);
 DecodeBackend& cuda_decode_backend();
 

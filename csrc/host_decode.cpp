@@ -63,11 +63,12 @@ std::string describe(const DecodeSample& s) {
   return text;
 }
 
-// How many intra-op threads the header parse takes at most: TORCHAUG_DECODE_PARSE_THREADS, else 4.
-// The parse reads memory at about one core's bandwidth (~4 ms a batch of 256 ~110 KB files on one core
-// of the H100 machine); 4 threads took it to 1.4-1.5 ms a call there and 16 to 0.9-1.1 ms, but a
-// team of all the cores spins on cores that a training step's threads need (RESULTS.md, case 6,
-// session 27).
+}  // namespace
+
+// TORCHAUG_DECODE_PARSE_THREADS, else 4. The check of the scans reads memory at about one core's
+// bandwidth (~4 ms a batch of 256 ~110 KB files on one core of the H100 machine); 4 threads took it
+// to 1.4-1.5 ms a call there and 16 to 0.9-1.1 ms, but a team of all the cores spins on cores that
+// a training step's threads need (RESULTS.md, case 6, session 27).
 int64_t parse_threads() {
   const char* v = std::getenv("TORCHAUG_DECODE_PARSE_THREADS");  // read at each call
   if (v == nullptr || *v == '\0') return 4;
@@ -77,6 +78,8 @@ int64_t parse_threads() {
                  "integer in [1, 1024], got '", v, "'");
   return x;
 }
+
+namespace {
 
 void decode_cpu(DecodePlan& plan) {
   uint8_t* out = plan.out.data_ptr<uint8_t>();
@@ -132,12 +135,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> decode_jpeg(const at:
   }
   // headers and the marker structure of the scans (jpeg::next_marker over each file: ~1 ms for 256
   // files of 110 KB on one CI core, ~4 ms on one core of the H100 machine), spread over at most
-  // parse_threads() of the intra-op threads
+  // parse_threads() of the intra-op threads. The CUDA backend takes the headers only: it checks the
+  // scans itself, those of its hardware batches while the JPEG engines decode them.
   const int64_t threads = parse_threads();
+  const bool backend_checks = device.is_cuda() && cuda_decode_backend() != nullptr;
   at::parallel_for(0, B, std::max<int64_t>(8, (B + threads - 1) / threads), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       DecodeSample& s = plan.samples[b];
-      s.status = jpeg::parse(s.data, s.size, s.info);
+      s.status = backend_checks ? jpeg::parse_header(s.data, s.size, s.info) : jpeg::parse(s.data, s.size, s.info);
+      s.scans_checked = !backend_checks;
       if (s.status == jpeg::kOk && s.info.components == 2) s.status = jpeg::kUnsupported;
     }
   });
@@ -170,6 +176,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> decode_jpeg(const at:
   int32_t* st = status.data_ptr<int32_t>();
   for (int64_t b = 0; b < B; ++b) {
     const DecodeSample& s = plan.samples[b];
+    TORCHAUG_CHECK(s.status != jpeg::kOk || s.scans_checked, "torchaug::", op, ": internal error: sample ", b,
+                   " was decoded without the check of its scans");
     st[b] = s.status;
     if (s.status != jpeg::kOk) {
       TORCHAUG_CHECK(skip_errors, "torchaug::", op, ": sample ", b, " (", static_cast<long long>(s.size),

@@ -308,6 +308,43 @@ def test_cuda_batch_mixes_every_path(hw_load):
         assert torch.equal(got, decode_jpeg(f, device="cuda", apply_exif_orientation=True, hw_load=hw_load))
 
 
+@requires_cuda
+@pytest.mark.parametrize("hw_load", [1.0, 0.5])
+@pytest.mark.parametrize("apply_exif_orientation", [False, True])
+def test_cuda_files_failing_only_their_scan_check_leave_no_slot(hw_load, apply_exif_orientation):
+    """The CUDA decoder checks the scans of its hardware batches while the engines decode them: files
+    whose headers parse but whose scans are damaged (truncated, no EOI, restart markers where there
+    are none) are decoded into slots that are then dropped. The ragged batch holds only the good files,
+    laid out as the CPU lays them out, bitwise what decoding the good files alone gives; a bad file
+    first, last, twice in a row, and a batch of only bad files included; hw_load 0.5 sends a share of
+    the files to the lanes (checked before they decode)."""
+    scan_bad = [_bytes(BAD[n][0]) for n in ("truncated_scan", "truncated_no_eoi", "damaged_data")]
+    good = [_bytes(KINDS[k]()) for k in ("baseline420", "baseline444", "odd_size", "progressive")]
+    good.append(_bytes(_with_orientation(6)))
+    batch, is_bad = [], []
+    for i in range(30):
+        for k in range((i % 4 == 0) + (i == 8)):  # two in a row at i == 8
+            batch.append(scan_bad[(i + k) % 3])
+            is_bad.append(True)
+        batch.append(good[i % len(good)])
+        is_bad.append(False)
+    batch.append(scan_bad[0])
+    is_bad.append(True)
+    kw = dict(on_error="skip", apply_exif_orientation=apply_exif_orientation)
+    gpu, gpu_failures = decode_jpeg_ragged(batch, device="cuda", hw_load=hw_load, **kw)
+    cpu, cpu_failures = decode_jpeg_ragged(batch, device="cpu", **kw)
+    assert [i for i, _ in gpu_failures] == [i for i, b in enumerate(is_bad) if b]
+    assert gpu_failures == cpu_failures
+    assert gpu.sizes == cpu.sizes and gpu.offsets == cpu.offsets and gpu.data.numel() == cpu.data.numel()
+    alone = decode_jpeg_ragged([f for f, b in zip(batch, is_bad) if not b], device="cuda", hw_load=hw_load,
+                               apply_exif_orientation=apply_exif_orientation)
+    assert torch.equal(gpu.data, alone.data)
+    none_good, failures = decode_jpeg_ragged(scan_bad, device="cuda", hw_load=hw_load, **kw)
+    assert len(none_good) == 0 and none_good.data.numel() == 0 and len(failures) == 3
+    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 2 \(\d+ bytes\): corrupt JPEG data"):
+        decode_jpeg(good[:2] + scan_bad[2:], device="cuda", hw_load=hw_load)
+
+
 def _sized_photos(n):
     """n baseline files of assorted sizes and qualities: 4:4:4 (i % 3 == 0) or 4:2:0, grayscale
     when i % 5 == 4 (its component sampled 1x1 when i % 3 == 0, else 2x2)."""

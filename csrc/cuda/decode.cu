@@ -18,6 +18,8 @@
 // rotated into their slot by one kernel launch for the whole batch (csrc/kernels/decode.h).
 // The host waits for the GPU only inside the lanes (before a lane's next sample reuses its device
 // buffer: the previous sample's IDCT) and on the rare libjpeg path.
+// The samples come with their headers parsed; the check of their scans (csrc/jpeg_header.h) runs here,
+// for the hardware batches on helper threads while the engines decode them (ScanCheck).
 // The decoder's streams take the priority of the caller's stream (OwnStreams).
 //
 // The hardware decoder does not wait for earlier work on the stream it is given before it writes
@@ -28,6 +30,7 @@
 // decoder's own that only decodes; the caller's stream is recorded on them (the caching allocator reuses
 // the memory only after the caller's work on it is done).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -43,10 +46,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -600,6 +605,99 @@ __global__ void exif_orient_kernel(const uint8_t* __restrict__ scratch, uint8_t*
   }
 }
 
+// The scan check (check_sample_scans) of the hardware batches' samples on helper threads while the
+// calling thread is in nvjpegDecodeBatched: the check reads every byte of every file (~1.4 ms a batch of
+// 256 ~110 KB files on 4 threads, ~4 ms on the one intra-op thread of a Prefetcher's producer; RESULTS.md
+// case 6, sessions 27 and 36), the engines decode them in ~8.5 ms, and the call used to do the two one
+// after the other. One caller from pinned memory then took 9.6-11.7 ms a batch of ~110 KB files against
+// 13.6-17.1 ms with the check first (scripts/scan_ab.py, 5 interleaved rounds on one H100, RESULTS.md case
+// 6, session 37): more than the check's own time, not explained further. nvJPEG's hardware decoder takes
+// damaged data without an error (see check_scans), so a file that fails here is decoded to garbage that
+// no one sees: its status is the check's, and its slot is dropped from the output (compact_output). The
+// threads are joined before anything reads the statuses, also when the decode throws.
+class ScanCheck {
+ public:
+  ScanCheck(std::initializer_list<std::vector<Job>*> groups, int64_t threads) {
+    for (auto* group : groups) {
+      for (auto& job : *group) samples_.push_back(job.s);
+    }
+    const int64_t n = static_cast<int64_t>(samples_.size());
+    const int64_t k = std::max<int64_t>(1, std::min<int64_t>(threads, (n + 7) / 8));
+    try {
+      for (int64_t t = 0; t < k && n > 0; ++t) {
+        threads_.emplace_back([this, t, k, n] {
+          for (int64_t i = t * n / k; i < (t + 1) * n / k; ++i) check_sample_scans(*samples_[i]);
+        });
+      }
+    } catch (const std::system_error&) {  // no thread to be had: the rest checked here, now
+      join();
+      for (DecodeSample* s : samples_) check_sample_scans(*s);
+    }
+  }
+  void join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+  ~ScanCheck() { join(); }
+  ScanCheck(const ScanCheck&) = delete;
+  ScanCheck& operator=(const ScanCheck&) = delete;
+
+ private:
+  std::vector<DecodeSample*> samples_;
+  std::vector<std::thread> threads_;
+};
+
+// Drops the jobs whose sample failed.
+void drop_failed(std::vector<Job>& jobs) {
+  jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.s->status != jpeg::kOk; }), jobs.end());
+}
+
+
+// When samples that had a slot in plan.out failed after the layout was made (their scan check), a new
+// output holds only the slots of the samples that decoded, in order (the layout the CPU path makes):
+// one device copy per run of consecutive kept slots, on the caller's stream, after the decode's work.
+void compact_output(DecodePlan& plan, const std::vector<char>& slotted, const c10::cuda::CUDAStream& current) {
+  int64_t total = 0;
+  bool lost = false;
+  for (size_t i = 0; i < plan.samples.size(); ++i) {
+    if (!slotted[i]) continue;
+    const DecodeSample& s = plan.samples[i];
+    if (s.status == jpeg::kOk) {
+      total += s.channels * s.height * s.width;
+    } else {
+      lost = true;
+    }
+  }
+  if (!lost) return;
+  at::Tensor out = at::empty({total}, plan.out.options());  // the caller's stream's pool
+  const uint8_t* src = plan.out.data_ptr<uint8_t>();
+  uint8_t* dst = out.data_ptr<uint8_t>();
+  int64_t at = 0, run_src = 0, run_n = 0;
+  auto flush = [&] {
+    if (run_n > 0) {
+      C10_CUDA_CHECK(cudaMemcpyAsync(dst + at, src + run_src, static_cast<size_t>(run_n), cudaMemcpyDeviceToDevice,
+                                     current.stream()));
+    }
+    at += run_n;
+    run_n = 0;
+  };
+  for (size_t i = 0; i < plan.samples.size(); ++i) {
+    if (!slotted[i]) continue;
+    DecodeSample& s = plan.samples[i];
+    if (s.status != jpeg::kOk) {
+      flush();
+      continue;
+    }
+    const int64_t n = s.channels * s.height * s.width;
+    if (run_n == 0) run_src = s.offset;
+    s.offset = at + run_n;
+    run_n += n;
+  }
+  flush();
+  plan.out = out;
+  plan.total = total;
+}
+
 void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   const c10::cuda::CUDAGuard guard(device);
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
@@ -632,6 +730,8 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   if (scratch.defined()) c10::cuda::CUDACachingAllocator::recordStream(scratch.storage().data_ptr(), current);
   trace(dev, "allocated", plan.total);
   uint8_t* out = plan.out.data_ptr<uint8_t>();
+  std::vector<char> slotted(plan.samples.size());  // the samples with a slot in plan.out
+  for (size_t i = 0; i < plan.samples.size(); ++i) slotted[i] = plan.samples[i].status == jpeg::kOk;
   std::vector<std::pair<const DecodeSample*, OrientJob>> orient;
   std::vector<Job> hw_rgb, hw_y, hybrid, host;
   int64_t scratch_at = 0;
@@ -659,6 +759,21 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
     const size_t keep = static_cast<size_t>(std::llround(load * static_cast<double>(group->size())));
     hybrid.insert(hybrid.end(), group->begin() + static_cast<std::ptrdiff_t>(keep), group->end());
     group->resize(keep);
+  }
+  // the lanes' and libjpeg's samples are checked before they decode, the hardware batches' beside
+  // their decode (ScanCheck)
+  const int64_t check_threads = std::min<int64_t>(parse_threads(), at::get_num_threads());
+  ScanCheck({&hybrid, &host}, check_threads).join();
+  drop_failed(hybrid);
+  drop_failed(host);
+  trace(dev, "scan check started", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
+  ScanCheck scan_check({&hw_rgb, &hw_y}, check_threads);
+  // TORCHAUG_DECODE_SCAN_BESIDE=0 (read at each call): the check done before the decode, whose batches
+  // then leave out the files that fail it (the order of earlier versions, for A/B)
+  if (!env_switch("TORCHAUG_DECODE_SCAN_BESIDE", "torchaug::decode_jpeg")) {
+    scan_check.join();
+    drop_failed(hw_rgb);
+    drop_failed(hw_y);
   }
 
   // the lanes (made on the first call that needs them: a handle, buffers and a thread each) start on
@@ -708,6 +823,9 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   }
   if (queued) batched.done.block(current.stream());
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
+  scan_check.join();
+  trace(dev, "scan check joined");
+  drop_failed(retry);  // a rejected batch's samples that failed their check are not retried
 
   join_lanes(hybrid);
   trace(dev, "retry", static_cast<int64_t>(retry.size()));
@@ -749,6 +867,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
+  compact_output(plan, slotted, current);
   trace(dev, "exit");
 }
 
