@@ -6,7 +6,7 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#                               [stages] [save_so]
+#                               [stages] [scan_ab] [save_so]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
@@ -26,6 +26,7 @@ if [[ $steps == *" tests "* ]]; then
   echo "pytest: $(( $(date +%s) - t0 )) s"
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
+[[ $steps == *" scan_ab "* ]] && timeout 300 python3 scripts/scan_ab.py ${SCAN_AB_ARGS:-} --json "$OUT/scan_ab.json" 2>&1 | tee "$OUT/scan_ab.log"
 [[ $steps == *" decode_split "* ]] && timeout 500 python3 scripts/decode_split.py ${SPLIT_ARGS:-} 2>&1 | tee "$OUT/decode_split.log"
 [[ $steps == *" decode_bench "* ]] && timeout 500 python3 benchmarks/bench_decode.py ${DECODE_ARGS:-} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" > "$OUT/bench_decode.log" 2>&1; [[ $steps == *" decode_bench "* ]] && tail -25 "$OUT/bench_decode.log"
 [[ $steps == *" profile "* ]] && timeout 400 python3 scripts/profile_ops.py ${PROFILE_ARGS:-} 2>&1 | tee "$OUT/profile_ops.log"
