@@ -652,7 +652,6 @@ void drop_failed(std::vector<Job>& jobs) {
   jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.s->status != jpeg::kOk; }), jobs.end());
 }
 
-
 // When samples that had a slot in plan.out failed after the layout was made (their scan check), a new
 // output holds only the slots of the samples that decoded, in order (the layout the CPU path makes):
 // one device copy per run of consecutive kept slots, on the caller's stream, after the decode's work.
