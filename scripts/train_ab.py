@@ -32,6 +32,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   (TORCHAUG_DECODE_PARSE_THREADS=16) instead of 4;
 - "omp4": the same with 4 intra-op (OpenMP) threads per thread that runs parallel CPU work
   (OMP_NUM_THREADS=4) instead of one per core;
+- "scanbefore": the same with the decoder's scan check before the hardware decode
+  (TORCHAUG_DECODE_SCAN_BESIDE=0) instead of beside it, as before session 37;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -139,13 +141,19 @@ def patch_parse_threads():
     os.environ.setdefault("TORCHAUG_DECODE_PARSE_THREADS", "16")
 
 
+def patch_scan_before():
+    """The files' scan check before the hardware decode (TORCHAUG_DECODE_SCAN_BESIDE=0), the order
+    before session 37, instead of on helper threads while the engines decode."""
+    os.environ["TORCHAUG_DECODE_SCAN_BESIDE"] = "0"
+
+
 def patch_omp_threads():
     """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
     decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -204,6 +212,7 @@ def main():
         "threads2": torchaug_run(extra=["--prefetch-threads", "2"]),
         "depth4": torchaug_run(extra=["--depth", "4"]),
         "prio1": torchaug_run(extra=["--stream-priority", "-1"]),
+        "scanbefore": torchaug_run(["--scan-before"]),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
     configs = args.configs.split(",")
