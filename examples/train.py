@@ -18,6 +18,7 @@ import math
 import os
 import signal
 import sys
+import tempfile
 import time
 
 import torch
@@ -175,6 +176,69 @@ def make_loader(args, device, dtype, world, rank):
     return prefetcher, sampler
 
 
+def _union(intervals):
+    """[(start, end)] sorted, merged."""
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _length(merged):
+    return sum(b - a for a, b in merged)
+
+
+def _intersection(xs, ys):
+    """Total length where two merged interval lists overlap."""
+    i = j = 0
+    total = 0.0
+    while i < len(xs) and j < len(ys):
+        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
+        total += max(0.0, b - a)
+        if xs[i][1] < ys[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def stream_summary(trace, steps):
+    """Where the GPU's time went in a traced window (a torch.profiler Chrome trace, CUDA activity):
+    the model's stream (the one with the most kernel time) against all the others, ms per step.
+    model_kernel_ms: its kernels' summed time; model_idle_ms: its span (first kernel start to last
+    end) minus the time it ran a kernel (the model waiting for the host or for a batch);
+    model_overlap_ms: the time it ran a kernel while another stream also did (where the pipeline's
+    kernels and the model's share the GPU); others_kernel_ms / others_busy_ms: the other streams'
+    kernels summed and their union; memcpy_ms: copies on any stream."""
+    by_stream, copies = {}, []
+    for e in trace["traceEvents"] if isinstance(trace, dict) else trace:
+        cat = e.get("cat", "")
+        if e.get("ph") != "X" or "dur" not in e:
+            continue
+        if cat == "kernel":
+            by_stream.setdefault(e.get("args", {}).get("stream"), []).append((e["ts"], e["ts"] + e["dur"]))
+        elif cat in ("gpu_memcpy", "gpu_memset"):
+            copies.append((e["ts"], e["ts"] + e["dur"]))
+    if not by_stream:
+        return None
+    model = max(by_stream, key=lambda k: sum(b - a for a, b in by_stream[k]))
+    mine = _union(by_stream[model])
+    others = _union([iv for k, v in by_stream.items() if k != model for iv in v])
+    span = mine[-1][1] - mine[0][0]
+    per = 1e-3 / max(steps, 1)  # us -> ms per step
+    return {
+        "steps": steps, "model_stream": model, "model_kernels": len(by_stream[model]) / max(steps, 1),
+        "model_span_ms": span * per, "model_kernel_ms": sum(b - a for a, b in by_stream[model]) * per,
+        "model_idle_ms": (span - _length(mine)) * per, "model_overlap_ms": _intersection(mine, others) * per,
+        "others_kernel_ms": sum(b - a for k, v in by_stream.items() if k != model for a, b in v) * per,
+        "others_busy_ms": _length(others) * per, "others_streams": len(by_stream) - 1,
+        "memcpy_ms": sum(b - a for a, b in copies) * per,
+    }
+
+
 def progress(total, disable):
     try:
         from tqdm import tqdm
@@ -223,6 +287,9 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=30, help="steps before the timed window")
     p.add_argument("--device", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trace-steps", type=int, default=0,
+                   help="after the timed window, this many more steps under CUPTI (CUDA only): the model stream's "
+                        "kernel time, idle time and overlap with the other streams per step (in the JSON's kernel_trace)")
     args = p.parse_args(argv)
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints every thread's Python stack (a stalled run)
         faulthandler.register(signal.SIGUSR1, all_threads=True)
@@ -266,6 +333,8 @@ def main(argv=None):
     stats_at_start = None
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     t_last, n_last = time.perf_counter(), 0
+    trace_from = total - args.trace_steps if args.trace_steps > 0 and device.type == "cuda" else None
+    t_stop, prof = None, None
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -284,8 +353,13 @@ def main(argv=None):
                 sync()
                 t_start = time.perf_counter()
                 stats_at_start = stats.as_dict() if stats is not None else None
-            elif step > args.warmup:
+            elif step > args.warmup and t_stop is None:
                 timed_images += x.shape[0]
+            if step == trace_from and t_start is not None:  # the timed window ends; the traced one starts
+                sync()
+                t_stop = time.perf_counter()
+                prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+                prof.__enter__()
             bar.update(1)
             now = time.perf_counter()
             if now - t_last > 1.0 or step % 20 == 0:
@@ -293,13 +367,22 @@ def main(argv=None):
                 t_last, n_last = now, step
     sync()
     bar.close()
-    elapsed = time.perf_counter() - t_start if t_start is not None else float("nan")
+    elapsed = (t_stop or time.perf_counter()) - t_start if t_start is not None else float("nan")
+    kernel_trace = None
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        with tempfile.TemporaryDirectory() as tmp:
+            prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
+            with open(os.path.join(tmp, "trace.json")) as f:
+                kernel_trace = stream_summary(json.load(f), step - trace_from)
     result = {
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None, "world_size": world, "batch_size": args.batch_size,
         "workers": args.workers if args.loader != "synthetic" else 0, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }
+    if kernel_trace is not None:
+        result["kernel_trace"] = kernel_trace
     if stats is not None and stats_at_start is not None:
         # rank 0's Prefetcher, per batch prepared in the timed window (ms): where the input side's
         # host time went, and which side waited for the other

@@ -180,6 +180,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=40)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--trace-steps", type=int, default=0,
+                    help="after the timed steps, this many under CUPTI: the model stream's kernel, idle and overlap ms per step")
     ap.add_argument("--json")
     args = ap.parse_args()
     from bench_train import make_jpeg_folder
@@ -187,8 +189,9 @@ def main():
     data = tempfile.mkdtemp(prefix="torchaug_ab_")
     kb = make_jpeg_folder(data, n=1024) / 1e3
     total = args.warmup + args.steps
+    total += args.trace_steps
     common = ["--data", data, "--batch-size", str(args.batch_size), "--warmup", str(args.warmup), "--steps", str(total),
-              "--length", str(args.batch_size * (total + 2))]
+              "--length", str(args.batch_size * (total + 2)), "--trace-steps", str(args.trace_steps)]
     def torchaug_run(patches=(), extra=()):
         """A run of the torchaug loader (GPU decode, args.workers byte-reading workers), extra
         train.py arguments and the child's patches as given."""
@@ -224,9 +227,15 @@ def main():
             for c in configs:
                 res = runs[c](model)
                 st = res.get("prefetch_ms_per_batch") or {}
-                rows.append({"model": model, "round": r, "config": c, "img_per_s": res["img_per_s"], "prefetch_ms_per_batch": st})
+                kt = res.get("kernel_trace")
+                rows.append({"model": model, "round": r, "config": c, "img_per_s": res["img_per_s"], "prefetch_ms_per_batch": st,
+                             "kernel_trace": kt})
                 print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
+                if kt:
+                    print("      ms/step: model span {model_span_ms:.2f}, kernels {model_kernel_ms:.2f} ({model_kernels:.0f}), "
+                          "idle {model_idle_ms:.2f}, overlapped {model_overlap_ms:.2f}; other streams ({others_streams}) "
+                          "kernels {others_kernel_ms:.2f}, busy {others_busy_ms:.2f}; copies {memcpy_ms:.2f}".format(**kt), flush=True)
     print("\n| model | config | img/s per round | median | % of synthetic (median) |\n| --- | --- | --- | ---: | ---: |")
     for model in args.models.split(","):
         synth = [x["img_per_s"] for x in rows if x["model"] == model and x["config"] == "synthetic"]

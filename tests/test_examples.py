@@ -68,3 +68,20 @@ def test_train_example_under_torchrun_on_two_processes():
     result = json.loads([line for line in run.stdout.splitlines() if line.startswith("{")][-1])
     assert result["world_size"] == 2 and result["steps"] == 3 and result["timed_steps"] == 2
     assert math.isfinite(result["loss"]) and result["img_per_s"] > 0
+
+
+def test_stream_summary_splits_the_model_stream_from_the_others():
+    train = load_train()
+    k = lambda ts, dur, stream: {"ph": "X", "cat": "kernel", "ts": ts, "dur": dur, "args": {"stream": stream}}  # noqa: E731
+    events = [k(0, 10, 7), k(10, 10, 7), k(30, 20, 7), k(60, 40, 7),   # model: span 100 us, busy 80, idle 20
+              k(5, 10, 21), k(40, 30, 21), k(200, 5, 22),               # pipeline: two streams
+              {"ph": "X", "cat": "gpu_memcpy", "ts": 0, "dur": 8}, {"ph": "i", "cat": "kernel", "ts": 1}]
+    s = train.stream_summary({"traceEvents": events}, steps=2)
+    assert s["model_stream"] == 7 and s["others_streams"] == 2 and s["model_kernels"] == 2
+    assert math.isclose(s["model_span_ms"], 0.050) and math.isclose(s["model_kernel_ms"], 0.040)
+    assert math.isclose(s["model_idle_ms"], 0.010)
+    # overlaps: [5, 15] with [0, 20] -> 10; [40, 70] with [30, 50] and [60, 100] -> 10 + 10
+    assert math.isclose(s["model_overlap_ms"], 0.015)
+    assert math.isclose(s["others_kernel_ms"], 0.0225) and math.isclose(s["others_busy_ms"], 0.0225)
+    assert math.isclose(s["memcpy_ms"], 0.004)
+    assert train.stream_summary({"traceEvents": []}, steps=1) is None
