@@ -334,7 +334,7 @@ def main(argv=None):
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     t_last, n_last = time.perf_counter(), 0
     trace_from = total - args.trace_steps if args.trace_steps > 0 and device.type == "cuda" else None
-    t_stop, prof = None, None
+    t_stop, prof, cpu_start, cpu_stop = None, None, None, None
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -352,12 +352,14 @@ def main(argv=None):
             if step == args.warmup:
                 sync()
                 t_start = time.perf_counter()
+                cpu_start = (time.thread_time(), time.process_time())
                 stats_at_start = stats.as_dict() if stats is not None else None
             elif step > args.warmup and t_stop is None:
                 timed_images += x.shape[0]
             if step == trace_from and t_start is not None:  # the timed window ends; the traced one starts
                 sync()
                 t_stop = time.perf_counter()
+                cpu_stop = (time.thread_time(), time.process_time())
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
                 prof.__enter__()
             bar.update(1)
@@ -368,6 +370,7 @@ def main(argv=None):
     sync()
     bar.close()
     elapsed = (t_stop or time.perf_counter()) - t_start if t_start is not None else float("nan")
+    cpu_stop = cpu_stop or (time.thread_time(), time.process_time())
     kernel_trace = None
     if prof is not None:
         prof.__exit__(None, None, None)
@@ -381,6 +384,13 @@ def main(argv=None):
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }
+    if cpu_start is not None and step > args.warmup:
+        # host CPU time per timed step: the training loop's thread (its launches; time it waits, for
+        # the GIL or a lock, is not counted) and the whole process (every thread: the input side too)
+        timed_steps = (trace_from if t_stop is not None else step) - args.warmup
+        result["cpu_ms_per_step"] = {"loop_thread": round(1e3 * (cpu_stop[0] - cpu_start[0]) / timed_steps, 2),
+                                     "process": round(1e3 * (cpu_stop[1] - cpu_start[1]) / timed_steps, 2),
+                                     "wall": round(1e3 * elapsed / timed_steps, 2)}
     if kernel_trace is not None:
         result["kernel_trace"] = kernel_trace
     if stats is not None and stats_at_start is not None:

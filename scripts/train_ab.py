@@ -34,6 +34,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   (OMP_NUM_THREADS=4) instead of one per core;
 - "scanbefore": the same with the decoder's scan check before the hardware decode
   (TORCHAUG_DECODE_SCAN_BESIDE=0) instead of beside it, as before session 37;
+- "blocking": the same with every CUDA wait in the process sleeping instead of spinning
+  (cudaDeviceScheduleBlockingSync), and "synthblocking" synthetic data so;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -147,13 +149,29 @@ def patch_scan_before():
     os.environ["TORCHAUG_DECODE_SCAN_BESIDE"] = "0"
 
 
+def patch_blocking_sync():
+    """Every CUDA wait of the process sleeps instead of spinning (cudaSetDeviceFlags(
+    cudaDeviceScheduleBlockingSync) before the context is made): if the training loop's thread loses
+    time to threads that spin on a core beside it, this gets it back."""
+    import ctypes
+
+    import torch
+    assert not torch.cuda.is_initialized()
+    try:  # the runtime torch loaded (dlopen of a loaded soname returns it)
+        rt = ctypes.CDLL(f"libcudart.so.{torch.version.cuda.split('.')[0]}")
+        err = rt.cudaSetDeviceFlags(ctypes.c_uint(4))  # cudaDeviceScheduleBlockingSync
+    except (OSError, AttributeError) as e:
+        err = e
+    print(f"train_ab: cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) -> {err}", file=sys.stderr, flush=True)
+
+
 def patch_omp_threads():
     """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
     decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -216,6 +234,8 @@ def main():
         "depth4": torchaug_run(extra=["--depth", "4"]),
         "prio1": torchaug_run(extra=["--stream-priority", "-1"]),
         "scanbefore": torchaug_run(["--scan-before"]),
+        "blocking": torchaug_run(["--blocking-sync"]),
+        "synthblocking": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--blocking-sync"),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
     configs = args.configs.split(",")
@@ -232,6 +252,10 @@ def main():
                              "kernel_trace": kt})
                 print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
+                cpu = res.get("cpu_ms_per_step")
+                rows[-1]["cpu_ms_per_step"] = cpu
+                if cpu:
+                    print("      host ms/step: wall {wall:.2f}, loop thread CPU {loop_thread:.2f}, process CPU {process:.2f}".format(**cpu), flush=True)
                 if kt:
                     print("      ms/step: model span {model_span_ms:.2f}, kernels {model_kernel_ms:.2f} ({model_kernels:.0f}), "
                           "idle {model_idle_ms:.2f}, overlapped {model_overlap_ms:.2f}; other streams ({others_streams}) "
