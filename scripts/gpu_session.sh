@@ -6,9 +6,10 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#                               [stages] [scan_ab] [save_so]
+#                               [stages] [scan_ab] [save_so] [gil]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
+#    gil: scripts/gil_share.py on GIL_MODEL (efficientnet_b0) with each of GIL_LOADERS (synthetic torchaug), py-spy's wheel in .gl/;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -52,6 +53,14 @@ if [[ $steps == *" stages "* ]]; then
     echo "== prefetch_stages, $e"
     if [ "$e" = default ]; then e=; fi
     env $e timeout 300 python3 scripts/prefetch_stages.py ${STAGES_ARGS:-} --json "$OUT/stages_$(echo "${e:-default}" | tr = -).json" 2>&1 | tee -a "$OUT/stages.log"
+  done
+fi
+if [[ $steps == *" gil "* ]]; then  # py-spy (a wheel carried in .gl/) on examples/train.py: who holds the GIL
+  python3 -m zipfile -e .gl/py_spy-*.whl /tmp/pyspy && chmod +x /tmp/pyspy/py_spy-*.data/scripts/py-spy
+  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/gildata', n=1024)"
+  for loader in ${GIL_LOADERS:-synthetic torchaug}; do
+    timeout 200 python3 scripts/gil_share.py --py-spy /tmp/pyspy/py_spy-*.data/scripts/py-spy --json "$OUT/gil_$loader.json" -- \
+      --model ${GIL_MODEL:-efficientnet_b0} --loader $loader --decode gpu --workers 2 --data /tmp/gildata --warmup 30 --steps 450 --length 116000 2>&1 | tee -a "$OUT/gil.log"
   done
 fi
 [[ $steps == *" train_ab "* ]] && timeout 580 python3 scripts/train_ab.py ${TRAIN_AB_ARGS:-} --json "$OUT/train_ab.json" 2>&1 | tee "$OUT/train_ab.log"

@@ -36,6 +36,7 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   (TORCHAUG_DECODE_SCAN_BESIDE=0) instead of beside it, as before session 37;
 - "blocking": the same with every CUDA wait in the process sleeping instead of spinning
   (cudaDeviceScheduleBlockingSync), and "synthblocking" synthetic data so;
+- "synthbusy": synthetic data with TRAIN_AB_BUSY (default 4) processes spinning on other cores;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -165,13 +166,24 @@ def patch_blocking_sync():
     print(f"train_ab: cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) -> {err}", file=sys.stderr, flush=True)
 
 
+def patch_busy_cores():
+    """TRAIN_AB_BUSY (default 4) processes spinning on the CPU beside the run, none touching the GPU
+    or the GIL: if the host-bound training loop slows down only because other cores are busy
+    (shared caches, clocks), synthetic data slows so too."""
+    import atexit
+    import subprocess
+    busy = [subprocess.Popen(["timeout", "900", "sh", "-c", "while :; do :; done"])
+            for _ in range(int(os.environ.get("TRAIN_AB_BUSY", "4")))]
+    atexit.register(lambda: [p.terminate() for p in busy])  # timeout passes SIGTERM on to sh
+
+
 def patch_omp_threads():
     """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
     decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -235,6 +247,7 @@ def main():
         "prio1": torchaug_run(extra=["--stream-priority", "-1"]),
         "scanbefore": torchaug_run(["--scan-before"]),
         "blocking": torchaug_run(["--blocking-sync"]),
+        "synthbusy": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--busy"),
         "synthblocking": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--blocking-sync"),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
