@@ -17,7 +17,7 @@ MAX_JOBS=${MAX_JOBS:-32}
 source "$(dirname "$0")/device_env.sh"
 VARIANTS=${VARIANTS:-"lazy 1gpu"}
 DUMP_AFTER=${DUMP_AFTER:-75}
-build_in_place
+use_carried_or_build
 [ -n "${SKIP_TEST:-}" ] || python3 -m pytest tests/test_decode.py -q -p no:cacheprovider -k "${PYTEST_K:-second_gpu or batch_mixes}" 2>&1 | tail -3
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('$DATA', n=1024)"

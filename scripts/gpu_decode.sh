@@ -5,7 +5,7 @@
 #   bash scripts/gpu_decode.sh [--no-train]
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-build_in_place
+use_carried_or_build
 python3 -m pytest tests/test_decode.py ${TESTS_EXTRA:-} -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest_decode.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
 [ -n "${SKIP_DECODE_BENCH:-}" ] || python3 scripts/decode_diff.py 2>&1 | tee "$OUT/decode_diff.log"
 [ -n "${SKIP_DECODE_BENCH:-}" ] || timeout ${DECODE_TIMEOUT:-260} python3 benchmarks/bench_decode.py ${QUICK:+--quick} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" 2>&1 | tee "$OUT/bench_decode.log" | grep -v "^|"

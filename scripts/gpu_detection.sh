@@ -7,7 +7,7 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 export TORCHAUG_PTXAS_VERBOSE=1
-build_in_place
+use_carried_or_build
 if [ "${1:-}" = "--full" ]; then
   t0=$(date +%s)
   timeout ${SUITE_TIMEOUT:-420} python3 -m pytest tests -q -ra -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -60

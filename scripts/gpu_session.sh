@@ -10,13 +10,14 @@
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    gil: scripts/gil_share.py on GIL_MODEL (efficientnet_b0) with each of GIL_LOADERS (synthetic torchaug), py-spy's wheel in .gl/;
+#    build: the library carried in .gl/ by scripts/build_for_device.sh when it was built from these sources, else built here;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [[ $steps == *" build "* ]]; then
-  build_in_place
+  use_carried_or_build
 fi
 if [[ $steps == *" save_so "* ]]; then
   strip --strip-unneeded torchaug/_C*.so -o /tmp/_C.so && gzip -9c /tmp/_C.so > "$OUT/_C.so.gz" && ls -l "$OUT/_C.so.gz"
