@@ -2,26 +2,34 @@
 # DDP scaling of examples/train.py on a multi-GPU device machine (issue 5): per model, synthetic data
 # and torchaug (2 byte-reading workers per rank, nvJPEG decode + RRC + flip + RandAugment(2, 9) +
 # normalize on the GPU) on 1 GPU and under torchrun on every GPU; batch 256 per GPU, bf16,
-# channels_last, 20 warm-up + 40 timed steps, 1,024 generated 500x375 JPEGs repeated.
+# channels_last, WARMUP (20) warm-up + STEPS - WARMUP (STEPS 60) timed steps, 1,024 generated 500x375
+# JPEGs repeated. Each run's JSON line goes to $OUT/ddp.jsonl, its stderr to $OUT/ddp_*.err.
+# A library built elsewhere for this machine's torch may be carried in .gl/ (use_carried_or_build).
 #   bash scripts/gpu_ddp.sh [models...]        (default: efficientnet_b0 resnet50)
+#   (RUN_TIMEOUT: seconds a run may take, default 150; SKIP_TESTS=1 leaves out the decode / prefetch tests)
 set -uo pipefail
 MAX_JOBS=${MAX_JOBS:-32}
 source "$(dirname "$0")/device_env.sh"
 NGPU=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1; echo "GPUs: $NGPU"
-build_in_place
+nvidia-smi topo -m 2>/dev/null | head -4
+use_carried_or_build
 # the decoder and the Prefetcher on every GPU (tests that need 2 GPUs run here)
-python3 -m pytest tests/test_decode.py tests/test_prefetch.py -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_ddp.log" | grep -E "^(FAILED|ERROR)|passed|failed" | head -20
+[ -n "${SKIP_TESTS:-}" ] || python3 -m pytest tests/test_decode.py tests/test_prefetch.py -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 \
+  | tee "$OUT/pytest_ddp.log" | grep -E "^(FAILED|ERROR)|passed|failed" | head -20
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; print('data: mean %.0f KB' % (make_jpeg_folder('$DATA', n=1024) / 1e3))"
-common="--data $DATA --batch-size 256 --warmup 20 --steps 60 --length $((NGPU * 256 * 62))"
+STEPS=${STEPS:-60} WARMUP=${WARMUP:-20}
+common="--data $DATA --batch-size 256 --warmup $WARMUP --steps $STEPS --length $((NGPU * 256 * (STEPS + 2))) --timeout 60"
 models=${*:-efficientnet_b0 resnet50}
 for m in $models; do
   for cfg in "synthetic" "torchaug --decode gpu --workers 2"; do
     for n in 1 "$NGPU"; do
       if [ "$n" = 1 ]; then launch="python3"; else launch="torchrun --standalone --nproc_per_node $n"; fi
-      r=$(timeout 150 $launch examples/train.py --model "$m" --loader $cfg $common 2> "$OUT/ddp_${m}_${cfg%% *}_$n.err" | grep '^{' | tail -1)
-      echo "$m | ${cfg} | GPUs $n | ${r:-FAILED (see ddp_${m}_${cfg%% *}_$n.err)}"
+      t0=$SECONDS
+      r=$(timeout "${RUN_TIMEOUT:-150}" $launch examples/train.py --model "$m" --loader $cfg $common 2> "$OUT/ddp_${m}_${cfg%% *}_$n.err" | grep '^{' | tail -1)
+      echo "$m | ${cfg} | GPUs $n | $((SECONDS - t0)) s | ${r:-FAILED (see ddp_${m}_${cfg%% *}_$n.err)}"
+      [ -n "$r" ] && echo "$r" >> "$OUT/ddp.jsonl"
       [ -z "$r" ] && tail -5 "$OUT/ddp_${m}_${cfg%% *}_$n.err"
     done
   done
