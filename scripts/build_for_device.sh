@@ -8,8 +8,9 @@
 # DEVICE_PYTHON (3.12) and DEVICE_TORCH (2.11.0, PyPI's build of which is the cu130 one the device
 # has) must match the device machine; the venv and the build tree live under BUILD_ROOT
 # (/tmp/torchaug-device-build). CUDA_HOME: the CUDA 13 toolkit here (default /usr/local/cuda-13.0).
-# Checked: the library imports here under that torch and the CPU tests of test_decode,
-# test_prefetch and test_script pass with it (the CUDA ones need the device).
+# Checked in session 38: the library imports here under that torch and the CPU tests of test_decode,
+# test_prefetch and test_script pass with it, and on 2 H200s it ran the CUDA tests and training
+# of scripts/gpu_ddp.sh.
 set -euo pipefail
 JOBS=${MAX_JOBS:-$(nproc)}   # device_env.sh sets the device's 16 otherwise
 source "$(dirname "$0")/device_env.sh"   # the repository root; library_sources_hash

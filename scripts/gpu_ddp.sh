@@ -29,8 +29,7 @@ for m in $models; do
       t0=$SECONDS
       r=$(timeout "${RUN_TIMEOUT:-150}" $launch examples/train.py --model "$m" --loader $cfg $common 2> "$OUT/ddp_${m}_${cfg%% *}_$n.err" | grep '^{' | tail -1)
       echo "$m | ${cfg} | GPUs $n | $((SECONDS - t0)) s | ${r:-FAILED (see ddp_${m}_${cfg%% *}_$n.err)}"
-      [ -n "$r" ] && echo "$r" >> "$OUT/ddp.jsonl"
-      [ -z "$r" ] && tail -5 "$OUT/ddp_${m}_${cfg%% *}_$n.err"
+      if [ -n "$r" ]; then echo "$r" >> "$OUT/ddp.jsonl"; else tail -5 "$OUT/ddp_${m}_${cfg%% *}_$n.err"; fi
     done
   done
 done
