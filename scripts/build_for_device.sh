@@ -13,7 +13,7 @@
 # of scripts/gpu_ddp.sh.
 set -euo pipefail
 JOBS=${MAX_JOBS:-$(nproc)}   # device_env.sh sets the device's 16 otherwise
-source "$(dirname "$0")/device_env.sh"   # the repository root; library_sources_hash
+source "$(dirname "$0")/device_env.sh"   # the repository root; library_sources_hash, library_loads
 PYV=${DEVICE_PYTHON:-3.12}
 TV=${DEVICE_TORCH:-2.11.0}
 ROOT=${BUILD_ROOT:-/tmp/torchaug-device-build}
@@ -36,7 +36,7 @@ hash=$(cd "$SRC" && library_sources_hash)
     MAX_JOBS=$JOBS "$VENV/bin/python" setup.py build_ext --inplace > "$ROOT/build.log" 2>&1 ) \
   || { tail -30 "$ROOT/build.log"; echo "build_for_device: build FAILED (log: $ROOT/build.log)" >&2; exit 1; }
 so=$(ls "$SRC"/torchaug/_C.cpython-*.so)
-LD_LIBRARY_PATH="$NV/lib" "$VENV/bin/python" -c "import sys; sys.path.insert(0, '$SRC'); import torch, torchaug; torch.ops.torchaug.decode_jpeg; torch.ops.torchaug.augment" \
+LD_LIBRARY_PATH="$NV/lib" library_loads "$VENV/bin/python" "$SRC" \
   || { echo "build_for_device: the built library does not load under torch $TV" >&2; exit 1; }
 mkdir -p .gl && rm -f .gl/_C.cpython-*.so .gl/_C.sources
 strip --strip-unneeded "$so" -o ".gl/$(basename "$so")"

@@ -22,6 +22,12 @@ library_sources_hash() {
     | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 
+# whether the torchaug under ROOT (default here) imports under PYTHON (default python3) and registers
+# its ops: the check of a library built elsewhere
+library_loads() {
+  "${1:-python3}" -c "import sys; sys.path.insert(0, '${2:-$PWD}'); import torch, torchaug; torch.ops.torchaug.decode_jpeg; torch.ops.torchaug.augment"
+}
+
 # a torchaug._C built elsewhere for this machine's torch and Python (scripts/build_for_device.sh),
 # carried in .gl/ with the libjpeg it was linked against, is used when it was built from these very
 # sources (.gl/_C.sources holds their library_sources_hash) and loads and registers its ops;
@@ -33,7 +39,7 @@ use_carried_or_build() {
     else
       cp .gl/_C.cpython-*.so torchaug/
       export LD_LIBRARY_PATH="$PWD/.gl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      if python3 -c "import torch, torchaug; torch.ops.torchaug.decode_jpeg; torch.ops.torchaug.augment" > "$OUT/carried.log" 2>&1; then
+      if library_loads > "$OUT/carried.log" 2>&1; then
         echo "carried library: $(ls .gl/_C.cpython-*.so), sources $(cat .gl/_C.sources)"; return
       fi
       tail -5 "$OUT/carried.log"; echo "carried library does not load: building"
