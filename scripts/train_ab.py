@@ -37,6 +37,9 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "blocking": the same with every CUDA wait in the process sleeping instead of spinning
   (cudaDeviceScheduleBlockingSync), and "synthblocking" synthetic data so;
 - "synthbusy": synthetic data with TRAIN_AB_BUSY (default 4) processes spinning on other cores;
+- "cpudecode" (or "cpudecodeN"): the same chain, but the JPEGs decoded on the CPU by --cpu-workers
+  (or N) DataLoader workers (libjpeg-turbo, one image at a time) and handed over as one RaggedImages of pixels per batch
+  (issue 5's "workers only decode"), so nvJPEG takes no SM time beside the model;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -209,6 +212,7 @@ def main():
     ap.add_argument("--steps", type=int, default=200, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=40)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cpu-workers", type=int, default=12, help="decoding workers of the cpudecode config")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--trace-steps", type=int, default=0,
                     help="after the timed steps, this many under CUPTI: the model stream's kernel, idle and overlap ms per step")
@@ -252,6 +256,10 @@ def main():
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
     configs = args.configs.split(",")
+    for c in configs:
+        if c.startswith("cpudecode"):
+            n = int(c[len("cpudecode"):] or args.cpu_workers)
+            runs[c] = lambda m, n=n: run(["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n)] + common)
     rows = []
     print(f"train_ab: 1,024 JPEGs of 500x375, mean {kb:.0f} KB; {args.warmup} warm-up + {args.steps} timed steps; "
           f"batch {args.batch_size}; {args.workers} byte-reading workers", flush=True)
