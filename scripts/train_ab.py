@@ -37,9 +37,10 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "blocking": the same with every CUDA wait in the process sleeping instead of spinning
   (cudaDeviceScheduleBlockingSync), and "synthblocking" synthetic data so;
 - "synthbusy": synthetic data with TRAIN_AB_BUSY (default 4) processes spinning on other cores;
-- "cpudecode" (or "cpudecodeN"): the same chain, but the JPEGs decoded on the CPU by --cpu-workers
-  (or N) DataLoader workers (libjpeg-turbo, one image at a time) and handed over as one RaggedImages of pixels per batch
-  (issue 5's "workers only decode"), so nvJPEG takes no SM time beside the model;
+- "cpudecode" (or "cpudecodeN", "cpudecodepinN"): the same chain, but the JPEGs decoded on the CPU by
+  --cpu-workers (or N) DataLoader workers (libjpeg-turbo, one image at a time) and handed over as one RaggedImages of pixels per batch
+  (issue 5's "workers only decode"), so nvJPEG takes no SM time beside the model; "cpudecodepinN"
+  with the workers' segments pinned in place (TORCHAUG_SHM_PIN=1) instead of copied by the pin thread;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -258,20 +259,23 @@ def main():
     configs = args.configs.split(",")
     for c in configs:
         if c.startswith("cpudecode"):
-            n = int(c[len("cpudecode"):] or args.cpu_workers)
-            runs[c] = lambda m, n=n: run(["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n)] + common)
+            pin = c.startswith("cpudecodepin")
+            n = int(c[len("cpudecodepin" if pin else "cpudecode"):] or args.cpu_workers)
+            runs[c] = lambda m, n=n, pin=pin: run(["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n)] + common,
+                                                  *(["--pin-in-place"] if pin else []))
     rows = []
     print(f"train_ab: 1,024 JPEGs of 500x375, mean {kb:.0f} KB; {args.warmup} warm-up + {args.steps} timed steps; "
           f"batch {args.batch_size}; {args.workers} byte-reading workers", flush=True)
     for model in args.models.split(","):
         for r in range(args.rounds):
             for c in configs:
+                load = os.getloadavg()[0]  # what else the machine ran just before (a run's leftovers)
                 res = runs[c](model)
                 st = res.get("prefetch_ms_per_batch") or {}
                 kt = res.get("kernel_trace")
                 rows.append({"model": model, "round": r, "config": c, "img_per_s": res["img_per_s"], "prefetch_ms_per_batch": st,
-                             "kernel_trace": kt})
-                print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  "
+                             "kernel_trace": kt, "load_before": load})
+                print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  load {load:.1f}  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
                 cpu = res.get("cpu_ms_per_step")
                 rows[-1]["cpu_ms_per_step"] = cpu
