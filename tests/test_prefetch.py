@@ -483,6 +483,22 @@ def test_argument_errors():
             torchaug.Prefetcher(x, device="cuda")
 
 
+def test_ragged_images_pack_torchvision_decodes_hwc():
+    """torchvision.io.decode_jpeg on the CPU returns (C, H, W) views of HWC memory: collate_ragged packs
+    them HWC, and the crop of the pack equals the crop of the decoded list."""
+    io = pytest.importorskip("torchvision.io")
+    import glob
+    import os
+    paths = sorted(glob.glob(os.path.join(os.path.dirname(torchaug.__file__), "assets", "images", "*.jpg")))[:3]
+    decoded = [io.decode_jpeg(io.read_file(p), mode=io.ImageReadMode.RGB) for p in paths]
+    packed, labels = collate_ragged([(im, i) for i, im in enumerate(decoded)])
+    assert packed.channels_last and labels.tolist() == list(range(len(paths)))
+    assert all(torch.equal(a, b) for a, b in zip(decoded, packed.images()))
+    boxes = torch.tensor([[0, 0, 100, 120], [10, 20, 64, 64], [5, 5, 200, 150]])[:len(paths)]
+    assert torch.equal(torchaug.functional.resized_crop_boxes(packed, boxes, [32, 32]),
+                       torchaug.functional.resized_crop_boxes(decoded, boxes, [32, 32]))
+
+
 def test_ragged_images_pack_and_views():
     hwc = [np.random.default_rng(i).integers(0, 256, (5 + i, 7 + 2 * i, 3), dtype=np.uint8) for i in range(4)]
     r = RaggedImages.from_images(hwc)
@@ -492,6 +508,16 @@ def test_ragged_images_pack_and_views():
     chw = [torch.from_numpy(a).permute(2, 0, 1).contiguous() for a in hwc]
     r2 = RaggedImages.from_images(chw)
     assert not r2.channels_last and all(torch.equal(a, b) for a, b in zip(chw, r2.images()))
+    # CHW views of HWC memory (torchvision.io.decode_jpeg's CPU output) pack HWC, block by block;
+    # one CHW-contiguous image among them makes the batch CHW; either way the views equal the inputs
+    views = [torch.from_numpy(a).permute(2, 0, 1) for a in hwc]
+    r3 = RaggedImages.from_images(views)
+    assert r3.channels_last and torch.equal(r3.data, r.data)
+    assert all(torch.equal(a, b) for a, b in zip(views, r3.images()))
+    mixed = RaggedImages.from_images(views[:2] + chw[2:])
+    assert not mixed.channels_last and all(torch.equal(a, b) for a, b in zip(chw, mixed.images()))
+    one = [torch.from_numpy(np.ascontiguousarray(a[..., :1])).permute(2, 0, 1) for a in hwc]  # one channel: both layouts at once
+    assert not RaggedImages.from_images(one).channels_last
     gray = RaggedImages.from_images([np.zeros((3, 4), np.uint8), np.ones((2, 2), np.uint8)])
     assert gray.channels == 1 and [tuple(v.shape) for v in gray.images()] == [(1, 3, 4), (1, 2, 2)]
     # the crop of the packed batch equals the crop of the list
