@@ -38,9 +38,10 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   (cudaDeviceScheduleBlockingSync), and "synthblocking" synthetic data so;
 - "synthbusy": synthetic data with TRAIN_AB_BUSY (default 4) processes spinning on other cores;
 - "cpudecode" (or "cpudecodeN", "cpudecodepinN"): the same chain, but the JPEGs decoded on the CPU by
-  --cpu-workers (or N) DataLoader workers (libjpeg-turbo, one image at a time) and handed over as one RaggedImages of pixels per batch
-  (issue 5's "workers only decode"), so nvJPEG takes no SM time beside the model; "cpudecodepinN"
-  with the workers' segments pinned in place (TORCHAUG_SHM_PIN=1) instead of copied by the pin thread;
+  --cpu-workers (or N) DataLoader workers (libjpeg-turbo, one image at a time) and handed over as
+  one RaggedImages of pixels per batch (issue 5's "workers only decode"), so nvJPEG takes no SM time
+  beside the model; "cpudecodepinN" with the workers' segments pinned in place (TORCHAUG_SHM_PIN=1)
+  instead of copied by the pin thread;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
