@@ -56,8 +56,8 @@ def find_images(root):
 def _pil_decode(path):
     import numpy as np
     from PIL import Image
-    with Image.open(path) as im:
-        return torch.from_numpy(np.array(im.convert("RGB"))).permute(2, 0, 1).contiguous()
+    with Image.open(path) as im:  # a (C, H, W) view of HWC memory, as torchvision.io returns (packs HWC)
+        return torch.from_numpy(np.array(im.convert("RGB"))).permute(2, 0, 1)
 
 
 def decode(path):
