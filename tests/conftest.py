@@ -1,7 +1,14 @@
+import glob
+import os
 import sys
 
 import pytest
 import torch
+
+import torchaug
+
+# the JPEG photos the package ships (astronaut, chelsea, coffee, rocket)
+ASSETS = sorted(glob.glob(os.path.join(os.path.dirname(torchaug.__file__), "assets", "images", "*.jpg")))
 
 
 def _import_torchvision():

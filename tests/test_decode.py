@@ -1,7 +1,6 @@
 """torch.ops.torchaug.decode_jpeg and torchaug.io: PIL parity on the CPU (the same libjpeg-turbo
 math), CPU <-> CUDA agreement (nvJPEG), EXIF orientation, grayscale / CMYK / progressive sources, a
 generated corpus of bad files, skip mode, the byte readers and the prefetcher's decode stage."""
-import glob
 import io
 import os
 import sys
@@ -15,9 +14,7 @@ import torchaug
 from torchaug.io import (EncodedImages, ImageFolderBytes, TarShards, collate_encoded, decode_jpeg, decode_jpeg_ragged,
                          read_file, write_tar_shards)
 
-from conftest import CUDA, DEVICES, requires_cuda
-
-ASSETS = sorted(glob.glob(os.path.join(os.path.dirname(torchaug.__file__), "assets", "images", "*.jpg")))
+from conftest import ASSETS, CUDA, DEVICES, requires_cuda
 
 
 def _encode(img: Image.Image, **kw) -> bytes:

@@ -13,7 +13,7 @@ import torchaug
 import torchaug.transforms as T
 from torchaug.io import RaggedImages, collate_ragged
 
-from conftest import DEVICES
+from conftest import ASSETS, DEVICES
 
 CUDA = torch.cuda.is_available()
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -487,9 +487,7 @@ def test_ragged_images_pack_torchvision_decodes_hwc():
     """torchvision.io.decode_jpeg on the CPU returns (C, H, W) views of HWC memory: collate_ragged packs
     them HWC, and the crop of the pack equals the crop of the decoded list."""
     io = pytest.importorskip("torchvision.io")
-    import glob
-    import os
-    paths = sorted(glob.glob(os.path.join(os.path.dirname(torchaug.__file__), "assets", "images", "*.jpg")))[:3]
+    paths = ASSETS[:3]
     try:
         decoded = [io.decode_jpeg(io.read_file(p), mode=io.ImageReadMode.RGB) for p in paths]
     except RuntimeError as e:  # torchvision's image extension does not load beside this torch
