@@ -1,6 +1,7 @@
 """torch.ops.torchaug.decode_jpeg and torchaug.io: PIL parity on the CPU (the same libjpeg-turbo
 math), CPU <-> CUDA agreement (nvJPEG), EXIF orientation, grayscale / CMYK / progressive sources, a
 generated corpus of bad files, skip mode, the byte readers and the prefetcher's decode stage."""
+import functools
 import io
 import os
 import sys
@@ -11,8 +12,8 @@ import torch
 from PIL import Image, ImageOps
 
 import torchaug
-from torchaug.io import (EncodedImages, ImageFolderBytes, TarShards, collate_encoded, decode_jpeg, decode_jpeg_ragged,
-                         read_file, write_tar_shards)
+from torchaug.io import (EncodedImages, ImageFolderBytes, PartlyDecoded, RaggedImages, TarShards, collate_encoded,
+                         collate_partly_decoded, decode_jpeg, decode_jpeg_ragged, read_file, write_tar_shards)
 
 from conftest import ASSETS, CUDA, DEVICES, requires_cuda
 
@@ -696,3 +697,84 @@ def test_prefetcher_skips_bad_files_and_their_labels(threads):
     assert sorted((b, i) for b, i, _ in pf.decode_failures) == [(b, i) for b in range(8) for i in (1, 3)]
     with pytest.raises(RuntimeError, match="sample 1"):
         list(torchaug.Prefetcher([batch], torchaug.transforms.Resize([16, 16]), device="cpu"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("share,cpu_count", [(0.0, 0), (0.3, 2), (0.5, 4), (1.0, 7)])
+def test_partly_decoded_batch_joins_both_shares_in_order(device, share, cpu_count):
+    """collate_partly_decoded decodes the first round(share * B) files on the CPU; decode_jpeg_ragged
+    decodes the rest on the device and returns the whole batch, in order, in one CHW RaggedImages:
+    the CPU share's pixels are the CPU decoder's, the rest the device decoder's."""
+    files = [_bytes(KINDS[k]()).numpy() for k in ("baseline420", "progressive", "odd_size", "baseline444",
+                                                  "cmyk", "baseline422", "grayscale")]
+    batch, labels = collate_partly_decoded([(f, i) for i, f in enumerate(files)], cpu_share=share)
+    assert isinstance(batch, PartlyDecoded) and len(batch) == 7 and batch.cpu_count == cpu_count
+    assert labels.tolist() == list(range(7)) and len(batch.encoded) == 7 - cpu_count
+    out = decode_jpeg_ragged(batch, device=device)
+    assert isinstance(out, RaggedImages) and not out.channels_last and out.device.type == device and len(out) == 7
+    cpu = decode_jpeg([torch.from_numpy(f) for f in files[:cpu_count]])
+    dev = decode_jpeg([torch.from_numpy(f) for f in files[cpu_count:]], device=device)
+    for i, (got, want) in enumerate(zip(out.images(), cpu + dev)):
+        assert torch.equal(got.cpu(), want.cpu()), i
+    gray = decode_jpeg_ragged(collate_partly_decoded(files, cpu_share=share, mode="gray"), device=device, mode="gray")
+    assert gray.channels == 1 and [tuple(im.shape) for im in gray.images()] == [(1, *im.shape[1:]) for im in out.images()]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_prefetcher_decodes_partly_decoded_batches(folder, device):
+    """Workers (2, forked) decode 40% of each batch, the Prefetcher the rest: the batches equal the
+    chain on decode_jpeg_ragged of the same batches, labels in their order, with 1 or 2 threads."""
+    ds = ImageFolderBytes(str(folder))
+    collate = functools.partial(collate_partly_decoded, cpu_share=0.4)
+    loader = torch.utils.data.DataLoader(ds, batch_size=5, num_workers=2, collate_fn=collate, pin_memory=device == "cuda")
+    crop = torchaug.transforms.Resize([24, 20])
+    host = list(torch.utils.data.DataLoader(ds, batch_size=5, collate_fn=collate))
+    assert [b.cpu_count for b, _ in host] == [2, 2]
+    expected = [(crop(decode_jpeg_ragged(b, device=device)).cpu(), y) for b, y in host]
+    for threads in (1, 2):
+        got = [(x.cpu(), y.cpu()) for x, y in torchaug.Prefetcher(loader, crop, device=device, threads=threads)]
+        assert len(got) == 2
+        assert all(torch.equal(a, x) and torch.equal(b, y) for (a, b), (x, y) in zip(got, expected))
+    with pytest.raises(ValueError, match="mode='rgb'.*got mode='gray'"):
+        list(torchaug.Prefetcher(host, crop, device=device, decode_mode="gray"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_partly_decoded_bad_files_are_named_by_batch_index(device):
+    """A bad file in either share: an error naming its index in the batch, or, skipped, reported by
+    that index and dropped with its label."""
+    good = _good()
+    files = [good, BAD["truncated_scan"][0], good, good, b"nope", good]
+    batch, labels = collate_partly_decoded([(f, 10 + i) for i, f in enumerate(files)], cpu_share=0.5)
+    assert batch.cpu_count == 3 and [i for i, _ in batch.failures] == [1]
+    with pytest.raises(RuntimeError, match=r"decode_jpeg_ragged: sample 1: .*\(and 1 more\)"):
+        decode_jpeg_ragged(batch, device=device)
+    out, failures = decode_jpeg_ragged(batch, device=device, on_error="skip")
+    assert [i for i, _ in failures] == [1, 4] and failures[0][1].startswith(BAD["truncated_scan"][1])
+    want = decode_jpeg(_bytes(good))
+    assert len(out) == 4 and all(torch.equal(im.cpu(), want) for im in out.images())
+    pf = torchaug.Prefetcher([(batch, labels)], torchaug.transforms.Resize([16, 16]), device=device, on_decode_error="skip")
+    (images, kept), = list(pf)
+    assert images.shape == (4, 3, 16, 16) and kept.tolist() == [10, 12, 13, 15]
+    assert [(b, i) for b, i, _ in pf.decode_failures] == [(0, 1), (0, 4)]
+    # only the device's share bad: its index counts the CPU share's files
+    with pytest.raises(RuntimeError, match=r"sample 3: not a JPEG file.*skip bad samples\)$"):
+        decode_jpeg_ragged(collate_partly_decoded(files[:1] + files[2:], cpu_share=0.5), device=device)
+
+
+def test_partly_decoded_argument_errors():
+    files = [_good()] * 4
+    for share in (-0.1, 1.5, True, "half", None):
+        with pytest.raises(ValueError, match=r"cpu_share must be a number in \[0, 1\]"):
+            collate_partly_decoded(files, cpu_share=share)
+    with pytest.raises(ValueError, match="mode must be 'rgb' or 'gray'"):
+        collate_partly_decoded(files, mode="unchanged")
+    batch = collate_partly_decoded(files, cpu_share=0.5, apply_exif_orientation=True)
+    with pytest.raises(ValueError, match="apply_exif_orientation=True.*got mode='rgb', apply_exif_orientation=False"):
+        decode_jpeg_ragged(batch)
+    with pytest.raises(ValueError, match="on_error"):
+        decode_jpeg_ragged(batch, apply_exif_orientation=True, on_error="ignore")
+    with pytest.raises(TypeError, match="decoded must be a RaggedImages"):
+        PartlyDecoded(batch.encoded, batch.encoded, 2)
+    with pytest.raises(ValueError, match="do not add up to cpu_count=3"):
+        PartlyDecoded(batch.decoded, batch.encoded, 3)

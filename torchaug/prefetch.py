@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from .io import EncodedImages, RaggedImages, decode_jpeg, decode_jpeg_ragged
+from .io import EncodedImages, PartlyDecoded, RaggedImages, decode_jpeg, decode_jpeg_ragged
 from .io._decode import _mode_code
 from .io._shm import release_segments
 from .transforms import Compose, Normalize, ToDtype
@@ -150,7 +150,8 @@ class Prefetcher:
     Batches may be tensors, tuples, lists, namedtuples or dicts (nested; non-tensors pass through),
     with RaggedImages (torchaug.io.collate_ragged) for images of different sizes, or EncodedImages
     (torchaug.io.collate_encoded: workers only read file bytes), which is decoded on `device` first
-    (nvJPEG on CUDA) with `decode_mode`; on_decode_error="skip" drops the files that do not decode
+    (nvJPEG on CUDA) with `decode_mode`, or PartlyDecoded (torchaug.io.collate_partly_decoded: the
+    workers decode a share of each batch on the CPU, the GPU the rest, joined in one RaggedImages); on_decode_error="skip" drops the files that do not decode
     (and the rows of the batch's other tensors and lists that belong to them) and records them in
     `decode_failures` as (batch number, index, reason), "raise" makes them an error. The images are the
     batch itself when it is a tensor, its first element when it is a tuple or list, and
@@ -282,9 +283,9 @@ class Prefetcher:
         return self._transform_batch(self._load_batch(batch, self._batches - 1))
 
     def _load_batch(self, batch, index: int):
-        """A batch's first stage: decoded (EncodedImages) and copied to the device. It draws nothing
-        at random, so producer threads run it for different batches at the same time."""
-        if isinstance(self._images(batch), EncodedImages):
+        """A batch's first stage: decoded (EncodedImages, PartlyDecoded) and copied to the device. It
+        draws nothing at random, so producer threads run it for different batches at the same time."""
+        if isinstance(self._images(batch), (EncodedImages, PartlyDecoded)):
             batch = self._decode(batch, index)
         if self._stream is not None:
             batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
@@ -307,7 +308,8 @@ class Prefetcher:
         buffer and the sizes, no tensor per image), or a list of (C, H_i, W_i) images for
         decode_mode="unchanged" (which may mix 1- and 3-channel images)."""
         encoded = self._images(batch)
-        decode = self._decode_fn
+        # a PartlyDecoded batch joins its CPU share in one RaggedImages (its mode is "rgb" or "gray")
+        decode = decode_jpeg_ragged if isinstance(encoded, PartlyDecoded) else self._decode_fn
         if self.on_decode_error == "raise":
             return self._replace_images(batch, decode(encoded, device=self.device, mode=self.decode_mode))
         images, failures = decode(encoded, device=self.device, mode=self.decode_mode, on_error="skip")
@@ -336,7 +338,7 @@ class Prefetcher:
         return self._replace_images(batch, images)
 
     def _images(self, batch):
-        if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages)):
+        if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages, PartlyDecoded)):
             return batch
         if isinstance(batch, (tuple, list)) and len(batch) > 0:
             return batch[0]
@@ -352,7 +354,7 @@ class Prefetcher:
         return self._replace_images(batch, fn(as_input(fn, self._images(batch))))
 
     def _replace_images(self, batch, out):
-        if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages)):
+        if isinstance(batch, (torch.Tensor, RaggedImages, EncodedImages, PartlyDecoded)):
             return out
         if isinstance(batch, tuple) and hasattr(batch, "_fields"):
             return batch._replace(**{batch._fields[0]: out})

@@ -114,7 +114,18 @@ def decode_jpeg_ragged(
     """decode_jpeg returning the batch as one RaggedImages (the flat buffer and the sizes) instead of
     a list: what RandomResizedCrop / Resize turn into a dense batch in one launch. Every image must
     have the same channel count (mode "rgb" or "gray"). With on_error="skip": (RaggedImages,
-    failures)."""
+    failures).
+
+    `input` may also be a PartlyDecoded batch (torchaug.io.collate_partly_decoded: its first files
+    decoded on the CPU by a DataLoader worker): the rest are decoded on `device` and the whole batch
+    comes back as one RaggedImages in the batch's order, failures numbered by batch index."""
+    from ._partly import PartlyDecoded, join_decoded
+
+    if isinstance(input, PartlyDecoded):
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"torchaug.io.decode_jpeg: on_error must be 'raise' or 'skip', got {on_error!r}")
+        ragged, failures = join_decoded(input, device, mode, apply_exif_orientation, on_error, hw_load)
+        return (ragged, failures) if on_error == "skip" else ragged
     flat, _offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
     kept = [(c, h, w) for c, h, w in sizes if c > 0]
     channels = {c for c, _, _ in kept}

@@ -1,0 +1,143 @@
+"""A batch split between the decoders: DataLoader workers decode a share of its JPEGs on the CPU
+(libjpeg-turbo) and hand the rest over as bytes, which the Prefetcher decodes on the GPU (nvJPEG)
+and joins to the decoded share in one RaggedImages, in the batch's order.
+
+The point is the GPU's time beside a training step: every file nvJPEG decodes costs a hardware
+engine pass plus a colour-conversion kernel that waits for SMs the model holds (benchmarks/RESULTS.md,
+case 5, sessions 17 and 24), while a file the CPU decodes costs the GPU only its pixels' copy. With 2
+workers, the share they can take is what their cores decode in a step's time; the GPU does the rest.
+DALI's hw_decoder_load splits a batch between nvJPEG's engines and its CPU lanes in one process; here
+the CPU share is decoded in the workers, beside reading the files.
+"""
+from functools import partial
+from typing import List, Sequence
+
+import torch
+
+from ._decode import DecodeFailure, _decode, _mode_code
+from ._encoded import EncodedImages
+from ._ragged import RaggedImages, collate_first_field
+from ._shm import shared_bytes
+
+__all__ = ["PartlyDecoded", "collate_partly_decoded"]
+
+
+class PartlyDecoded:
+    """A batch of B JPEG files whose first `cpu_count` were decoded on the CPU (`decoded`, a CHW
+    RaggedImages of those that decoded; `failures`, (index, reason) of those that did not) and whose
+    other B - cpu_count are still `encoded` (EncodedImages). `mode` and `apply_exif_orientation` are
+    the ones the CPU share was decoded with; the rest must be decoded with the same.
+
+    torchaug.io.decode_jpeg_ragged(batch, device=...) decodes the rest on `device` and returns the whole
+    batch as one RaggedImages (sample i is file i); the Prefetcher does that for such batches.
+    DataLoader's pin_memory=True pins both parts."""
+
+    def __init__(self, decoded: RaggedImages, encoded: EncodedImages, cpu_count: int,
+                 failures: Sequence = (), mode: str = "rgb", apply_exif_orientation: bool = False):
+        if not isinstance(decoded, RaggedImages) or not isinstance(encoded, EncodedImages):
+            raise TypeError(f"torchaug.io.PartlyDecoded: decoded must be a RaggedImages and encoded an EncodedImages, "
+                            f"got {type(decoded).__name__} and {type(encoded).__name__}")
+        if decoded.channels_last:
+            raise ValueError("torchaug.io.PartlyDecoded: decoded must be CHW (as torchaug.io.decode_jpeg_ragged writes), got HWC")
+        self.decoded = decoded
+        self.encoded = encoded
+        self.cpu_count = int(cpu_count)
+        self.failures = [DecodeFailure((int(i), str(r))) for i, r in failures]
+        if len(decoded) + len(self.failures) != self.cpu_count:
+            raise ValueError(f"torchaug.io.PartlyDecoded: {len(decoded)} decoded and {len(self.failures)} failed files "
+                             f"do not add up to cpu_count={self.cpu_count}")
+        self.mode = mode
+        self.apply_exif_orientation = bool(apply_exif_orientation)
+
+    def __len__(self) -> int:
+        return self.cpu_count + len(self.encoded)
+
+    def pin_memory(self, device=None) -> "PartlyDecoded":
+        return PartlyDecoded(self.decoded.pin_memory(), self.encoded.pin_memory(), self.cpu_count, self.failures,
+                             self.mode, self.apply_exif_orientation)
+
+    def __repr__(self) -> str:
+        return f"PartlyDecoded({self.cpu_count} files decoded on the CPU, {len(self.encoded)} encoded)"
+
+
+def _cpu_share_count(cpu_share, n: int) -> int:
+    if isinstance(cpu_share, bool) or not isinstance(cpu_share, (int, float)) or not 0 <= cpu_share <= 1:
+        raise ValueError(f"torchaug.io.collate_partly_decoded: cpu_share must be a number in [0, 1], got {cpu_share!r}")
+    return int(round(cpu_share * n))
+
+
+def _kept(offsets, sizes) -> list:
+    """(offset, numel, (H, W)) of the images a decode call kept (failed files have 0 channels)."""
+    return [(o, c * h * w, (h, w)) for o, (c, h, w) in zip(offsets, sizes) if c > 0]
+
+
+def _copy_kept(flat: torch.Tensor, kept: list, out: torch.Tensor) -> None:
+    """The kept images of a decoder's buffer into `out`, back to back: one block copy when they lie
+    so already (the decoder gives failed files no slot), else one per image."""
+    if kept and all(o + m == o2 for (o, m, _), (o2, _, _) in zip(kept, kept[1:])):
+        out.copy_(flat[kept[0][0]:kept[0][0] + out.numel()])
+        return
+    start = 0
+    for o, m, _ in kept:
+        out[start:start + m].copy_(flat[o:o + m])
+        start += m
+
+
+def partly_decode(files: Sequence, cpu_share: float = 0.5, mode: str = "rgb",
+                  apply_exif_orientation: bool = False) -> PartlyDecoded:
+    """Decodes the first round(cpu_share * len(files)) files on the CPU into shared memory (in a
+    DataLoader worker: one of the worker's reused segments, so handing the batch over copies nothing)
+    and packs the rest as an EncodedImages. Files that do not decode are recorded, not raised: the
+    Prefetcher's on_decode_error (or decode_jpeg_ragged's on_error) decides, as for the GPU's share."""
+    if _mode_code(mode) == 0:
+        raise ValueError("torchaug.io.collate_partly_decoded: mode must be 'rgb' or 'gray' (one channel count for the "
+                         f"whole batch, a RaggedImages), got {mode!r}")
+    k = _cpu_share_count(cpu_share, len(files))
+    cpu_files = [torch.from_numpy(f) if not isinstance(f, (torch.Tensor, bytes, bytearray, memoryview)) else f
+                 for f in files[:k]]
+    channels = 1 if _mode_code(mode) == 1 else 3
+    if k:
+        flat, offsets, sizes, failures = _decode(cpu_files, "cpu", mode, apply_exif_orientation, "skip")
+        kept = _kept(offsets, sizes)
+    else:
+        flat, failures, kept = None, [], []
+    out, lease = shared_bytes(sum(n for _, n, _ in kept))
+    _copy_kept(flat, kept, out)
+    decoded = RaggedImages(out, [s for _, _, s in kept], channels, channels_last=False)
+    decoded._lease = lease
+    return PartlyDecoded(decoded, EncodedImages.from_bytes(files[k:]), k, failures, mode, apply_exif_orientation)
+
+
+def collate_partly_decoded(samples: Sequence, cpu_share: float = 0.5, mode: str = "rgb",
+                           apply_exif_orientation: bool = False):
+    """DataLoader collate_fn for (file bytes, label, ...) samples (ImageFolderBytes, TarShards) or bare
+    file bytes: the files go into one PartlyDecoded (the first round(cpu_share * B) decoded in the
+    worker, the rest left to the GPU), the other fields through torch's default_collate. Set the
+    share with functools.partial(collate_partly_decoded, cpu_share=0.4) (picklable, for spawned
+    workers too)."""
+    return collate_first_field(samples, partial(partly_decode, cpu_share=cpu_share, mode=mode,
+                                                apply_exif_orientation=apply_exif_orientation), "collate_partly_decoded")
+
+
+def join_decoded(batch: PartlyDecoded, device, mode, apply_exif_orientation: bool, on_error: str, hw_load=None):
+    """decode_jpeg_ragged for a PartlyDecoded batch: the encoded share decoded on `device`, the
+    decoded share moved there (a non_blocking copy from pinned memory), both in one buffer in the
+    batch's order. Returns (RaggedImages, failures) with failures of both shares, by batch index."""
+    if _mode_code(mode) != _mode_code(batch.mode) or bool(apply_exif_orientation) != batch.apply_exif_orientation:
+        raise ValueError(f"torchaug.io.decode_jpeg_ragged: a PartlyDecoded batch's CPU share was decoded with mode={batch.mode!r}, "
+                         f"apply_exif_orientation={batch.apply_exif_orientation}; the rest must be decoded with the same, "
+                         f"got mode={mode!r}, apply_exif_orientation={bool(apply_exif_orientation)}")
+    flat, offsets, sizes, rest_failures = _decode(batch.encoded, device, mode, apply_exif_orientation, "skip", hw_load)
+    failures = batch.failures + [DecodeFailure((i + batch.cpu_count, r)) for i, r in rest_failures]
+    if failures and on_error == "raise":
+        i, reason = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise RuntimeError(f"torchaug.io.decode_jpeg_ragged: sample {i}: {reason}{more} (pass on_error='skip' to skip bad samples)")
+    decoded = batch.decoded
+    kept = _kept(offsets, sizes)
+    n = decoded.data.numel()
+    data = torch.empty(n + sum(m for _, m, _ in kept), dtype=torch.uint8, device=flat.device)
+    if n:
+        data[:n].copy_(decoded.data, non_blocking=True)
+    _copy_kept(flat, kept, data[n:])
+    return RaggedImages(data, decoded.sizes + [s for _, _, s in kept], decoded.channels, channels_last=False), failures
