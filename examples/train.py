@@ -6,13 +6,16 @@ DataLoader pipeline of torchvision for comparison, or on synthetic data (the mod
     torchrun --nproc_per_node 2 examples/train.py --data /path/to/train   # DDP, one process per GPU
 
 --data is an ImageFolder layout (one folder of JPEGs per class). With --loader torchaug the
-DataLoader workers only read and decode JPEGs; RandomResizedCrop + flip + RandAugment(2, 9) +
+DataLoader workers only read and decode JPEGs (--decode workers), or only read them and the GPU
+decodes (--decode gpu, nvJPEG), or decode a share of each batch and leave the rest to the GPU
+(--decode split --cpu-share 0.5); RandomResizedCrop + flip + RandAugment(2, 9) +
 normalize run on the GPU in the Prefetcher's side stream. With --loader torchvision the workers run
 torchvision.transforms.v2's same chain on the CPU. The last line printed is a JSON summary with the
 measured images per second (of all ranks).
 """
 import argparse
 import faulthandler
+import functools
 import json
 import math
 import os
@@ -30,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from torchaug.io import collate_encoded, collate_ragged  # noqa: E402
+from torchaug.io import collate_encoded, collate_partly_decoded, collate_ragged  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SAMPLES = os.path.join(os.path.dirname(os.path.abspath(torchaug.__file__)), "assets", "images")
@@ -158,14 +161,17 @@ def make_loader(args, device, dtype, world, rank):
     root = args.data or SAMPLES
     length = args.length or (None if args.data else 64 * args.batch_size)
     cpu_chain = torchvision_cpu_transform() if args.loader == "torchvision" else None
-    gpu_decode = args.loader == "torchaug" and args.decode == "gpu"
+    gpu_decode = args.loader == "torchaug" and args.decode in ("gpu", "split")
     dataset = JpegBytesDataset(root, length) if gpu_decode else JpegDataset(root, cpu_chain, length)
+    collate = collate_ragged
+    if gpu_decode:
+        collate = collate_encoded if args.decode == "gpu" else functools.partial(collate_partly_decoded, cpu_share=args.cpu_share)
     sampler = DistributedSampler(dataset, world, rank, shuffle=True, drop_last=True) if world > 1 else None
     loader = DataLoader(
         dataset, batch_size=args.batch_size, shuffle=sampler is None, sampler=sampler, drop_last=True,
         num_workers=args.workers, pin_memory=device.type == "cuda", persistent_workers=args.workers > 0,
         prefetch_factor=args.prefetch_factor if args.workers > 0 else None,
-        collate_fn=(collate_encoded if gpu_decode else collate_ragged) if args.loader == "torchaug" else None,
+        collate_fn=collate if args.loader == "torchaug" else None,
     )
     if args.loader == "torchvision":
         return TorchvisionLoader(loader, device, dtype), sampler
@@ -265,9 +271,11 @@ def main(argv=None):
     p.add_argument("--data", help="ImageFolder root (default: the repo's sample photos)")
     p.add_argument("--model", default="resnet50", help="a torchvision.models name (resnet50, efficientnet_b0, ...), or none (the input pipeline alone)")
     p.add_argument("--loader", choices=["torchaug", "torchvision", "synthetic"], default="torchaug")
-    p.add_argument("--decode", choices=["gpu", "workers"], default=None,
-                   help="torchaug loader: decode JPEGs on the GPU (workers only read bytes; default on CUDA) "
-                        "or in the workers")
+    p.add_argument("--decode", choices=["gpu", "workers", "split"], default=None,
+                   help="torchaug loader: decode JPEGs on the GPU (workers only read bytes; default on CUDA), "
+                        "in the workers, or split: the workers decode --cpu-share of each batch, the GPU the rest")
+    p.add_argument("--cpu-share", type=float, default=0.5,
+                   help="--decode split: the share of each batch the workers decode on the CPU")
     p.add_argument("--batch-size", type=int, default=256, help="per GPU")
     p.add_argument("--workers", type=int, default=8,
                    help="DataLoader workers; --decode workers needs ~12 on a 16-core H100 machine to feed ResNet-50 (8 fell behind on one), --decode gpu 2")
@@ -380,7 +388,8 @@ def main(argv=None):
             with open(os.path.join(tmp, "trace.json")) as f:
                 kernel_trace = stream_summary(json.load(f), step - trace_from)
     result = {
-        "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None, "world_size": world, "batch_size": args.batch_size,
+        "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
+        "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,
         "workers": args.workers if args.loader != "synthetic" else 0, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",

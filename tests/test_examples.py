@@ -38,6 +38,18 @@ def test_train_example_runs(loader):
         assert "prefetch_ms_per_batch" not in result
 
 
+@pytest.mark.parametrize("decode,workers", [("gpu", 0), ("workers", 1), ("split", 2)])
+def test_train_example_decode_modes(decode, workers):
+    """Where the JPEGs are decoded: by the Prefetcher (nvJPEG on CUDA), by the workers, or split
+    between the two (forked workers decode half of each batch)."""
+    train = load_train()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    result = train.main(["--model", "resnet18", "--decode", decode, "--cpu-share", "0.5", "--batch-size", "4", "--steps", "3",
+                         "--warmup", "1", "--workers", str(workers), "--device", device, "--length", "12", "--lr", "0.01"])
+    assert result["decode"] == decode and result["cpu_share"] == (0.5 if decode == "split" else None)
+    assert result["steps"] == 3 and math.isfinite(result["loss"])
+
+
 def test_train_example_reads_an_image_folder(tmp_path):
     from PIL import Image
     for c in ("cat", "dog"):
