@@ -42,6 +42,9 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   one RaggedImages of pixels per batch (issue 5's "workers only decode"), so nvJPEG takes no SM time
   beside the model; "cpudecodepinN" with the workers' segments pinned in place (TORCHAUG_SHM_PIN=1)
   instead of copied by the pin thread;
+- "splitNN": the workers (--workers, 2) decode NN% of each batch on the CPU (libjpeg-turbo,
+  torchaug.io.collate_partly_decoded) and the Prefetcher the rest with nvJPEG, joined in one
+  RaggedImages ("split" alone: 50%); "splitpinNN" with the workers' segments pinned in place;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -264,6 +267,10 @@ def main():
             n = int(c[len("cpudecodepin" if pin else "cpudecode"):] or args.cpu_workers)
             runs[c] = lambda m, n=n, pin=pin: run(["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n)] + common,
                                                   *(["--pin-in-place"] if pin else []))
+        elif c.startswith("split"):  # "splitNN" / "splitpinNN": the workers decode NN% of each batch
+            pin = c.startswith("splitpin")
+            share = int(c[len("splitpin" if pin else "split"):] or 50) / 100
+            runs[c] = torchaug_run(["--pin-in-place"] if pin else [], extra=["--decode", "split", "--cpu-share", str(share)])
     rows = []
     print(f"train_ab: 1,024 JPEGs of 500x375, mean {kb:.0f} KB; {args.warmup} warm-up + {args.steps} timed steps; "
           f"batch {args.batch_size}; {args.workers} byte-reading workers", flush=True)
