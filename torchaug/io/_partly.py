@@ -10,7 +10,7 @@ DALI's hw_decoder_load splits a batch between nvJPEG's engines and its CPU lanes
 the CPU share is decoded in the workers, beside reading the files.
 """
 from functools import partial
-from typing import List, Sequence
+from typing import Sequence
 
 import torch
 
