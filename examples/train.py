@@ -155,6 +155,13 @@ class TorchvisionLoader:
             yield x, y.to(self.device, non_blocking=True)
 
 
+def nice_worker(worker_id, increment):
+    """DataLoader worker_init_fn (--worker-nice): the worker at a lower CPU priority, so that where
+    the machine's cores run short the training loop's thread, which launches the model's kernels,
+    runs ahead of the workers, which only have to stay a few batches ahead."""
+    os.nice(increment)
+
+
 def make_loader(args, device, dtype, world, rank):
     if args.loader == "synthetic":
         return Synthetic(args.batch_size, args.num_classes or 1000, args.steps or 100, device, dtype), None
@@ -172,6 +179,7 @@ def make_loader(args, device, dtype, world, rank):
         num_workers=args.workers, pin_memory=device.type == "cuda", persistent_workers=args.workers > 0,
         prefetch_factor=args.prefetch_factor if args.workers > 0 else None,
         collate_fn=collate if args.loader == "torchaug" else None,
+        worker_init_fn=functools.partial(nice_worker, increment=args.worker_nice) if args.worker_nice else None,
     )
     if args.loader == "torchvision":
         return TorchvisionLoader(loader, device, dtype), sampler
@@ -279,6 +287,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=256, help="per GPU")
     p.add_argument("--workers", type=int, default=8,
                    help="DataLoader workers; --decode workers needs ~12 on a 16-core H100 machine to feed ResNet-50 (8 fell behind on one), --decode gpu 2")
+    p.add_argument("--worker-nice", type=int, default=0,
+                   help="raise the DataLoader workers' niceness by this much (0..19): the training thread first where cores run short")
     p.add_argument("--prefetch-factor", type=int, default=2)
     p.add_argument("--depth", type=int, default=2, help="batches the Prefetcher prepares ahead")
     p.add_argument("--prefetch-threads", type=int, default=1,
@@ -390,7 +400,7 @@ def main(argv=None):
     result = {
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
         "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,
-        "workers": args.workers if args.loader != "synthetic" else 0, "steps": step, "timed_steps": max(step - args.warmup, 0),
+        "workers": args.workers if args.loader != "synthetic" else 0, "worker_nice": args.worker_nice, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }

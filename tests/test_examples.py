@@ -38,16 +38,33 @@ def test_train_example_runs(loader):
         assert "prefetch_ms_per_batch" not in result
 
 
-@pytest.mark.parametrize("decode,workers", [("gpu", 0), ("workers", 1), ("split", 2)])
-def test_train_example_decode_modes(decode, workers):
-    """Where the JPEGs are decoded: by the Prefetcher (nvJPEG on CUDA), by the workers, or split
-    between the two (forked workers decode half of each batch)."""
+@pytest.mark.parametrize("decode,workers,nice", [("gpu", 0, 0), ("workers", 1, 5), ("split", 2, 0)])
+def test_train_example_decode_modes(decode, workers, nice):
+    """Where the JPEGs are decoded: by the Prefetcher (nvJPEG on CUDA), by the workers (here at a
+    raised niceness), or split between the two (forked workers decode half of each batch)."""
     train = load_train()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     result = train.main(["--model", "resnet18", "--decode", decode, "--cpu-share", "0.5", "--batch-size", "4", "--steps", "3",
-                         "--warmup", "1", "--workers", str(workers), "--device", device, "--length", "12", "--lr", "0.01"])
+                         "--warmup", "1", "--workers", str(workers), "--worker-nice", str(nice), "--device", device,
+                         "--length", "12", "--lr", "0.01"])
     assert result["decode"] == decode and result["cpu_share"] == (0.5 if decode == "split" else None)
+    assert result["worker_nice"] == nice
     assert result["steps"] == 3 and math.isfinite(result["loss"])
+
+
+class _Niceness(torch.utils.data.Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return os.nice(0)
+
+
+def test_nice_worker_lowers_the_workers_priority():
+    import functools
+    train = load_train()
+    loader = torch.utils.data.DataLoader(_Niceness(), num_workers=1, worker_init_fn=functools.partial(train.nice_worker, increment=5))
+    assert [int(x) for x in loader] == [min(os.nice(0) + 5, 19)] * 2
 
 
 def test_train_example_reads_an_image_folder(tmp_path):
