@@ -42,7 +42,7 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   one RaggedImages of pixels per batch (issue 5's "workers only decode"), so nvJPEG takes no SM time
   beside the model; "cpudecodepinN" with the workers' segments pinned in place (TORCHAUG_SHM_PIN=1)
   instead of copied by the pin thread; "cpudecodeniceN" with the workers at niceness 10 (train.py
-  --worker-nice 10), below the training thread;
+  --worker-nice 10), below the training thread; "cpudecodenicepinN" both;
 - "splitNN": the workers (--workers, 2) decode NN% of each batch on the CPU (libjpeg-turbo,
   torchaug.io.collate_partly_decoded) and the Prefetcher the rest with nvJPEG, joined in one
   RaggedImages ("split" alone: 50%); "splitpinNN" with the workers' segments pinned in place;
@@ -264,12 +264,14 @@ def main():
     configs = args.configs.split(",")
     for c in configs:
         if c.startswith("cpudecode"):
-            kind = next((k for k in ("pin", "nice") if c.startswith("cpudecode" + k)), "")
-            n = int(c[len("cpudecode" + kind):] or args.cpu_workers)
-            nice = ["--worker-nice", "10"] if kind == "nice" else []
-            runs[c] = lambda m, n=n, kind=kind, nice=nice: run(
-                ["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n), *nice] + common,
-                *(["--pin-in-place"] if kind == "pin" else []))
+            rest = c[len("cpudecode"):]
+            nice = rest.startswith("nice")
+            rest = rest[4:] if nice else rest
+            pin = rest.startswith("pin")
+            n = int(rest[3:] if pin else rest or args.cpu_workers)
+            runs[c] = lambda m, n=n, pin=pin, nice=nice: run(
+                ["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n),
+                 *(["--worker-nice", "10"] if nice else [])] + common, *(["--pin-in-place"] if pin else []))
         elif c.startswith("split"):  # "splitNN" / "splitpinNN": the workers decode NN% of each batch
             pin = c.startswith("splitpin")
             share = int(c[len("splitpin" if pin else "split"):] or 50) / 100
