@@ -268,7 +268,7 @@ def main():
             nice = rest.startswith("nice")
             rest = rest[4:] if nice else rest
             pin = rest.startswith("pin")
-            n = int(rest[3:] if pin else rest or args.cpu_workers)
+            n = int((rest[3:] if pin else rest) or args.cpu_workers)
             runs[c] = lambda m, n=n, pin=pin, nice=nice: run(
                 ["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n),
                  *(["--worker-nice", "10"] if nice else [])] + common, *(["--pin-in-place"] if pin else []))
