@@ -98,7 +98,7 @@ def main():
                     help="decoding workers of the torchaug_workers rows (8 did not keep up on one H100 machine: RESULTS case 5, session 39)")
     ap.add_argument("--torchaug-nice", type=int, default=10,
                     help="niceness added to the torchaug rows' decoding workers (train.py --worker-nice): EfficientNet-b0 reached 98%% "
-                         "in 4 of 4 runs with 10, 3 of 4 without (RESULTS case 5, session 40)")
+                         "in 7 of 8 runs with 10, 5 of 7 without (RESULTS case 5, session 40)")
     ap.add_argument("--gpu-decode-workers", type=int, default=2)
     ap.add_argument("--configs", default="pipeline,input_cpu,input_workers,input_gpu,cpu,torchaug_workers,torchaug_gpu",
                     help="which rows to run (synthetic always runs per model)")

@@ -151,11 +151,11 @@ class Prefetcher:
     with RaggedImages (torchaug.io.collate_ragged) for images of different sizes, or EncodedImages
     (torchaug.io.collate_encoded: workers only read file bytes), which is decoded on `device` first
     (nvJPEG on CUDA) with `decode_mode`, or PartlyDecoded (torchaug.io.collate_partly_decoded: the
-    workers decode a share of each batch on the CPU, the GPU the rest, joined in one RaggedImages); on_decode_error="skip" drops the files that do not decode
-    (and the rows of the batch's other tensors and lists that belong to them) and records them in
-    `decode_failures` as (batch number, index, reason), "raise" makes them an error. The images are the
-    batch itself when it is a tensor, its first element when it is a tuple or list, and
-    batch[image_key] when it is a dict.
+    workers decode a share of each batch on the CPU, the GPU the rest, joined in one RaggedImages);
+    on_decode_error="skip" drops the files that do not decode (and the rows of the batch's other
+    tensors and lists that belong to them) and records them in `decode_failures` as (batch number,
+    index, reason), "raise" makes them an error. The images are the batch itself when it is a
+    tensor, its first element when it is a tuple or list, and batch[image_key] when it is a dict.
 
     Re-iterable across epochs, len() when the loader has one, and a loop that breaks early shuts
     the loader's iterator down (or call close() on the iterator). An exception in the loader or a
@@ -261,6 +261,9 @@ class Prefetcher:
         # would keep an iterator whose loop broke off (and its threads, queued batches and the
         # loader's workers) alive as long as the threads run, that is, for ever
         self._live = None
+        # host batches whose copies to the device may still be running: (event, batch), see _hold
+        self._held = []
+        self._held_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -285,11 +288,24 @@ class Prefetcher:
     def _load_batch(self, batch, index: int):
         """A batch's first stage: decoded (EncodedImages, PartlyDecoded) and copied to the device. It
         draws nothing at random, so producer threads run it for different batches at the same time."""
+        host = batch
         if isinstance(self._images(batch), (EncodedImages, PartlyDecoded)):
             batch = self._decode(batch, index)
         if self._stream is not None:
             batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
+            self._hold(host)
         return batch
+
+    def _hold(self, host) -> None:
+        """Keeps a host batch alive until the copies queued from it on the current (side) stream are
+        done. A pinned copy is safe without it (torch's pinned allocator waits for the copy), but a
+        worker's segment pinned in place (TORCHAUG_SHM_PIN=1) goes back to its worker when the batch
+        dies, and the worker would write its next batch over memory a copy may still be reading."""
+        done = torch.cuda.Event()
+        done.record()
+        with self._held_lock:
+            self._held = [(e, b) for e, b in self._held if not e.query()]
+            self._held.append((done, host))
 
     def _transform_batch(self, batch):
         """A batch's second stage: the chain and batch_transform, which draw their random parameters;
