@@ -53,11 +53,15 @@ def _as_byte_tensors(data) -> List[torch.Tensor]:
     return out
 
 
+def _check_on_error(on_error) -> None:
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"torchaug.io.decode_jpeg: on_error must be 'raise' or 'skip', got {on_error!r}")
+
+
 def _decode(data, device, mode, apply_exif_orientation, on_error, hw_load=None):
     if hw_load is not None and (isinstance(hw_load, bool) or not isinstance(hw_load, (int, float)) or not 0 <= hw_load <= 1):
         raise ValueError(f"torchaug.io.decode_jpeg: hw_load must be None or a number in [0, 1], got {hw_load!r}")
-    if on_error not in ("raise", "skip"):
-        raise ValueError(f"torchaug.io.decode_jpeg: on_error must be 'raise' or 'skip', got {on_error!r}")
+    _check_on_error(on_error)
     tensors = _as_byte_tensors(data)
     device = torch.device(device) if device is not None else torch.device("cpu")
     if device.type == "cuda" and device.index is None:
@@ -122,8 +126,7 @@ def decode_jpeg_ragged(
     from ._partly import PartlyDecoded, join_decoded
 
     if isinstance(input, PartlyDecoded):
-        if on_error not in ("raise", "skip"):
-            raise ValueError(f"torchaug.io.decode_jpeg: on_error must be 'raise' or 'skip', got {on_error!r}")
+        _check_on_error(on_error)
         ragged, failures = join_decoded(input, device, mode, apply_exif_orientation, on_error, hw_load)
         return (ragged, failures) if on_error == "skip" else ragged
     flat, _offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import torch
 
-from ._decode import DecodeFailure, _decode, _mode_code
+from ._decode import DecodeFailure, _mode_code, decode_jpeg_ragged
 from ._encoded import EncodedImages
 from ._ragged import RaggedImages, collate_first_field
 from ._shm import shared_bytes
@@ -70,44 +70,26 @@ def _cpu_share_count(cpu_share, n: int) -> int:
     return int(round(cpu_share * n))
 
 
-def _kept(offsets, sizes) -> list:
-    """(offset, numel, (H, W)) of the images a decode call kept (failed files have 0 channels)."""
-    return [(o, c * h * w, (h, w)) for o, (c, h, w) in zip(offsets, sizes) if c > 0]
-
-
-def _copy_kept(flat: torch.Tensor, kept: list, out: torch.Tensor) -> None:
-    """The kept images of a decoder's buffer into `out`, back to back: one block copy when they lie
-    so already (the decoder gives failed files no slot), else one per image."""
-    if kept and all(o + m == o2 for (o, m, _), (o2, _, _) in zip(kept, kept[1:])):
-        out.copy_(flat[kept[0][0]:kept[0][0] + out.numel()])
-        return
-    start = 0
-    for o, m, _ in kept:
-        out[start:start + m].copy_(flat[o:o + m])
-        start += m
-
-
 def partly_decode(files: Sequence, cpu_share: float = 0.5, mode: str = "rgb",
                   apply_exif_orientation: bool = False) -> PartlyDecoded:
     """Decodes the first round(cpu_share * len(files)) files on the CPU into shared memory (in a
     DataLoader worker: one of the worker's reused segments, so handing the batch over copies nothing)
     and packs the rest as an EncodedImages. Files that do not decode are recorded, not raised: the
     Prefetcher's on_decode_error (or decode_jpeg_ragged's on_error) decides, as for the GPU's share."""
-    if _mode_code(mode) == 0:
+    code = _mode_code(mode)
+    if code == 0:
         raise ValueError("torchaug.io.collate_partly_decoded: mode must be 'rgb' or 'gray' (one channel count for the "
                          f"whole batch, a RaggedImages), got {mode!r}")
     k = _cpu_share_count(cpu_share, len(files))
     cpu_files = [torch.from_numpy(f) if not isinstance(f, (torch.Tensor, bytes, bytearray, memoryview)) else f
                  for f in files[:k]]
-    channels = 1 if _mode_code(mode) == 1 else 3
-    if k:
-        flat, offsets, sizes, failures = _decode(cpu_files, "cpu", mode, apply_exif_orientation, "skip")
-        kept = _kept(offsets, sizes)
-    else:
-        flat, failures, kept = None, [], []
-    out, lease = shared_bytes(sum(n for _, n, _ in kept))
-    _copy_kept(flat, kept, out)
-    decoded = RaggedImages(out, [s for _, _, s in kept], channels, channels_last=False)
+    data, sizes, failures = torch.empty(0, dtype=torch.uint8), [], []
+    if k:  # the decoder's buffer holds the kept images back to back (failed files get no slot)
+        ragged, failures = decode_jpeg_ragged(cpu_files, mode=mode, apply_exif_orientation=apply_exif_orientation, on_error="skip")
+        data, sizes = ragged.data, ragged.sizes
+    out, lease = shared_bytes(data.numel())
+    out.copy_(data)
+    decoded = RaggedImages(out, sizes, 1 if code == 1 else 3, channels_last=False)
     decoded._lease = lease
     return PartlyDecoded(decoded, EncodedImages.from_bytes(files[k:]), k, failures, mode, apply_exif_orientation)
 
@@ -131,17 +113,17 @@ def join_decoded(batch: PartlyDecoded, device, mode, apply_exif_orientation: boo
         raise ValueError(f"torchaug.io.decode_jpeg_ragged: a PartlyDecoded batch's CPU share was decoded with mode={batch.mode!r}, "
                          f"apply_exif_orientation={batch.apply_exif_orientation}; the rest must be decoded with the same, "
                          f"got mode={mode!r}, apply_exif_orientation={bool(apply_exif_orientation)}")
-    flat, offsets, sizes, rest_failures = _decode(batch.encoded, device, mode, apply_exif_orientation, "skip", hw_load)
+    rest, rest_failures = decode_jpeg_ragged(batch.encoded, device=device, mode=mode, apply_exif_orientation=apply_exif_orientation,
+                                             on_error="skip", hw_load=hw_load)
     failures = batch.failures + [DecodeFailure((i + batch.cpu_count, r)) for i, r in rest_failures]
     if failures and on_error == "raise":
         i, reason = failures[0]
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
         raise RuntimeError(f"torchaug.io.decode_jpeg_ragged: sample {i}: {reason}{more} (pass on_error='skip' to skip bad samples)")
     decoded = batch.decoded
-    kept = _kept(offsets, sizes)
     n = decoded.data.numel()
-    data = torch.empty(n + sum(m for _, m, _ in kept), dtype=torch.uint8, device=flat.device)
+    data = torch.empty(n + rest.data.numel(), dtype=torch.uint8, device=rest.device)
     if n:
         data[:n].copy_(decoded.data, non_blocking=True)
-    _copy_kept(flat, kept, data[n:])
-    return RaggedImages(data, decoded.sizes + [s for _, _, s in kept], decoded.channels, channels_last=False), failures
+    data[n:].copy_(rest.data)
+    return RaggedImages(data, decoded.sizes + rest.sizes, decoded.channels, channels_last=False), failures
