@@ -1,7 +1,10 @@
-"""A/B of where the CUDA decoder checks the files' scans (issue 6): beside the hardware batch's decode
-(the default) against before it (TORCHAUG_DECODE_SCAN_BESIDE=0, the order of earlier versions). The
-switch is read at each call, so both run in one process, in interleaved rounds (the order flipped
-every round), on bench_decode's 500x375 files of ~110 KB and ~67 KB, 512 of each, in batches of 256:
+"""A/B of a switch of the CUDA decoder that is read at each call (issue 6), so that both settings run in
+one process, in interleaved rounds (the order flipped every round):
+- --switch scan (the default): where the files' scans are checked, beside the hardware batch's decode
+  (the default) or before it (TORCHAUG_DECODE_SCAN_BESIDE=0, the order of earlier versions);
+- --switch yuv: who converts the hardware batch to RGB, torchaug's one kernel on nvJPEG's YUV planes
+  (TORCHAUG_NVJPEG_YUV=1) or nvJPEG, a kernel per image (0, the default).
+On bench_decode's 500x375 files of ~110 KB and ~67 KB, 512 of each, in batches of 256:
 - one caller from one pinned buffer (as collate_encoded + pin_memory=True hand them over), with the
   caller's intra-op threads (the check on up to 4 threads) and with 1 (a Prefetcher producer's
   setting: the check on one thread);
@@ -10,7 +13,7 @@ every round), on bench_decode's 500x375 files of ~110 KB and ~67 KB, 512 of each
 CUDA-event timing (bench_decode.single_ms: median of 5 blocks of 4 calls). Prints img/s per round and
 the medians; --json writes the rows.
 
-    python3 scripts/scan_ab.py [--rounds 3] [--json out.json]
+    python3 scripts/scan_ab.py [--switch scan|yuv] [--rounds 3] [--json out.json]
 """
 import argparse
 import json
@@ -26,14 +29,18 @@ sys.path.insert(0, ROOT)
 from bench_decode import batches_of, make_files, pinned_views, single_ms  # noqa: E402
 from harness import environment, time_cuda  # noqa: E402
 
-SETTINGS = {"beside": "1", "before": "0"}
+SWITCHES = {"scan": ("TORCHAUG_DECODE_SCAN_BESIDE", {"beside": "1", "before": "0"}),
+            "yuv": ("TORCHAUG_NVJPEG_YUV", {"own": "1", "nvjpeg": "0"})}
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--switch", choices=sorted(SWITCHES), default="scan")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args()
+    var, SETTINGS = SWITCHES[args.switch]
+    a, b = SETTINGS
     import torchvision.io as tvio
 
     default_threads = torch.get_num_threads()
@@ -45,7 +52,7 @@ def main():
         for r in range(args.rounds):
             order = list(SETTINGS) if r % 2 == 0 else list(SETTINGS)[::-1]
             for setting in order:
-                os.environ["TORCHAUG_DECODE_SCAN_BESIDE"] = SETTINGS[setting]
+                os.environ[var] = SETTINGS[setting]
                 for feed, threads in (("pinned", default_threads), ("pinned", 1), ("pageable", default_threads)):
                     torch.set_num_threads(threads)
                     t = single_ms(feeds[feed])
@@ -59,19 +66,19 @@ def main():
             rows.append({"files": name, "mean_kb": mean_kb, "round": r, "setting": "torchvision", "feed": "pinned",
                          "threads": default_threads, "ms": tv["ms"], "img_per_s": 256e3 / tv["ms"]})
             print(f"{name} round {r} torchvision pinned: {256e3 / tv['ms']:8,.0f} img/s", flush=True)
-    os.environ.pop("TORCHAUG_DECODE_SCAN_BESIDE", None)
-    print("\n| files | feed | threads | beside (median img/s) | before | beside / before | torchvision pinned |")
+    os.environ.pop(var, None)
+    print(f"\n| files | feed | threads | {a} (median img/s) | {b} | {a} / {b} | torchvision pinned |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for name in ("110KB", "67KB"):
         tv = statistics.median(x["img_per_s"] for x in rows if x["files"] == name and x["setting"] == "torchvision")
         for feed, threads in (("pinned", default_threads), ("pinned", 1), ("pageable", default_threads)):
             med = {s: statistics.median(x["img_per_s"] for x in rows if x["files"] == name and x["setting"] == s
                                         and x["feed"] == feed and x["threads"] == threads) for s in SETTINGS}
-            print(f"| {name} | {feed} | {threads} | {med['beside']:,.0f} | {med['before']:,.0f} | "
-                  f"{med['beside'] / med['before']:.3f} | {tv:,.0f} |")
+            print(f"| {name} | {feed} | {threads} | {med[a]:,.0f} | {med[b]:,.0f} | "
+                  f"{med[a] / med[b]:.3f} | {tv:,.0f} |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"env": environment(), "rows": rows}, f, indent=1)
+            json.dump({"env": environment(), "switch": var, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

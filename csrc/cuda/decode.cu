@@ -4,7 +4,8 @@
 //  - baseline JPEGs (1 component, or YCbCr 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0) go to nvJPEG's batched
 //    decoder on the hardware JPEG engines (A100 / H100), RGB ones in one call and grayscale ones in
 //    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
-//    samples' slots. Calls from different threads take different decoders of the device (each its
+//    samples' slots (TORCHAUG_NVJPEG_YUV=1: the RGB batch comes back as YUV planes that one kernel
+//    of ours converts into the slots with libjpeg-turbo's upsampling and colour conversion, exactly). Calls from different threads take different decoders of the device (each its
 //    own nvJPEG handle, state, stream and lanes; up to TORCHAUG_NVJPEG_DECODERS) and decode at the
 //    same time;
 //  - the others nvJPEG takes (progressive, 4:1:1, everything when the GPU has no JPEG engine, and
@@ -157,6 +158,7 @@ struct Batched {
   Event done;  // recorded on `stream` after each batched decode
   bool pending = false;
   OwnStreams own;  // `stream` at the priorities the decoder was called at
+  at::Tensor yuv;  // the YUV planes of the last RGB batch (decode_batched), grown as needed
   Batched(nvjpegHandle_t h, c10::cuda::CUDAStream s) : handle(h), stream(s) {
     TORCHAUG_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &state));
   }
@@ -529,8 +531,52 @@ nvjpegImage_t destination(uint8_t* base, const DecodeSample& s) {
   return img;
 }
 
-// One group through the hardware batched decoder; false when nvJPEG rejected it.
-bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t format) {
+// One sample's YUV planes in Batched::yuv and its planar RGB destination, for ycc_to_rgb_kernel.
+struct YccJob {
+  int64_t y, cb, cr;  // plane offsets in the YUV buffer
+  uint8_t* dst;       // R, G and B planes of h x w, back to back
+  int32_t h, w, ch, cw, fh, fv;
+  int32_t gray;       // a one-component file: R = G = B = Y (libjpeg's gray_rgb_convert)
+};
+
+// The colour conversion of a whole hardware batch in one launch (blockIdx.y: the sample; blocks over
+// its rows, threads over its columns): libjpeg-turbo's chroma upsampling and YCbCr -> RGB
+// (csrc/kernels/decode.h) from nvJPEG's YUV planes, instead of nvJPEG's own conversion, a kernel per
+// image.
+__global__ void ycc_to_rgb_kernel(const uint8_t* __restrict__ yuv, const YccJob* __restrict__ jobs) {
+  const YccJob j = jobs[blockIdx.y];
+  const int64_t plane = static_cast<int64_t>(j.h) * j.w;
+  for (int64_t y = blockIdx.x; y < j.h; y += gridDim.x) {
+    for (int64_t x = threadIdx.x; x < j.w; x += blockDim.x) {
+      const int32_t luma = yuv[j.y + y * j.w + x];
+      uint8_t* o = j.dst + y * j.w + x;
+      if (j.gray) {
+        o[0] = o[plane] = o[2 * plane] = static_cast<uint8_t>(luma);
+        continue;
+      }
+      const int32_t cb = kernels::chroma_sample(yuv + j.cb, j.cw, j.ch, j.cw, j.fh, j.fv, y, x);
+      const int32_t cr = kernels::chroma_sample(yuv + j.cr, j.cw, j.ch, j.cw, j.fh, j.fv, y, x);
+      kernels::ycc_to_rgb_px(luma, cb, cr, o, o + plane, o + 2 * plane);
+    }
+  }
+}
+
+// Whether a hardware RGB batch comes back as YUV planes that ycc_to_rgb_kernel converts
+// (TORCHAUG_NVJPEG_YUV=1, read at each call) or converted by nvJPEG (0, the default). Measured on the
+// H100 (RESULTS.md case 6, session 41): with 1 the pixels are libjpeg-turbo's exactly (nvJPEG's own
+// conversion is within 1 level from 16 pixels a side, up to 13 off below), but nvJPEG then copies
+// every plane out of its buffers (768 device copies a batch of 256), which made a decode 8-27% slower,
+// and EfficientNet-b0 trained no faster beside it (96.1% of synthetic against 97.3%).
+bool own_conversion() {
+  const char* e = std::getenv("TORCHAUG_NVJPEG_YUV");
+  return e != nullptr && env_switch("TORCHAUG_NVJPEG_YUV", "torchaug::decode_jpeg");
+}
+
+// One group through the hardware batched decoder; false when nvJPEG rejected it. An RGB group with
+// `yuv` set is decoded to YUV planes in b.yuv and converted into the jobs' destinations by one
+// ycc_to_rgb_kernel launch on the decoder's stream, instead of nvJPEG's kernel per image (256
+// launches, ~0.7 ms of SM time a batch of 256 500x375 images; ours ~0.27 ms in one launch).
+bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t format, bool yuv = false) {
   const int n = static_cast<int>(jobs.size());
   // The previous batch finished on the GPU before the state is used again, as nvImageCodec's
   // hardware decoder plugin does (cudaEventSynchronize of the last batch's event before the next
@@ -541,6 +587,37 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   // is not known). TORCHAUG_NVJPEG_PREVSYNC=0 leaves the wait out (a diagnostic).
   static const bool prev_sync = env_on("TORCHAUG_NVJPEG_PREVSYNC");
   if (prev_sync && b.pending) C10_CUDA_CHECK(cudaEventSynchronize(b.done.e));
+  // the YUV planes of each job, in b.yuv, which the previous batch's conversion has read (the wait
+  // above; with TORCHAUG_NVJPEG_PREVSYNC=0 nothing orders the engines' writes after that read)
+  std::vector<YccJob> ycc;
+  if (yuv && format == NVJPEG_OUTPUT_RGB) {
+    int64_t size = 0;
+    for (const auto& job : jobs) {
+      const DecodeSample& s = *job.s;
+      YccJob j;
+      j.h = static_cast<int32_t>(stored_height(s));
+      j.w = static_cast<int32_t>(stored_width(s));
+      // hardware_decodable: luma 1 or 2, chroma 1 x 1; a one-component file (shown as RGB) gets
+      // full-size chroma planes that nothing reads, whatever nvJPEG writes there
+      j.gray = s.info.components == 1;
+      j.fh = j.gray ? 1 : s.info.h[0];
+      j.fv = j.gray ? 1 : s.info.v[0];
+      j.cw = (j.w + j.fh - 1) / j.fh;
+      j.ch = (j.h + j.fv - 1) / j.fv;
+      j.dst = job.dst.channel[0];
+      j.y = size;
+      j.cb = j.y + static_cast<int64_t>(j.h) * j.w;
+      j.cr = j.cb + static_cast<int64_t>(j.ch) * j.cw;
+      size = j.cr + static_cast<int64_t>(j.ch) * j.cw;
+      ycc.push_back(j);
+    }
+    if (!b.yuv.defined() || b.yuv.numel() < size) {
+      const c10::cuda::CUDAStreamGuard on_own(b.stream);
+      b.yuv = at::Tensor();  // freed first: idle (the wait above), and on this stream's pool
+      b.yuv = at::empty({size}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, b.stream.device_index()));
+    }
+    format = NVJPEG_OUTPUT_YUV;
+  }
   // The hardware decoder's buffers allocated once, from the first group's size, before the decoder
   // first runs, as DALI and nvImageCodec do ("memory pool for HW decoder ... >20% for 8GPU training"
   // in nvImageCodec); nvJPEG grows them later itself. TORCHAUG_NVJPEG_PREALLOCATE=0 leaves it out.
@@ -571,18 +648,41 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   for (int i = 0; i < n; ++i) {
     data[i] = jobs[i].s->data;
     lengths[i] = jobs[i].s->size;
-    std::memcpy(&dst[i], &jobs[i].dst, sizeof(nvjpegImage_t));
+    if (ycc.empty()) {
+      std::memcpy(&dst[i], &jobs[i].dst, sizeof(nvjpegImage_t));
+    } else {
+      const YccJob& j = ycc[i];
+      uint8_t* base = b.yuv.data_ptr<uint8_t>();
+      for (int c = 0; c < NVJPEG_MAX_COMPONENT; ++c) {
+        dst[i].channel[c] = c < 3 ? base + (c == 0 ? j.y : c == 1 ? j.cb : j.cr) : nullptr;
+        dst[i].pitch[c] = c == 0 ? static_cast<unsigned int>(j.w) : c < 3 ? static_cast<unsigned int>(j.cw) : 0;
+      }
+    }
   }
   trace(b.stream.device_index(), "nvjpegDecodeBatched", n);
   const nvjpegStatus_t status =
       nvjpegDecodeBatched(b.handle, b.state, data.data(), lengths.data(), dst, b.stream.stream());
-  b.done.record(b.stream.stream());  // a failed batch may have queued work too
-  b.pending = true;
   if (status != NVJPEG_STATUS_SUCCESS) {
+    b.done.record(b.stream.stream());  // a failed batch may have queued work too
+    b.pending = true;
     b.batch = -1;  // "also use [Initialize] to reset failed batches"
     return false;
   }
   trace(b.stream.device_index(), "nvjpegDecodeBatched returned", n);
+  if (!ycc.empty()) {
+    const c10::cuda::CUDAStreamGuard on_own(b.stream);
+    at::Tensor table = at::empty({static_cast<int64_t>(ycc.size() * sizeof(YccJob))},
+                                 at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+    std::memcpy(table.data_ptr<uint8_t>(), ycc.data(), ycc.size() * sizeof(YccJob));
+    const at::Tensor table_dev = table.to(b.yuv.device(), /*non_blocking=*/true);  // on b.stream
+    const dim3 grid(64, static_cast<unsigned>(n));
+    ycc_to_rgb_kernel<<<grid, 128, 0, b.stream.stream()>>>(
+        b.yuv.data_ptr<uint8_t>(), reinterpret_cast<const YccJob*>(table_dev.data_ptr<uint8_t>()));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    trace(b.stream.device_index(), "converted", n);
+  }
+  b.done.record(b.stream.stream());
+  b.pending = true;
   return true;
 }
 
@@ -813,9 +913,10 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
   // meanwhile the batched groups on the decoder's stream (they need not wait for the caller's
   // stream: their memory is the decoder's); the caller's stream waits for them
   bool queued = false;
+  const bool yuv = own_conversion();
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
-    if (!decode_batched(batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB)) {
+    if (!decode_batched(batched, *group, group == &hw_y ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB, yuv)) {
       retry.insert(retry.end(), group->begin(), group->end());  // retried one by one on the lanes
     }
     queued = true;
