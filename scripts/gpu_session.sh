@@ -6,9 +6,10 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#                               [stages] [scan_ab] [save_so] [gil]
+#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
+#    PROFILE_DECODE_ARGS scripts/profile_decode.py's and PROFILE_DECODE_ENV its environments, the same way; SCAN_AB_ARGS scripts/scan_ab.py's;
 #    gil: scripts/gil_share.py on GIL_MODEL (efficientnet_b0) with each of GIL_LOADERS (synthetic torchaug), py-spy's wheel in .gl/;
 #    build: the library carried in .gl/ by scripts/build_for_device.sh when it was built from these sources, else built here;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
@@ -31,6 +32,13 @@ fi
 [[ $steps == *" scan_ab "* ]] && timeout 300 python3 scripts/scan_ab.py ${SCAN_AB_ARGS:-} --json "$OUT/scan_ab.json" 2>&1 | tee "$OUT/scan_ab.log"
 [[ $steps == *" decode_split "* ]] && timeout 500 python3 scripts/decode_split.py ${SPLIT_ARGS:-} 2>&1 | tee "$OUT/decode_split.log"
 [[ $steps == *" decode_bench "* ]] && timeout 500 python3 benchmarks/bench_decode.py ${DECODE_ARGS:-} --json "$OUT/bench_decode.json" --markdown "$OUT/bench_decode.md" > "$OUT/bench_decode.log" 2>&1; [[ $steps == *" decode_bench "* ]] && tail -25 "$OUT/bench_decode.log"
+if [[ $steps == *" profile_decode "* ]]; then  # scripts/profile_decode.py under each of PROFILE_DECODE_ENV ("default" or VAR=value)
+  for e in ${PROFILE_DECODE_ENV:-default}; do
+    echo "== profile_decode, $e"
+    if [ "$e" = default ]; then e=; fi
+    env $e timeout 200 python3 scripts/profile_decode.py ${PROFILE_DECODE_ARGS:-} --json "$OUT/profile_decode_$(echo "${e:-default}" | tr = -).json" 2>&1 | tee -a "$OUT/profile_decode.log"
+  done
+fi
 [[ $steps == *" profile "* ]] && timeout 400 python3 scripts/profile_ops.py ${PROFILE_ARGS:-} 2>&1 | tee "$OUT/profile_ops.log"
 [[ $steps == *" color_ab "* ]] && timeout 300 python3 scripts/color_ab.py 2>&1 | tee "$OUT/color_ab.log"
 [[ $steps == *" geometry "* ]] && python3 benchmarks/bench_geometry.py --quick --json "$OUT/bench_geometry.json" --markdown "$OUT/bench_geometry.md" 2>&1 | tee "$OUT/bench_geometry.log" | grep -E "^\| RRC|target" | head -20
@@ -64,6 +72,14 @@ if [[ $steps == *" gil "* ]]; then  # py-spy (a wheel carried in .gl/) on exampl
       --model ${GIL_MODEL:-efficientnet_b0} --loader $loader --decode gpu --workers 2 --data /tmp/gildata --warmup 30 --steps 450 --length 116000 2>&1 | tee -a "$OUT/gil.log"
   done
 fi
+if [[ $steps == *" smi "* ]]; then  # the GPU's clocks, power and throttle reasons every 200 ms while the later steps run
+  q=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=$q --format=csv,noheader -i 0 > /dev/null 2>&1 || q=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu
+  nvidia-smi --query-gpu=power.limit,clocks.max.sm --format=csv -i 0
+  nvidia-smi --query-gpu=$q --format=csv,noheader,nounits -i 0 -lms 200 > "$OUT/smi.csv" 2>&1 &
+  SMI_PID=$!
+  echo "smi: sampling $q"
+fi
 [[ $steps == *" train_ab "* ]] && timeout 580 python3 scripts/train_ab.py ${TRAIN_AB_ARGS:-} --json "$OUT/train_ab.json" 2>&1 | tee "$OUT/train_ab.log"
 [[ $steps == *" color "* ]] && python3 benchmarks/bench_color.py --json "$OUT/bench_color.json" --markdown "$OUT/bench_color.md" > "$OUT/bench_color.log" 2>&1 && grep -E "hue|ColorJitter|memory floor" "$OUT/bench_color.md"
 [[ $steps == *" balance "* ]] && timeout 400 python3 scripts/resident_balance.py ${BALANCE_ARGS:---all-ops} --json "$OUT/balance.json" 2>&1 | tee "$OUT/balance.log"
@@ -78,3 +94,5 @@ if [[ $steps == *" ncu "* ]]; then
     echo "== ncu ${w%%:*}"; grep -E "  [a-z_]+_kernel|Duration|Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|Executed Ipc A|Warp Cycles Per Issued|Stall|Executed Instructions  |Local" "$OUT/ncu_${w%%:*}.txt" | head -24
   done
 fi
+[ -n "${SMI_PID:-}" ] && kill "$SMI_PID" 2>/dev/null
+exit 0

@@ -32,11 +32,16 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   (TORCHAUG_DECODE_PARSE_THREADS=16) instead of 4;
 - "omp4": the same with 4 intra-op (OpenMP) threads per thread that runs parallel CPU work
   (OMP_NUM_THREADS=4) instead of one per core;
+- "ownconv": the same with the hardware batch decoded to YUV planes and converted by torchaug's one
+  kernel (TORCHAUG_NVJPEG_YUV=1) instead of nvJPEG's kernel per image (in session 41's run the
+  default was 1, "torchaug" meant this, and the config "nvjpegconv" today's default);
 - "scanbefore": the same with the decoder's scan check before the hardware decode
   (TORCHAUG_DECODE_SCAN_BESIDE=0) instead of beside it, as before session 37;
 - "blocking": the same with every CUDA wait in the process sleeping instead of spinning
   (cudaDeviceScheduleBlockingSync), and "synthblocking" synthetic data so;
 - "synthbusy": synthetic data with TRAIN_AB_BUSY (default 4) processes spinning on other cores;
+- "synthspin": synthetic data with a thread of the training process spinning in a CUDA event wait
+  (as nvJPEG's hardware decode does) beside the loop, with no GPU work of note;
 - "cpudecode" (or "cpudecodeN", "cpudecodepinN"): the same chain, but the JPEGs decoded on the CPU by
   --cpu-workers (or N) DataLoader workers (libjpeg-turbo, one image at a time) and handed over as
   one RaggedImages of pixels per batch (issue 5's "workers only decode"), so nvJPEG takes no SM time
@@ -60,6 +65,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -118,6 +124,12 @@ def patch_hw_load():
     """A share of each batch's files decoded by nvJPEG's hybrid decoder on CPU lanes beside the
     hardware engines (TORCHAUG_NVJPEG_HW_LOAD, default 0.7 here; the decoder's default is 1)."""
     os.environ.setdefault("TORCHAUG_NVJPEG_HW_LOAD", "0.7")
+
+
+def patch_own_conversion():
+    """The hardware batch decoded to YUV planes and converted to RGB by torchaug's one kernel
+    (TORCHAUG_NVJPEG_YUV=1) instead of by nvJPEG, a kernel per image (the default)."""
+    os.environ["TORCHAUG_NVJPEG_YUV"] = "1"
 
 
 def patch_switch_interval():
@@ -186,13 +198,40 @@ def patch_busy_cores():
     atexit.register(lambda: [p.terminate() for p in busy])  # timeout passes SIGTERM on to sh
 
 
+def patch_spin_thread():
+    """A thread beside the training loop that keeps a CUDA event wait spinning, as nvJPEG's hardware
+    decode does inside nvjpegDecodeBatched (cuEventSynchronize on an event of its own, which
+    busy-waits: RESULTS.md case 5, session 11), with no GPU work of note: a one-thread sleep kernel of
+    TRAIN_AB_SPIN_MS (10) ms on a side stream, then a spinning synchronize on its event, over and
+    over. If a spinning wait in the process slows the training thread's launches, synthetic data slows
+    so too."""
+    import atexit
+    import threading
+
+    import torch
+    stop = threading.Event()
+
+    def spin():
+        s, ev = torch.cuda.Stream(), torch.cuda.Event()
+        cycles = int(float(os.environ.get("TRAIN_AB_SPIN_MS", "10")) * 1.98e6)  # the H100's 1980 MHz
+        while not stop.is_set():
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(cycles)
+            ev.record(s)
+            ev.synchronize()
+
+    t = threading.Thread(target=spin, daemon=True)
+    t.start()
+    atexit.register(lambda: (stop.set(), t.join(timeout=5)))
+
+
 def patch_omp_threads():
     """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
     decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--spin-thread": patch_spin_thread, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--own-conversion": patch_own_conversion, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -256,8 +295,10 @@ def main():
         "depth4": torchaug_run(extra=["--depth", "4"]),
         "prio1": torchaug_run(extra=["--stream-priority", "-1"]),
         "scanbefore": torchaug_run(["--scan-before"]),
+        "ownconv": torchaug_run(["--own-conversion"]),
         "blocking": torchaug_run(["--blocking-sync"]),
         "synthbusy": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--busy"),
+        "synthspin": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--spin-thread"),
         "synthblocking": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--blocking-sync"),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
     }
@@ -283,11 +324,12 @@ def main():
         for r in range(args.rounds):
             for c in configs:
                 load = os.getloadavg()[0]  # what else the machine ran just before (a run's leftovers)
+                t0 = time.time()
                 res = runs[c](model)
                 st = res.get("prefetch_ms_per_batch") or {}
                 kt = res.get("kernel_trace")
                 rows.append({"model": model, "round": r, "config": c, "img_per_s": res["img_per_s"], "prefetch_ms_per_batch": st,
-                             "kernel_trace": kt, "load_before": load})
+                             "kernel_trace": kt, "load_before": load, "unix_start": t0, "unix_end": time.time()})
                 print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  load {load:.1f}  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
                 cpu = res.get("cpu_ms_per_step")
