@@ -51,15 +51,25 @@ std::vector<uint8_t> encode(const std::vector<uint8_t>& rgb, int w, int h, int f
   return out;
 }
 
-std::vector<uint8_t> decode_rgb(const std::vector<uint8_t>& file, int* w, int* h) {
+// A libjpeg decompressor over `file`, its header read, the islow IDCT (libjpeg-turbo's default, and
+// what torchaug's CPU decoder and PIL use).
+struct Decompressor {
   jpeg_decompress_struct d;
   jpeg_error_mgr err;
-  d.err = jpeg_std_error(&err);
-  jpeg_create_decompress(&d);
-  jpeg_mem_src(&d, file.data(), static_cast<unsigned long>(file.size()));
-  jpeg_read_header(&d, TRUE);
+  explicit Decompressor(const std::vector<uint8_t>& file) {
+    d.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&d);
+    jpeg_mem_src(&d, file.data(), static_cast<unsigned long>(file.size()));
+    jpeg_read_header(&d, TRUE);
+    d.dct_method = JDCT_ISLOW;
+  }
+  ~Decompressor() { jpeg_destroy_decompress(&d); }
+};
+
+std::vector<uint8_t> decode_rgb(const std::vector<uint8_t>& file, int* w, int* h) {
+  Decompressor dec(file);
+  jpeg_decompress_struct& d = dec.d;
   d.out_color_space = JCS_RGB;
-  d.dct_method = JDCT_ISLOW;
   d.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&d);
   *w = static_cast<int>(d.output_width);
@@ -70,19 +80,13 @@ std::vector<uint8_t> decode_rgb(const std::vector<uint8_t>& file, int* w, int* h
     jpeg_read_scanlines(&d, &row, 1);
   }
   jpeg_finish_decompress(&d);
-  jpeg_destroy_decompress(&d);
   return rgb;
 }
 
 Planes decode_raw(const std::vector<uint8_t>& file) {
-  jpeg_decompress_struct d;
-  jpeg_error_mgr err;
-  d.err = jpeg_std_error(&err);
-  jpeg_create_decompress(&d);
-  jpeg_mem_src(&d, file.data(), static_cast<unsigned long>(file.size()));
-  jpeg_read_header(&d, TRUE);
+  Decompressor dec(file);
+  jpeg_decompress_struct& d = dec.d;
   d.raw_data_out = TRUE;
-  d.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&d);
   Planes p;
   p.width = static_cast<int>(d.image_width);
@@ -110,7 +114,6 @@ Planes decode_raw(const std::vector<uint8_t>& file) {
     jpeg_read_raw_data(&d, arrays, static_cast<JDIMENSION>(imcu_rows));
   }
   jpeg_finish_decompress(&d);
-  jpeg_destroy_decompress(&d);
   return p;
 }
 
