@@ -5,9 +5,10 @@
 //    decoder on the hardware JPEG engines (A100 / H100), RGB ones in one call and grayscale ones in
 //    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
 //    samples' slots (TORCHAUG_NVJPEG_YUV=1: the RGB batch comes back as YUV planes that one kernel
-//    of ours converts into the slots with libjpeg-turbo's upsampling and colour conversion, exactly). Calls from different threads take different decoders of the device (each its
-//    own nvJPEG handle, state, stream and lanes; up to TORCHAUG_NVJPEG_DECODERS) and decode at the
-//    same time;
+//    of ours converts into the slots with libjpeg-turbo's upsampling and colour conversion,
+//    exactly). Calls from different threads take different decoders of the device (each its own
+//    nvJPEG handle, state, stream and lanes; up to TORCHAUG_NVJPEG_DECODERS) and decode at the same
+//    time;
 //  - the others nvJPEG takes (progressive, 4:1:1, everything when the GPU has no JPEG engine, and
 //    the share of the hardware-decodable ones that `hw_load` leaves to them) go through nvJPEG's
 //    hybrid decoder on the decoder's lanes: CPU threads, each with its own nvJPEG state and CUDA
