@@ -19,7 +19,7 @@ from typing import Sequence
 import torch
 
 from ._decode import DecodeFailure, _mode_code, decode_jpeg_ragged
-from ._encoded import EncodedImages
+from ._encoded import EncodedImages, _as_array
 from ._ragged import RaggedImages, collate_first_field
 from ._shm import shared_bytes
 
@@ -81,8 +81,10 @@ def partly_decode(files: Sequence, cpu_share: float = 0.5, mode: str = "rgb",
         raise ValueError("torchaug.io.collate_partly_decoded: mode must be 'rgb' or 'gray' (one channel count for the "
                          f"whole batch, a RaggedImages), got {mode!r}")
     k = _cpu_share_count(cpu_share, len(files))
-    cpu_files = [torch.from_numpy(f) if not isinstance(f, (torch.Tensor, bytes, bytearray, memoryview)) else f
-                 for f in files[:k]]
+    # tensors and bytes as decode_jpeg takes them; anything else (ImageFolderBytes' arrays) through
+    # EncodedImages' own check of a file
+    cpu_files = [f if isinstance(f, (torch.Tensor, bytes, bytearray, memoryview)) else torch.from_numpy(_as_array(f, i))
+                 for i, f in enumerate(files[:k])]
     data, sizes, failures = torch.empty(0, dtype=torch.uint8), [], []
     if k:  # the decoder's buffer holds the kept images back to back (failed files get no slot)
         ragged, failures = decode_jpeg_ragged(cpu_files, mode=mode, apply_exif_orientation=apply_exif_orientation, on_error="skip")
