@@ -162,6 +162,25 @@ def nice_worker(worker_id, increment):
     os.nice(increment)
 
 
+def split_cores():
+    """(one core of the process's allowed CPUs, the allowed CPUs minus that core and its SMT siblings),
+    for --pin-loop; None where the process has too few CPUs or no sched_setaffinity (not Linux)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    core = allowed[0]
+    siblings = {core}
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{core}/topology/thread_siblings_list") as f:
+            for part in f.read().strip().split(","):
+                a, _, b = part.partition("-")
+                siblings.update(range(int(a), int(b or a) + 1))
+    except OSError:
+        pass
+    others = [c for c in allowed if c not in siblings]
+    return ({core}, set(others)) if others else None
+
+
 def make_loader(args, device, dtype, world, rank):
     if args.loader == "synthetic":
         return Synthetic(args.batch_size, args.num_classes or 1000, args.steps or 100, device, dtype), None
@@ -295,6 +314,12 @@ def main(argv=None):
                    help="the Prefetcher's producer threads (each decodes its batch on its own nvJPEG decoder)")
     p.add_argument("--stream-priority", type=int, default=0,
                    help="CUDA priority of the Prefetcher's side streams (0: the model's; lower: more urgent)")
+    p.add_argument("--model-priority", type=int, default=0,
+                   help="CUDA priority of the stream the training loop runs on (0: the default stream; lower, e.g. -1: more "
+                        "urgent than the Prefetcher's side streams, so that the GPU schedules the model's blocks first)")
+    p.add_argument("--pin-loop", action="store_true",
+                   help="the training loop's thread alone on one core (its SMT siblings left idle); the workers, the "
+                        "Prefetcher's threads and the rest of the process on the other cores (Linux)")
     p.add_argument("--timeout", type=float, default=0,
                    help="seconds the Prefetcher waits for a batch before it raises, showing where its thread is (0: no limit)")
     p.add_argument("--epochs", type=int, default=1)
@@ -354,10 +379,24 @@ def main(argv=None):
     t_last, n_last = time.perf_counter(), 0
     trace_from = total - args.trace_steps if args.trace_steps > 0 and device.type == "cuda" else None
     t_stop, prof, cpu_start, cpu_stop = None, None, None, None
+    restore_stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
+    restore_cpus = os.sched_getaffinity(0) if args.pin_loop and hasattr(os, "sched_getaffinity") else None
+    if args.model_priority != 0 and device.type == "cuda":
+        # the loop's kernels on a stream of that priority (the thread's current stream: the
+        # Prefetcher hands each batch over to it); it first waits for the setup queued so far
+        loop_stream = torch.cuda.Stream(device, priority=args.model_priority)
+        loop_stream.wait_stream(torch.cuda.current_stream(device))
+        torch.cuda.set_stream(loop_stream)
+    cores = split_cores() if args.pin_loop else None
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
-        for i, (x, y) in enumerate(loader):
+        if cores is not None:  # the threads and worker processes iter() starts inherit the other cores
+            os.sched_setaffinity(0, cores[1])
+        it = iter(loader)
+        if cores is not None:  # then this thread alone on its core (0: the calling thread)
+            os.sched_setaffinity(0, cores[0])
+        for i, (x, y) in enumerate(it):
             if i >= steps_per_epoch:
                 break
             y = y.to(device, non_blocking=True)
@@ -388,6 +427,10 @@ def main(argv=None):
                 t_last, n_last = now, step
     sync()
     bar.close()
+    if restore_stream is not None:  # main() may run again in this process (the tests)
+        torch.cuda.set_stream(restore_stream)
+    if restore_cpus is not None:
+        os.sched_setaffinity(0, restore_cpus)
     elapsed = (t_stop or time.perf_counter()) - t_start if t_start is not None else float("nan")
     cpu_stop = cpu_stop or (time.thread_time(), time.process_time())
     kernel_trace = None
@@ -400,7 +443,8 @@ def main(argv=None):
     result = {
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
         "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,
-        "workers": args.workers if args.loader != "synthetic" else 0, "worker_nice": args.worker_nice, "steps": step, "timed_steps": max(step - args.warmup, 0),
+        "workers": args.workers if args.loader != "synthetic" else 0, "worker_nice": args.worker_nice,
+        "model_priority": args.model_priority, "loop_core": sorted(cores[0]) if cores else None, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }

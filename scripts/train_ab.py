@@ -35,6 +35,12 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "ownconv": the same with the hardware batch decoded to YUV planes and converted by torchaug's one
   kernel (TORCHAUG_NVJPEG_YUV=1) instead of nvJPEG's kernel per image (in session 41's run the
   default was 1, "torchaug" meant this, and the config "nvjpegconv" today's default);
+- "modelprio": the same with the training loop on a CUDA stream of priority -1 (train.py
+  --model-priority -1), more urgent than the Prefetcher's side streams and the decoder's (0), so that
+  the GPU's block scheduler starts the model's blocks first and the pipeline's kernels fill what is
+  left; "synthprio": synthetic data so (the urgent stream alone);
+- "pinloop": the same with the training loop's thread alone on one core, its SMT siblings idle, and
+  the workers and the process's other threads on the other cores (train.py --pin-loop);
 - "scanbefore": the same with the decoder's scan check before the hardware decode
   (TORCHAUG_DECODE_SCAN_BESIDE=0) instead of beside it, as before session 37;
 - "blocking": the same with every CUDA wait in the process sleeping instead of spinning
@@ -295,6 +301,9 @@ def main():
         "depth4": torchaug_run(extra=["--depth", "4"]),
         "prio1": torchaug_run(extra=["--stream-priority", "-1"]),
         "scanbefore": torchaug_run(["--scan-before"]),
+        "modelprio": torchaug_run(extra=["--model-priority", "-1"]),
+        "synthprio": lambda m: run(["--model", m, "--loader", "synthetic", "--model-priority", "-1"] + common),
+        "pinloop": torchaug_run(extra=["--pin-loop"]),
         "ownconv": torchaug_run(["--own-conversion"]),
         "blocking": torchaug_run(["--blocking-sync"]),
         "synthbusy": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--busy"),

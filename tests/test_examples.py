@@ -114,3 +114,36 @@ def test_stream_summary_splits_the_model_stream_from_the_others():
     assert math.isclose(s["others_kernel_ms"], 0.0225) and math.isclose(s["others_busy_ms"], 0.0225)
     assert math.isclose(s["memcpy_ms"], 0.004)
     assert train.stream_summary({"traceEvents": []}, steps=1) is None
+
+
+def test_split_cores_keeps_a_core_and_its_siblings_apart(monkeypatch):
+    import io
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no sched_getaffinity (not Linux)")
+    train = load_train()
+    topology = {0: "0,4", 2: "2-3"}
+    monkeypatch.setattr(train, "open", lambda path: io.StringIO(topology[int(path.split("/cpu")[-1].split("/")[0])]), raising=False)
+    monkeypatch.setattr(train.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    assert train.split_cores() == ({0}, {1, 2, 3, 5})
+    monkeypatch.setattr(train.os, "sched_getaffinity", lambda pid: {2, 3, 6})
+    assert train.split_cores() == ({2}, {6})
+    monkeypatch.setattr(train.os, "sched_getaffinity", lambda pid: {2, 3})
+    assert train.split_cores() is None  # no other core: nothing to pin
+
+
+def test_train_example_loop_stream_and_core():
+    """--model-priority: the loop on an urgent stream (CUDA), the thread's stream put back after;
+    --pin-loop: the loop's thread on one core, its CPU set put back after."""
+    train = load_train()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    stream = torch.cuda.current_stream() if device == "cuda" else None
+    result = train.main(["--model", "resnet18", "--batch-size", "4", "--steps", "3", "--warmup", "1", "--workers", "1",
+                         "--device", device, "--length", "12", "--lr", "0.01", "--model-priority", "-1", "--pin-loop"])
+    assert result["steps"] == 3 and math.isfinite(result["loss"]) and result["model_priority"] == -1
+    cores = train.split_cores()
+    assert result["loop_core"] == (sorted(cores[0]) if cores else None)
+    if before is not None:
+        assert os.sched_getaffinity(0) == before
+    if stream is not None:
+        assert torch.cuda.current_stream() == stream
