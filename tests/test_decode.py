@@ -639,6 +639,38 @@ torch.cuda.synchronize()
     assert seen == [urgent_priority, 0, urgent_priority], seen
 
 
+def _hardware_files(n, size=(120, 90)):
+    """n baseline 4:2:0 RGB files of growing widths: all of them for the hardware engines."""
+    return [_bytes(_encode(_photo(j, (size[0] + 8 * j, size[1])), quality=85)) for j in range(n)]
+
+
+@requires_cuda
+def test_cuda_rejected_batches_are_retried_and_lane_failures_reported(monkeypatch):
+    """TORCHAUG_NVJPEG_REJECT=1 makes every hardware batch one that nvJPEG rejected: its files are
+    retried one by one on the lanes, bitwise the lanes' own decode (hw_load=0), in RGB and gray. With
+    "lanes" the retried files fail there too: the error names sample 0, skip mode reports every file,
+    and the next call decodes again (the decoder stays usable)."""
+    files = _hardware_files(24)
+    for mode in ("rgb", "gray"):
+        lanes = [t.clone() for t in decode_jpeg(files, device="cuda", mode=mode, hw_load=0.0)]
+        monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "1")
+        got = decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
+        torch.cuda.synchronize()
+        assert len(got) == len(files) and all(torch.equal(a, b) for a, b in zip(got, lanes)), mode
+        monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "lanes")
+        with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 0 \(\d+ bytes\): .*TORCHAUG_NVJPEG_REJECT=lanes"):
+            decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
+        none, failures = decode_jpeg_ragged(files, device="cuda", mode=mode, hw_load=1.0, on_error="skip")
+        assert len(none) == 0 and [i for i, _ in failures] == list(range(len(files)))
+        monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "0")
+        again = decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
+        torch.cuda.synchronize()
+        assert all(torch.equal(a, b) for a, b in zip(again, decode_jpeg(files, device="cuda", mode=mode)))
+    monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "2")
+    with pytest.raises(RuntimeError, match=r"TORCHAUG_NVJPEG_REJECT must be 0, 1 or lanes, got '2'"):
+        decode_jpeg(files, device="cuda")
+
+
 @requires_cuda
 def test_cuda_memory_flat_over_many_batches():
     files = [_bytes(KINDS["baseline420"]()), _bytes(KINDS["progressive"]())] * 8

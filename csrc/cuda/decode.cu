@@ -148,6 +148,19 @@ bool env_on(const char* name) {
   return v == nullptr || std::string(v) != "0";
 }
 
+// TORCHAUG_NVJPEG_REJECT (read at each call; a switch for the tests): "1" treats every hardware batch
+// as one that nvJPEG rejected, so that what follows a rejection (the batch's files retried one by one
+// on the lanes, the errors naming them) runs without a file that nvJPEG's batched decoder refuses;
+// "lanes" also fails every file on the lanes; unset or "0": off.
+int reject_level() {
+  const char* e = std::getenv("TORCHAUG_NVJPEG_REJECT");
+  if (e == nullptr || std::string(e) == "0") return 0;
+  if (std::string(e) == "1") return 1;
+  TORCHAUG_CHECK(std::string(e) == "lanes", "torchaug::decode_jpeg: TORCHAUG_NVJPEG_REJECT must be 0, 1 or lanes, got '", e,
+                 "'");
+  return 2;
+}
+
 // The batched (hardware) decoder's state and the stream it decodes on.
 struct Batched {
   nvjpegHandle_t handle = nullptr;
@@ -214,6 +227,11 @@ struct Lane {
   // One sample; a sample nvJPEG refuses gets its status and message, the lane stays usable.
   void decode(Job& job) {
     DecodeSample& s = *job.s;
+    if (reject_level() == 2) {
+      s.status = jpeg::kCorruptData;
+      s.message = "rejected (TORCHAUG_NVJPEG_REJECT=lanes)";
+      return;
+    }
     const int p = page;
     page ^= 1;
     nvjpegStatus_t st = nvjpegStateAttachPinnedBuffer(state, pinned[p]);
@@ -588,6 +606,7 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   // is not known). TORCHAUG_NVJPEG_PREVSYNC=0 leaves the wait out (a diagnostic).
   static const bool prev_sync = env_on("TORCHAUG_NVJPEG_PREVSYNC");
   if (prev_sync && b.pending) C10_CUDA_CHECK(cudaEventSynchronize(b.done.e));
+  if (reject_level() >= 1) return false;
   // the YUV planes of each job, in b.yuv, which the previous batch's conversion has read (the wait
   // above; with TORCHAUG_NVJPEG_PREVSYNC=0 nothing orders the engines' writes after that read)
   std::vector<YccJob> ycc;
