@@ -6,12 +6,13 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi]
+#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi] [cpu_pairs]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    PROFILE_DECODE_ARGS scripts/profile_decode.py's and PROFILE_DECODE_ENV its environments, the same way; SCAN_AB_ARGS scripts/scan_ab.py's;
 #    gil: scripts/gil_share.py on GIL_MODEL (efficientnet_b0) with each of GIL_LOADERS (synthetic torchaug), py-spy's wheel in .gl/;
 #    build: the library carried in .gl/ by scripts/build_for_device.sh when it was built from these sources, else built here;
+#    cpu_pairs: lscpu, then scripts/cpu_pairs.py (which CPUs slow each other down as hyper-threads of one core do);
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -27,6 +28,10 @@ if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
   python3 -m pytest ${PYTEST_FILES:-tests} -q -ra -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|^E " | head -40
   echo "pytest: $(( $(date +%s) - t0 )) s"
+fi
+if [[ $steps == *" cpu_pairs "* ]]; then
+  lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|NUMA node|Hypervisor|Virtualization"
+  timeout 120 python3 scripts/cpu_pairs.py --work 0.02 --json "$OUT/cpu_pairs.json" 2>&1 | tee "$OUT/cpu_pairs.log"
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
 [[ $steps == *" scan_ab "* ]] && timeout 300 python3 scripts/scan_ab.py ${SCAN_AB_ARGS:-} --json "$OUT/scan_ab.json" 2>&1 | tee "$OUT/scan_ab.log"

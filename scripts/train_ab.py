@@ -40,7 +40,9 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   the GPU's block scheduler starts the model's blocks first and the pipeline's kernels fill what is
   left; "synthprio": synthetic data so (the urgent stream alone);
 - "pinloop": the same with the training loop's thread alone on one core, its SMT siblings idle, and
-  the workers and the process's other threads on the other cores (train.py --pin-loop);
+  the workers and the process's other threads on the other cores (train.py --pin-loop; since
+  session 43 the siblings include CPUs measured to slow the loop's core down, where the kernel names
+  none); "synthpin": synthetic data so;
 - "scanbefore": the same with the decoder's scan check before the hardware decode
   (TORCHAUG_DECODE_SCAN_BESIDE=0) instead of beside it, as before session 37;
 - "blocking": the same with every CUDA wait in the process sleeping instead of spinning
@@ -304,6 +306,7 @@ def main():
         "modelprio": torchaug_run(extra=["--model-priority", "-1"]),
         "synthprio": lambda m: run(["--model", m, "--loader", "synthetic", "--model-priority", "-1"] + common),
         "pinloop": torchaug_run(extra=["--pin-loop"]),
+        "synthpin": lambda m: run(["--model", m, "--loader", "synthetic", "--pin-loop"] + common),
         "ownconv": torchaug_run(["--own-conversion"]),
         "blocking": torchaug_run(["--blocking-sync"]),
         "synthbusy": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--busy"),
@@ -341,6 +344,9 @@ def main():
                              "kernel_trace": kt, "load_before": load, "unix_start": t0, "unix_end": time.time()})
                 print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  load {load:.1f}  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
+                if res.get("loop_core"):
+                    rows[-1]["loop_core"], rows[-1]["loop_idle"] = res["loop_core"], res.get("loop_idle")
+                    print(f"      loop on CPU {res['loop_core']}, left idle {res.get('loop_idle')}", flush=True)
                 cpu = res.get("cpu_ms_per_step")
                 rows[-1]["cpu_ms_per_step"] = cpu
                 if cpu:
