@@ -384,6 +384,13 @@ def main(argv=None):
     p.add_argument("--model-priority", type=int, default=0,
                    help="CUDA priority of the stream the training loop runs on (0: the default stream; lower, e.g. -1: more "
                         "urgent than the Prefetcher's side streams, so that the GPU schedules the model's blocks first)")
+    p.add_argument("--side-stream", action="store_true",
+                   help="the training loop on a stream of its own (non-blocking, at --model-priority) instead of the "
+                        "default stream, as --model-priority other than 0 does")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="the model's forward and backward captured once as CUDA graphs (torch.cuda.make_graphed_callables) "
+                        "and replayed each step: the step's host work is a few launches, not one per kernel (one CUDA "
+                        "device; every batch must have --batch-size images of 224x224)")
     p.add_argument("--pin-loop", action="store_true",
                    help="the training loop's thread alone on one core (its SMT siblings left idle, and where the kernel "
                         "names none, any CPU measured to slow that core down as a hyper-thread would); the workers, the "
@@ -436,6 +443,16 @@ def main(argv=None):
             model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
         opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
+    graph_input = None
+    if args.cuda_graph:
+        if device.type != "cuda" or world > 1 or model is None:
+            raise SystemExit(f"train.py: --cuda-graph needs a model on one CUDA device, got --device {device.type}, "
+                             f"{world} processes, --model {args.model}")
+        # captured before iter(loader) starts the Prefetcher's threads: no other thread may call
+        # CUDA while a stream captures
+        graph_input = torch.randn(args.batch_size, 3, 224, 224, device=device).to(dtype=dtype, memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
+            model = torch.cuda.make_graphed_callables(model, (graph_input,))
 
     steps_per_epoch = min(len(loader), args.steps or math.inf)
     total = steps_per_epoch * args.epochs
@@ -449,7 +466,7 @@ def main(argv=None):
     t_stop, prof, cpu_start, cpu_stop = None, None, None, None
     restore_stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
     restore_cpus = os.sched_getaffinity(0) if args.pin_loop and hasattr(os, "sched_getaffinity") else None
-    if args.model_priority != 0 and device.type == "cuda":
+    if (args.model_priority != 0 or args.side_stream) and device.type == "cuda":
         # the loop's kernels on a stream of that priority (the thread's current stream: the
         # Prefetcher hands each batch over to it); it first waits for the setup queued so far
         loop_stream = torch.cuda.Stream(device, priority=args.model_priority)
@@ -468,6 +485,9 @@ def main(argv=None):
             if i >= steps_per_epoch:
                 break
             y = y.to(device, non_blocking=True)
+            if graph_input is not None and (x.shape != graph_input.shape or x.dtype != graph_input.dtype):
+                raise ValueError(f"train.py: --cuda-graph captured the model for batches of {tuple(graph_input.shape)} "
+                                 f"{graph_input.dtype}, got {tuple(x.shape)} {x.dtype} at step {step}")
             if model is not None:
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
                     loss = criterion(model(x), y)
@@ -512,7 +532,7 @@ def main(argv=None):
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
         "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,
         "workers": args.workers if args.loader != "synthetic" else 0, "worker_nice": args.worker_nice,
-        "model_priority": args.model_priority, "loop_core": sorted(cores[0]) if cores else None,
+        "model_priority": args.model_priority, "side_stream": args.side_stream, "cuda_graph": args.cuda_graph, "loop_core": sorted(cores[0]) if cores else None,
         "loop_idle": sorted(restore_cpus - cores[0] - cores[1]) if cores else None, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
