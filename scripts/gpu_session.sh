@@ -10,9 +10,11 @@
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    PROFILE_DECODE_ARGS scripts/profile_decode.py's and PROFILE_DECODE_ENV its environments, the same way; SCAN_AB_ARGS scripts/scan_ab.py's;
-#    gil: scripts/gil_share.py on GIL_MODEL (efficientnet_b0) with each of GIL_LOADERS (synthetic torchaug), py-spy's wheel in .gl/;
+#    gil: scripts/gil_share.py (GIL_ARGS, e.g. --native) on GIL_MODEL (efficientnet_b0) with each of GIL_LOADERS (synthetic torchaug), py-spy's wheel in .gl/;
 #    build: the library carried in .gl/ by scripts/build_for_device.sh when it was built from these sources, else built here;
 #    cpu_pairs: lscpu, then scripts/cpu_pairs.py (which CPUs slow each other down as hyper-threads of one core do);
+#    decode_trace: examples/train.py (EfficientNet-b0, GPU decode, 2 workers) eager and with --cuda-graph under
+#      TORCHAUG_DECODE_TRACE=1, then scripts/trace_gaps.py: where the producer's decode calls spend their time;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -32,6 +34,16 @@ fi
 if [[ $steps == *" cpu_pairs "* ]]; then
   lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|NUMA node|Hypervisor|Virtualization"
   timeout 120 python3 scripts/cpu_pairs.py --work 0.02 --json "$OUT/cpu_pairs.json" 2>&1 | tee "$OUT/cpu_pairs.log"
+fi
+if [[ $steps == *" decode_trace "* ]]; then
+  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/tracedata', n=1024)"
+  for mode in ${TRACE_MODES:-eager graph}; do  # eager, graph, graph-default (nvJPEG's own allocators)
+    extra=; [[ $mode == graph* ]] && extra=--cuda-graph
+    alloc=pool; [[ $mode == *-default ]] && alloc=default
+    TORCHAUG_NVJPEG_ALLOCATOR=$alloc TORCHAUG_DECODE_TRACE=1 timeout 200 python3 examples/train.py --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 \
+      --data /tmp/tracedata --warmup 20 --steps 100 --length 30000 $extra 2> "$OUT/trace_$mode.log" | tail -1 | cut -c1-600
+  done
+  python3 scripts/trace_gaps.py "$OUT"/trace_*.log
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
 [[ $steps == *" scan_ab "* ]] && timeout 300 python3 scripts/scan_ab.py ${SCAN_AB_ARGS:-} --json "$OUT/scan_ab.json" 2>&1 | tee "$OUT/scan_ab.log"
@@ -73,8 +85,8 @@ if [[ $steps == *" gil "* ]]; then  # py-spy (a wheel carried in .gl/) on exampl
   python3 -m zipfile -e .gl/py_spy-*.whl /tmp/pyspy && chmod +x /tmp/pyspy/py_spy-*.data/scripts/py-spy
   python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/gildata', n=1024)"
   for loader in ${GIL_LOADERS:-synthetic torchaug}; do
-    timeout 200 python3 scripts/gil_share.py --py-spy /tmp/pyspy/py_spy-*.data/scripts/py-spy --json "$OUT/gil_$loader.json" -- \
-      --model ${GIL_MODEL:-efficientnet_b0} --loader $loader --decode gpu --workers 2 --data /tmp/gildata --warmup 30 --steps 450 --length 116000 2>&1 | tee -a "$OUT/gil.log"
+    timeout 200 python3 scripts/gil_share.py ${GIL_ARGS:-} --py-spy /tmp/pyspy/py_spy-*.data/scripts/py-spy --json "$OUT/gil_$loader.json" -- \
+      --model ${GIL_MODEL:-efficientnet_b0} --loader $loader --decode gpu --workers 2 --data /tmp/gildata --warmup 30 --steps ${GIL_STEPS:-450} --length 300000 2>&1 | tee -a "$OUT/gil.log"
   done
 fi
 if [[ $steps == *" smi "* ]]; then  # the GPU's clocks, power and throttle reasons every 200 ms while the later steps run
