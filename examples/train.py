@@ -162,74 +162,9 @@ def nice_worker(worker_id, increment):
     os.nice(increment)
 
 
-def _spin_on(cpu, flags, index):
-    """A process of measure_slowdowns: pinned to cpu, spinning while flags[index] is 1, polling while
-    it is 0, gone at -1."""
-    os.sched_setaffinity(0, {cpu})
-    while flags[index] >= 0:
-        if flags[index] == 1:
-            for _ in range(20000):
-                pass
-        else:
-            time.sleep(0.0005)
-
-
-def _timed_loop(n):
-    t = time.perf_counter()
-    x = 0
-    for i in range(n):
-        x = (x * 31 + i) & 0xFFFF
-    return time.perf_counter() - t
-
-
-def measure_slowdowns(core, others, work=0.03, reps=3):
-    """{CPU j: how much longer a pure-Python loop on `core` takes while a process spins on j than with
-    nothing spinning} (medians of `reps` loops of ~`work` s). A virtual machine may show one thread
-    per core while two of its CPUs are hyper-threads of one host core: those slow each other down by
-    tens of percent, other pairs by a few. The calling thread's CPU set is put back after."""
-    import multiprocessing as mp
-    others = [j for j in others if j != core]
-    ctx = mp.get_context("fork")  # the children run plain Python only (no CUDA, no torch)
-    flags = ctx.RawArray("b", len(others))
-    procs = [ctx.Process(target=_spin_on, args=(j, flags, k), daemon=True) for k, j in enumerate(others)]
-    before = os.sched_getaffinity(0)
-    out = {}
-    try:
-        for p in procs:
-            p.start()
-        os.sched_setaffinity(0, {core})
-        n = 1000
-        while _timed_loop(n) < work / 8:
-            n *= 2
-        n = max(int(n * work / _timed_loop(n)), 1000)
-
-        def median():
-            return sorted(_timed_loop(n) for _ in range(reps))[reps // 2]
-        for k, j in enumerate(others):
-            alone = median()
-            flags[k] = 1
-            time.sleep(0.005)
-            beside = median()
-            flags[k] = 0
-            out[j] = beside / alone
-    finally:
-        for k in range(len(others)):
-            flags[k] = -1
-        for p in procs:
-            p.join(2)
-            if p.is_alive():
-                p.kill()
-                p.join()
-        os.sched_setaffinity(0, before)
-    return out
-
-
-def split_cores(measure=False, threshold=1.2):
+def split_cores():
     """(one core of the process's allowed CPUs, the allowed CPUs minus that core and its SMT siblings),
-    for --pin-loop; None where the process has too few CPUs or no sched_setaffinity (not Linux).
-    The siblings are the kernel's (thread_siblings_list); with measure=True, where the kernel names
-    none, also every CPU whose spinning slows a loop on the core by `threshold` or more (a virtual
-    machine's hidden hyper-thread: measure_slowdowns)."""
+    for --pin-loop; None where the process has too few CPUs or no sched_setaffinity (not Linux)."""
     if not hasattr(os, "sched_getaffinity"):
         return None
     allowed = sorted(os.sched_getaffinity(0))
@@ -242,8 +177,6 @@ def split_cores(measure=False, threshold=1.2):
                 siblings.update(range(int(a), int(b or a) + 1))
     except OSError:
         pass
-    if measure and siblings == {core} and len(allowed) > 2:
-        siblings.update(j for j, r in measure_slowdowns(core, allowed[1:]).items() if r >= threshold)
     others = [c for c in allowed if c not in siblings]
     return ({core}, set(others)) if others else None
 
@@ -392,8 +325,7 @@ def main(argv=None):
                         "and replayed each step: the step's host work is a few launches, not one per kernel (one CUDA "
                         "device; every batch must have --batch-size images of 224x224)")
     p.add_argument("--pin-loop", action="store_true",
-                   help="the training loop's thread alone on one core (its SMT siblings left idle, and where the kernel "
-                        "names none, any CPU measured to slow that core down as a hyper-thread would); the workers, the "
+                   help="the training loop's thread alone on one core (its SMT siblings left idle); the workers, the "
                         "Prefetcher's threads and the rest of the process on the other cores (Linux)")
     p.add_argument("--timeout", type=float, default=0,
                    help="seconds the Prefetcher waits for a batch before it raises, showing where its thread is (0: no limit)")
@@ -472,7 +404,7 @@ def main(argv=None):
         loop_stream = torch.cuda.Stream(device, priority=args.model_priority)
         loop_stream.wait_stream(torch.cuda.current_stream(device))
         torch.cuda.set_stream(loop_stream)
-    cores = split_cores(measure=True) if args.pin_loop else None
+    cores = split_cores() if args.pin_loop else None
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -532,8 +464,7 @@ def main(argv=None):
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
         "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,
         "workers": args.workers if args.loader != "synthetic" else 0, "worker_nice": args.worker_nice,
-        "model_priority": args.model_priority, "side_stream": args.side_stream, "cuda_graph": args.cuda_graph, "loop_core": sorted(cores[0]) if cores else None,
-        "loop_idle": sorted(restore_cpus - cores[0] - cores[1]) if cores else None, "steps": step, "timed_steps": max(step - args.warmup, 0),
+        "model_priority": args.model_priority, "side_stream": args.side_stream, "cuda_graph": args.cuda_graph, "loop_core": sorted(cores[0]) if cores else None, "steps": step, "timed_steps": max(step - args.warmup, 0),
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }

@@ -8,6 +8,10 @@ against the same loop with nothing spinning; the CPU j that slows i most, and by
 likely sibling.
 
     python3 scripts/cpu_pairs.py [--cpus 0,1,2] [--work 0.05] [--json out.json]
+
+On the H100 machine (session 43) the slowdowns were up to x1.9 but not paired: i slowed by j did
+not mean j slowed by i, and a second measurement picked other CPUs. So they show the host's scheduling
+of the vCPUs at that moment, not a fixed topology to pin threads by.
 """
 import argparse
 import json
@@ -16,8 +20,66 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from train import measure_slowdowns  # noqa: E402
+def _spin_on(cpu, flags, index):
+    """A process of measure_slowdowns: pinned to cpu, spinning while flags[index] is 1, polling while
+    it is 0, gone at -1."""
+    os.sched_setaffinity(0, {cpu})
+    while flags[index] >= 0:
+        if flags[index] == 1:
+            for _ in range(20000):
+                pass
+        else:
+            time.sleep(0.0005)
+
+
+def _timed_loop(n):
+    t = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x = (x * 31 + i) & 0xFFFF
+    return time.perf_counter() - t
+
+
+def measure_slowdowns(core, others, work=0.03, reps=3):
+    """{CPU j: how much longer a pure-Python loop on `core` takes while a process spins on j than with
+    nothing spinning} (medians of `reps` loops of ~`work` s). A virtual machine may show one thread
+    per core while two of its CPUs are hyper-threads of one host core: those slow each other down by
+    tens of percent, other pairs by a few. The calling thread's CPU set is put back after."""
+    import multiprocessing as mp
+    others = [j for j in others if j != core]
+    ctx = mp.get_context("fork")  # the children run plain Python only (no CUDA, no torch)
+    flags = ctx.RawArray("b", len(others))
+    procs = [ctx.Process(target=_spin_on, args=(j, flags, k), daemon=True) for k, j in enumerate(others)]
+    before = os.sched_getaffinity(0)
+    out = {}
+    try:
+        for p in procs:
+            p.start()
+        os.sched_setaffinity(0, {core})
+        n = 1000
+        while _timed_loop(n) < work / 8:
+            n *= 2
+        n = max(int(n * work / _timed_loop(n)), 1000)
+
+        def median():
+            return sorted(_timed_loop(n) for _ in range(reps))[reps // 2]
+        for k, j in enumerate(others):
+            alone = median()
+            flags[k] = 1
+            time.sleep(0.005)
+            beside = median()
+            flags[k] = 0
+            out[j] = beside / alone
+    finally:
+        for k in range(len(others)):
+            flags[k] = -1
+        for p in procs:
+            p.join(2)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        os.sched_setaffinity(0, before)
+    return out
 
 
 def main():

@@ -37,10 +37,9 @@ if [[ $steps == *" cpu_pairs "* ]]; then
 fi
 if [[ $steps == *" decode_trace "* ]]; then
   python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/tracedata', n=1024)"
-  for mode in ${TRACE_MODES:-eager graph}; do  # eager, graph, graph-default (nvJPEG's own allocators)
-    extra=; [[ $mode == graph* ]] && extra=--cuda-graph
-    alloc=pool; [[ $mode == *-default ]] && alloc=default
-    TORCHAUG_NVJPEG_ALLOCATOR=$alloc TORCHAUG_DECODE_TRACE=1 timeout 200 python3 examples/train.py --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 \
+  for mode in ${TRACE_MODES:-eager graph}; do
+    extra=; [ $mode = graph ] && extra=--cuda-graph
+    TORCHAUG_DECODE_TRACE=1 timeout 200 python3 examples/train.py --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 \
       --data /tmp/tracedata --warmup 20 --steps 100 --length 30000 $extra 2> "$OUT/trace_$mode.log" | tail -1 | cut -c1-600
   done
   python3 scripts/trace_gaps.py "$OUT"/trace_*.log

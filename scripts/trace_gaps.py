@@ -17,14 +17,9 @@ def summarize(path):
     for line in open(path, errors="replace"):
         m = LINE.search(line.strip())
         if m:
-            by_thread[m.group(1)].append((float(m.group(2)), m.group(3), int(m.group(4))))
+            by_thread[m.group(1)].append((float(m.group(2)), m.group(3)))
     for tid, ev in by_thread.items():
         ev = ev[len(ev) // 2:]  # the later half: past warm-up
-        counters = collections.defaultdict(list)  # "... so far" steps: running counts
-        for _, step, n in ev:
-            if step.endswith("so far") or step.endswith("so far (new)"):
-                counters[step].append(n)
-        ev = [(t, step) for t, step, _ in ev if step not in counters]
         pairs = collections.defaultdict(list)
         calls, between = [], []
         start = last_exit = None
@@ -42,8 +37,6 @@ def summarize(path):
             continue
         print(f"{path}: thread {tid}: {len(calls)} calls, median {statistics.median(calls):.2f} ms in a call, "
               f"{statistics.median(between) if between else float('nan'):.2f} ms between calls (medians)")
-        for step, v in counters.items():
-            print(f"  {step}: {v[-1]} ({(v[-1] - v[0]) / max(len(v) - 1, 1):.1f} per batched call in this half)")
         for (a, b), v in sorted(pairs.items(), key=lambda kv: -sum(kv[1]))[:8]:
             print(f"  {a:>28} -> {b:<28} median {statistics.median(v):7.2f} ms, max {max(v):7.2f}, x{len(v)}")
 

@@ -32,9 +32,6 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   (TORCHAUG_DECODE_PARSE_THREADS=16) instead of 4;
 - "omp4": the same with 4 intra-op (OpenMP) threads per thread that runs parallel CPU work
   (OMP_NUM_THREADS=4) instead of one per core;
-- "defaultalloc" ("graphdefaultalloc" with --cuda-graph): the same with nvJPEG on its own
-  allocators (TORCHAUG_NVJPEG_ALLOCATOR=default), whose frees wait for the whole device, instead of
-  torchaug's stream-ordered pool (the default since session 43);
 - "ownconv": the same with the hardware batch decoded to YUV planes and converted by torchaug's one
   kernel (TORCHAUG_NVJPEG_YUV=1) instead of nvJPEG's kernel per image (in session 41's run the
   default was 1, "torchaug" meant this, and the config "nvjpegconv" today's default);
@@ -43,9 +40,8 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
   the GPU's block scheduler starts the model's blocks first and the pipeline's kernels fill what is
   left; "synthprio": synthetic data so (the urgent stream alone);
 - "pinloop": the same with the training loop's thread alone on one core, its SMT siblings idle, and
-  the workers and the process's other threads on the other cores (train.py --pin-loop; since
-  session 43 the siblings include CPUs measured to slow the loop's core down, where the kernel names
-  none); "synthpin": synthetic data so;
+  the workers and the process's other threads on the other cores (train.py --pin-loop);
+  "synthpin": synthetic data so;
 - "graph": the same with the model's forward and backward replayed from CUDA graphs (train.py
   --cuda-graph): the loop's host work per step is a few launches instead of one per kernel, so host
   contention from the Prefetcher's threads cannot starve the model stream; "synthgraph": synthetic
@@ -143,12 +139,6 @@ def patch_hw_load():
     """A share of each batch's files decoded by nvJPEG's hybrid decoder on CPU lanes beside the
     hardware engines (TORCHAUG_NVJPEG_HW_LOAD, default 0.7 here; the decoder's default is 1)."""
     os.environ.setdefault("TORCHAUG_NVJPEG_HW_LOAD", "0.7")
-
-
-def patch_default_allocator():
-    """nvJPEG on its own allocators (cudaMalloc / cudaFree, cudaHostAlloc / cudaFreeHost, which wait
-    for the whole device) instead of torchaug's stream-ordered ones (the default since session 43)."""
-    os.environ["TORCHAUG_NVJPEG_ALLOCATOR"] = "default"
 
 
 def patch_own_conversion():
@@ -256,7 +246,7 @@ def patch_omp_threads():
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--spin-thread": patch_spin_thread, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--own-conversion": patch_own_conversion, "--default-allocator": patch_default_allocator, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--spin-thread": patch_spin_thread, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--own-conversion": patch_own_conversion, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
@@ -335,8 +325,6 @@ def main():
         "side": torchaug_run(extra=["--side-stream"]),
         "synthgraph": lambda m: run(["--model", m, "--loader", "synthetic", "--cuda-graph"] + common),
         "ownconv": torchaug_run(["--own-conversion"]),
-        "defaultalloc": torchaug_run(["--default-allocator"]),
-        "graphdefaultalloc": torchaug_run(["--default-allocator"], extra=["--cuda-graph"]),
         "blocking": torchaug_run(["--blocking-sync"]),
         "synthbusy": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--busy"),
         "synthspin": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--spin-thread"),
@@ -374,8 +362,7 @@ def main():
                 print(f"  {model:<16} round {r} {c:<9} {res['img_per_s']:>8,.0f} img/s  load {load:.1f}  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None), flush=True)
                 if res.get("loop_core"):
-                    rows[-1]["loop_core"], rows[-1]["loop_idle"] = res["loop_core"], res.get("loop_idle")
-                    print(f"      loop on CPU {res['loop_core']}, left idle {res.get('loop_idle')}", flush=True)
+                    rows[-1]["loop_core"] = res["loop_core"]
                 cpu = res.get("cpu_ms_per_step")
                 rows[-1]["cpu_ms_per_step"] = cpu
                 if cpu:

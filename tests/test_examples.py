@@ -131,28 +131,6 @@ def test_split_cores_keeps_a_core_and_its_siblings_apart(monkeypatch):
     assert train.split_cores() is None  # no other core: nothing to pin
 
 
-def test_split_cores_adds_measured_siblings(monkeypatch):
-    """Where the kernel names no sibling (a virtual machine's one thread per core), measure=True also
-    leaves idle every CPU measured to slow the loop's core down by the threshold or more."""
-    import io
-    if not hasattr(os, "sched_getaffinity"):
-        pytest.skip("no sched_getaffinity (not Linux)")
-    train = load_train()
-    topology = {0: "0", 4: "4-5"}
-    monkeypatch.setattr(train, "open", lambda path: io.StringIO(topology[int(path.split("/cpu")[-1].split("/")[0])]), raising=False)
-    monkeypatch.setattr(train.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    asked = []
-    monkeypatch.setattr(train, "measure_slowdowns", lambda core, others: asked.append((core, list(others))) or {1: 1.05, 2: 1.6, 3: 1.19})
-    assert train.split_cores() == ({0}, {1, 2, 3}) and not asked  # measuring is asked for
-    assert train.split_cores(measure=True) == ({0}, {1, 3}) and asked == [(0, [1, 2, 3])]
-    assert train.split_cores(measure=True, threshold=1.1) == ({0}, {1})
-    monkeypatch.setattr(train, "measure_slowdowns", lambda core, others: {j: 2.0 for j in others})
-    assert train.split_cores(measure=True) is None  # every other CPU a sibling: nothing to pin
-    monkeypatch.setattr(train.os, "sched_getaffinity", lambda pid: {4, 5, 6})
-    monkeypatch.setattr(train, "measure_slowdowns", lambda core, others: pytest.fail("measured though the kernel names a sibling"))
-    assert train.split_cores(measure=True) == ({4}, {6})
-
-
 def test_measure_slowdowns_restores_the_cpu_set_and_leaves_no_process():
     import multiprocessing as mp
     if not hasattr(os, "sched_getaffinity"):
@@ -160,8 +138,11 @@ def test_measure_slowdowns_restores_the_cpu_set_and_leaves_no_process():
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         pytest.skip("one CPU")
-    train = load_train()
-    slow = train.measure_slowdowns(allowed[-1], allowed, work=0.005)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cpu_pairs", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "cpu_pairs.py"))
+    cpu_pairs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cpu_pairs)
+    slow = cpu_pairs.measure_slowdowns(allowed[-1], allowed, work=0.005)
     assert set(slow) == set(allowed[:-1])  # the core itself is not measured against itself
     assert all(math.isfinite(r) and 0.2 < r < 20 for r in slow.values()), slow
     assert os.sched_getaffinity(0) == set(allowed)

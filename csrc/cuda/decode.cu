@@ -148,120 +148,6 @@ bool env_on(const char* name) {
   return v == nullptr || std::string(v) != "0";
 }
 
-// Stream-ordered allocators for nvJPEG (nvjpegCreateExV2). With its default ones nvJPEG takes device
-// memory with cudaMalloc / cudaFree and pinned memory with cudaHostAlloc / cudaFreeHost, and cudaFree
-// and cudaFreeHost wait for the whole device: beside a training step the hardware batched call then
-// lasted as long as the model's queued work (RESULTS.md case 6, session 43: 60 ms a batch beside
-// EfficientNet-b0 replayed from CUDA graphs, on any stream, at any priority; 29.5 ms beside the eager
-// loop; ~10 ms alone). Here:
-//  - device memory comes from a memory pool of ours per device (cudaMallocFromPoolAsync /
-//    cudaFreeAsync on the stream nvJPEG names), which keeps what is freed (release threshold: no
-//    limit) and reuses it in stream order;
-//  - pinned memory is never given back while the process lives: a freed block waits, with an event
-//    recorded on the stream nvJPEG names, for its next request of at most its size and at least half
-//    of it once that event is done; else a new block is allocated.
-// TORCHAUG_NVJPEG_ALLOCATOR=default (read when a decoder is made) gives nvJPEG its own allocators
-// back (a diagnostic).
-struct NvjpegAllocators {
-  std::mutex m;
-  cudaMemPool_t pools[64] = {};
-  struct Pinned {
-    void* p;
-    size_t size;
-    cudaEvent_t ready;  // recorded at the free, on the freeing stream's device
-  };
-  std::vector<Pinned> idle;  // freed pinned blocks
-  std::map<void*, size_t> pinned_in_use;
-  std::atomic<int64_t> device_allocs{0}, pinned_new{0}, pinned_reused{0};
-  nvjpegDevAllocatorV2_t device{&dev_malloc, &dev_free, this};
-  nvjpegPinnedAllocatorV2_t pinned{&pinned_malloc, &pinned_free, this};
-
-  static NvjpegAllocators& get() {
-    static NvjpegAllocators* a = new NvjpegAllocators();  // never destroyed: nvJPEG may free at exit
-    return *a;
-  }
-  static bool on() {
-    const char* e = std::getenv("TORCHAUG_NVJPEG_ALLOCATOR");
-    if (e == nullptr || std::string(e) == "pool") return true;
-    TORCHAUG_CHECK(std::string(e) == "default", "torchaug::decode_jpeg: TORCHAUG_NVJPEG_ALLOCATOR must be pool or default, got '",
-                   e, "'");
-    return false;
-  }
-  cudaMemPool_t pool_of_current_device() {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return nullptr;
-    std::lock_guard<std::mutex> lock(m);
-    if (pools[dev] == nullptr) {
-      cudaMemPoolProps props = {};
-      props.allocType = cudaMemAllocationTypePinned;
-      props.location.type = cudaMemLocationTypeDevice;
-      props.location.id = dev;
-      cudaMemPool_t pool = nullptr;
-      if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) return nullptr;
-      uint64_t keep = UINT64_MAX;
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-      pools[dev] = pool;
-    }
-    return pools[dev];
-  }
-  static int dev_malloc(void* ctx, void** ptr, size_t size, cudaStream_t stream) {
-    auto& a = *static_cast<NvjpegAllocators*>(ctx);
-    cudaMemPool_t pool = a.pool_of_current_device();
-    if (pool == nullptr) return 1;
-    ++a.device_allocs;
-    return cudaMallocFromPoolAsync(ptr, size, pool, stream) == cudaSuccess ? 0 : 1;
-  }
-  static int dev_free(void*, void* ptr, size_t, cudaStream_t stream) {
-    return cudaFreeAsync(ptr, stream) == cudaSuccess ? 0 : 1;
-  }
-  static int pinned_malloc(void* ctx, void** ptr, size_t size, cudaStream_t) {
-    auto& a = *static_cast<NvjpegAllocators*>(ctx);
-    std::lock_guard<std::mutex> lock(a.m);
-    bool unfinished = false;
-    for (size_t i = 0; i < a.idle.size(); ++i) {
-      Pinned& b = a.idle[i];
-      if (b.size < size || b.size / 2 > size) continue;
-      const cudaError_t q = cudaEventQuery(b.ready);
-      unfinished |= q != cudaSuccess;
-      if (q == cudaSuccess) {
-        cudaEventDestroy(b.ready);
-        *ptr = b.p;
-        a.pinned_in_use[b.p] = b.size;
-        a.idle.erase(a.idle.begin() + static_cast<std::ptrdiff_t>(i));
-        ++a.pinned_reused;
-        return 0;
-      }
-    }
-    if (unfinished) (void)cudaGetLastError();  // a query of an unfinished event leaves cudaErrorNotReady behind, as c10's Event::query clears it
-    if (cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess) return 1;
-    a.pinned_in_use[*ptr] = size;
-    ++a.pinned_new;
-    return 0;
-  }
-  static int pinned_free(void* ctx, void* ptr, size_t, cudaStream_t stream) {
-    auto& a = *static_cast<NvjpegAllocators*>(ctx);
-    std::lock_guard<std::mutex> lock(a.m);
-    const auto it = a.pinned_in_use.find(ptr);
-    if (it == a.pinned_in_use.end()) return 1;
-    Pinned b{ptr, it->second, nullptr};
-    a.pinned_in_use.erase(it);
-    if (cudaEventCreateWithFlags(&b.ready, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventRecord(b.ready, stream) != cudaSuccess) {
-      return 1;
-    }
-    a.idle.push_back(b);
-    return 0;
-  }
-};
-
-// An nvJPEG handle of `backend` with `flags`, on the stream-ordered allocators above unless
-// TORCHAUG_NVJPEG_ALLOCATOR=default.
-nvjpegStatus_t create_handle(nvjpegBackend_t backend, unsigned int flags, nvjpegHandle_t* handle) {
-  if (!NvjpegAllocators::on()) return nvjpegCreateEx(backend, nullptr, nullptr, flags, handle);
-  auto& a = NvjpegAllocators::get();
-  return nvjpegCreateExV2(backend, &a.device, &a.pinned, flags, handle);
-}
-
 // TORCHAUG_NVJPEG_REJECT (read at each call; a switch for the tests): "1" treats every hardware batch
 // as one that nvJPEG rejected, so that what follows a rejection (the batch's files retried one by one
 // on the lanes, the errors naming them) runs without a file that nvJPEG's batched decoder refuses;
@@ -323,19 +209,16 @@ struct Lane {
   nvjpegHandle_t handle = nullptr;
 
   Lane(unsigned int flags, c10::cuda::CUDAStream s) : stream(s) {
-    if (create_handle(NVJPEG_BACKEND_DEFAULT, flags, &handle) != NVJPEG_STATUS_SUCCESS) {
-      TORCHAUG_NVJPEG_CHECK(create_handle(NVJPEG_BACKEND_DEFAULT, NVJPEG_FLAGS_DEFAULT, &handle));
+    if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &handle) != NVJPEG_STATUS_SUCCESS) {
+      TORCHAUG_NVJPEG_CHECK(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &handle));
     }
-    const bool pooled = NvjpegAllocators::on();
     TORCHAUG_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_HYBRID, &decoder));
     TORCHAUG_NVJPEG_CHECK(nvjpegDecoderStateCreate(handle, decoder, &state));
     for (int i = 0; i < 2; ++i) {
-      TORCHAUG_NVJPEG_CHECK(pooled ? nvjpegBufferPinnedCreateV2(handle, &NvjpegAllocators::get().pinned, &pinned[i])
-                                   : nvjpegBufferPinnedCreate(handle, nullptr, &pinned[i]));
+      TORCHAUG_NVJPEG_CHECK(nvjpegBufferPinnedCreate(handle, nullptr, &pinned[i]));
       TORCHAUG_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &parsed[i]));
     }
-    TORCHAUG_NVJPEG_CHECK(pooled ? nvjpegBufferDeviceCreateV2(handle, &NvjpegAllocators::get().device, &device_buffer)
-                                 : nvjpegBufferDeviceCreate(handle, nullptr, &device_buffer));
+    TORCHAUG_NVJPEG_CHECK(nvjpegBufferDeviceCreate(handle, nullptr, &device_buffer));
     TORCHAUG_NVJPEG_CHECK(nvjpegStateAttachDeviceBuffer(state, device_buffer));
     TORCHAUG_NVJPEG_CHECK(nvjpegDecodeParamsCreate(handle, &params));
     done.record(stream.stream());
@@ -513,7 +396,7 @@ struct Decoder {
     const bool try_hardware = env_on("TORCHAUG_NVJPEG_HARDWARE");
     for (unsigned int f : choices) {
       if (!try_hardware) break;
-      if (create_handle(NVJPEG_BACKEND_HARDWARE, f, &handle) == NVJPEG_STATUS_SUCCESS) {
+      if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
         hardware = true;
         flags = f;
         break;
@@ -521,7 +404,7 @@ struct Decoder {
     }
     if (!hardware) {
       for (unsigned int f : choices) {
-        if (create_handle(NVJPEG_BACKEND_DEFAULT, f, &handle) == NVJPEG_STATUS_SUCCESS) {
+        if (nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, f, &handle) == NVJPEG_STATUS_SUCCESS) {
           flags = f;
           break;
         }
@@ -806,8 +689,6 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
     return false;
   }
   trace(b.stream.device_index(), "nvjpegDecodeBatched returned", n);
-  trace(b.stream.device_index(), "nvjpeg device allocations so far", NvjpegAllocators::get().device_allocs.load());
-  trace(b.stream.device_index(), "nvjpeg pinned allocations so far (new)", NvjpegAllocators::get().pinned_new.load());
   if (!ycc.empty()) {
     const c10::cuda::CUDAStreamGuard on_own(b.stream);
     at::Tensor table = at::empty({static_cast<int64_t>(ycc.size() * sizeof(YccJob))},
