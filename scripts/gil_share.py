@@ -56,12 +56,13 @@ def main():
     train = subprocess.Popen([sys.executable, os.path.join(ROOT, "examples", "train.py"), *rest],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     time.sleep(args.delay)
+    seconds = max(int(round(args.seconds)), 1)  # py-spy takes whole seconds
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "gil.txt")
         # native stacks need the process paused at each sample (py-spy refuses --nonblocking with them)
         mode = ["--native"] if args.native else ["--gil", "--nonblocking"]
         spy = subprocess.run([args.py_spy, "record", *mode, "--threads", "-r", str(args.rate),
-                              "-d", str(max(int(round(args.seconds)), 1)), "-f", "raw", "-o", raw, "--pid", str(train.pid)],
+                              "-d", str(seconds), "-f", "raw", "-o", raw, "--pid", str(train.pid)],
                              capture_output=True, text=True)
         lines = open(raw).read().splitlines() if os.path.exists(raw) else []
     out, _ = train.communicate(timeout=600)
@@ -77,7 +78,7 @@ def main():
         frames = stack.split(";")
         top[(k, frames[-1][:90])] += int(count)
         by_lib[(k, library_of(frames[-1]))] += int(count)
-    ticks = args.rate * args.seconds
+    ticks = args.rate * seconds
     total = sum(by_kind.values())
     what = "samples of running threads" if args.native else "samples with the GIL held"
     print(f"gil_share: {' '.join(rest)}\n  {result.get('img_per_s') or 0:,.0f} img/s; {total} {what} "
