@@ -338,6 +338,9 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=30, help="steps before the timed window")
     p.add_argument("--device", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trace-out", default=None,
+                   help="with --trace-steps: the traced steps' Chrome trace (CUPTI: kernels, copies, CUDA API calls of every "
+                        "thread) written there, gzipped")
     p.add_argument("--trace-steps", type=int, default=0,
                    help="after the timed window, this many more steps under CUPTI (CUDA only): the model stream's "
                         "kernel time, idle time and overlap with the other streams per step (in the JSON's kernel_trace)")
@@ -459,7 +462,12 @@ def main(argv=None):
         with tempfile.TemporaryDirectory() as tmp:
             prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
             with open(os.path.join(tmp, "trace.json")) as f:
-                kernel_trace = stream_summary(json.load(f), step - trace_from)
+                trace = json.load(f)
+            kernel_trace = stream_summary(trace, step - trace_from)
+            if args.trace_out:
+                import gzip
+                with gzip.open(args.trace_out, "wt") as f:
+                    json.dump(trace, f)
     result = {
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
         "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,
