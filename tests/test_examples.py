@@ -175,6 +175,29 @@ def test_train_example_cuda_graph(monkeypatch):
         train.main(args + ["--device", "cuda", "--cuda-graph", "--lr", "0.01"])
 
 
+def test_train_example_trace_out(tmp_path):
+    """--trace-steps with --trace-out: the traced steps' Chrome trace written gzipped, with the model's
+    kernels and the CUDA runtime calls that scripts/api_waits.py lists by thread."""
+    import gzip
+    import json
+    import subprocess
+    import sys
+    if not torch.cuda.is_available():
+        pytest.skip("the trace is CUDA's (CUPTI)")
+    train = load_train()
+    path = str(tmp_path / "trace.json.gz")
+    result = train.main(["--model", "resnet18", "--loader", "synthetic", "--batch-size", "8", "--steps", "5", "--warmup", "1",
+                         "--device", "cuda", "--lr", "0.01", "--trace-steps", "2", "--trace-out", path])
+    assert result["kernel_trace"]["model_kernels"] > 0
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    cats = {e.get("cat") for e in events}
+    assert "kernel" in cats and "cuda_runtime" in cats, cats
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, os.path.join(root, "scripts", "api_waits.py"), path], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "API calls" in out.stdout and "cudaLaunchKernel" in out.stdout, out.stdout + out.stderr
+
+
 def test_train_example_loop_stream_and_core():
     """--model-priority: the loop on an urgent stream (CUDA), the thread's stream put back after;
     --pin-loop: the loop's thread on one core, its CPU set put back after."""
