@@ -461,13 +461,14 @@ def main(argv=None):
         prof.__exit__(None, None, None)
         with tempfile.TemporaryDirectory() as tmp:
             prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
-            with open(os.path.join(tmp, "trace.json")) as f:
-                trace = json.load(f)
-            kernel_trace = stream_summary(trace, step - trace_from)
-            if args.trace_out:
-                import gzip
-                with gzip.open(args.trace_out, "wt") as f:
-                    json.dump(trace, f)
+            with open(os.path.join(tmp, "trace.json"), "rb") as f:
+                kernel_trace = stream_summary(json.load(f), step - trace_from)
+                if args.trace_out:  # the exported file itself, gzipped
+                    import gzip
+                    import shutil
+                    f.seek(0)
+                    with gzip.open(args.trace_out, "wb") as out:
+                        shutil.copyfileobj(f, out)
     result = {
         "model": args.model, "loader": args.loader, "decode": args.decode if args.loader == "torchaug" else None,
         "cpu_share": args.cpu_share if args.loader == "torchaug" and args.decode == "split" else None, "world_size": world, "batch_size": args.batch_size,

@@ -1,7 +1,7 @@
 """The longest CUDA API calls of each thread in a Chrome trace of train.py --trace-out (torch.profiler,
 CUPTI): which call a thread waits in (a decode's nvJPEG call that lasts a whole training step, say).
 
-    python3 scripts/api_waits.py TRACE.json.gz [--top 12]
+    python3 scripts/api_waits.py TRACE.json.gz [--longest 4]
 """
 import argparse
 import collections
@@ -12,7 +12,7 @@ import json
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
-    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--longest", type=int, default=4, help="the longest calls listed per thread")
     args = ap.parse_args()
     opener = gzip.open if args.trace.endswith(".gz") else open
     with opener(args.trace, "rt") as f:
@@ -31,7 +31,7 @@ def main():
         print(f"thread {tid}: {len(ev)} API calls, {sum(total.values()) / 1e3:.1f} ms in them")
         for name, us in total.most_common(6):
             print(f"  {us / 1e3:9.2f} ms  {name} x{count[name]}")
-        for e in sorted(ev, key=lambda e: -e["dur"])[:args.top // 3]:
+        for e in sorted(ev, key=lambda e: -e["dur"])[:args.longest]:
             print(f"    longest: {e['dur'] / 1e3:8.2f} ms {e['name']} at {e['ts'] / 1e3:.1f} ms")
 
 

@@ -17,8 +17,8 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import sys
 import time
+
 
 def _spin_on(cpu, flags, index):
     """A process of measure_slowdowns: pinned to cpu, spinning while flags[index] is 1, polling while
@@ -45,7 +45,6 @@ def measure_slowdowns(core, others, work=0.03, reps=3):
     nothing spinning} (medians of `reps` loops of ~`work` s). A virtual machine may show one thread
     per core while two of its CPUs are hyper-threads of one host core: those slow each other down by
     tens of percent, other pairs by a few. The calling thread's CPU set is put back after."""
-    import multiprocessing as mp
     others = [j for j in others if j != core]
     ctx = mp.get_context("fork")  # the children run plain Python only (no CUDA, no torch)
     flags = ctx.RawArray("b", len(others))

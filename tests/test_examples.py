@@ -11,11 +11,16 @@ pytest.importorskip("torchvision")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def load_train():
-    spec = importlib.util.spec_from_file_location("train_example", os.path.join(ROOT, "examples", "train.py"))
+def load_module(name, *path):
+    """A script of the repo (ROOT/path) loaded as a module called name."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *path))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_train():
+    return load_module("train_example", "examples", "train.py")
 
 
 @pytest.mark.parametrize("loader", ["torchaug", "torchvision", "synthetic"])
@@ -138,10 +143,7 @@ def test_measure_slowdowns_restores_the_cpu_set_and_leaves_no_process():
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         pytest.skip("one CPU")
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("cpu_pairs", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "cpu_pairs.py"))
-    cpu_pairs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cpu_pairs)
+    cpu_pairs = load_module("cpu_pairs", "scripts", "cpu_pairs.py")
     slow = cpu_pairs.measure_slowdowns(allowed[-1], allowed, work=0.005)
     assert set(slow) == set(allowed[:-1])  # the core itself is not measured against itself
     assert all(math.isfinite(r) and 0.2 < r < 20 for r in slow.values()), slow
@@ -193,8 +195,7 @@ def test_train_example_trace_out(tmp_path):
         events = json.load(f)["traceEvents"]
     cats = {e.get("cat") for e in events}
     assert "kernel" in cats and "cuda_runtime" in cats, cats
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, os.path.join(root, "scripts", "api_waits.py"), path], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "api_waits.py"), path], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "API calls" in out.stdout and "cudaLaunchKernel" in out.stdout, out.stdout + out.stderr
 
 
