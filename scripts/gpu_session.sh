@@ -6,7 +6,7 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi] [cpu_pairs]
+#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi] [cpu_pairs] [decode_trace] [waits]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    PROFILE_DECODE_ARGS scripts/profile_decode.py's and PROFILE_DECODE_ENV its environments, the same way; SCAN_AB_ARGS scripts/scan_ab.py's;
@@ -15,6 +15,8 @@
 #    cpu_pairs: lscpu, then scripts/cpu_pairs.py (which CPUs slow each other down as hyper-threads of one core do);
 #    decode_trace: examples/train.py (EfficientNet-b0, GPU decode, 2 workers) eager and with --cuda-graph under
 #      TORCHAUG_DECODE_TRACE=1, then scripts/trace_gaps.py: where the producer's decode calls spend their time;
+#    waits: examples/train.py --trace-out (4 traced steps after 50; EfficientNet-b0, GPU decode, 2 workers) in each of WAITS_MODES
+#      (eager graph) under each of WAITS_ENV ("default" or VAR=value), then scripts/api_waits.py: each thread's longest CUDA calls;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -43,6 +45,19 @@ if [[ $steps == *" decode_trace "* ]]; then
       --data /tmp/tracedata --warmup 20 --steps 100 --length 30000 $extra 2> "$OUT/trace_$mode.log" | tail -1 | cut -c1-600
   done
   python3 scripts/trace_gaps.py "$OUT"/trace_*.log
+fi
+if [[ $steps == *" waits "* ]]; then
+  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/tracedata', n=1024)"
+  for e in ${WAITS_ENV:-default}; do
+    for mode in ${WAITS_MODES:-eager graph}; do
+      extra=; [ $mode = graph ] && extra=--cuda-graph
+      tag=$mode-$(echo "$e" | tr = -); echo "== api waits, $mode, $e"
+      [ "$e" = default ] && e=
+      env $e timeout 200 python3 examples/train.py --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 --data /tmp/tracedata \
+        --warmup 20 --steps 54 --length 30000 --trace-steps 4 --trace-out "/tmp/trace_$tag.json.gz" $extra 2>&1 | tail -1 | cut -c1-400
+      python3 scripts/api_waits.py "/tmp/trace_$tag.json.gz" --longest 3 > "$OUT/api_waits_$tag.txt"; head -12 "$OUT/api_waits_$tag.txt"
+    done
+  done
 fi
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
 [[ $steps == *" scan_ab "* ]] && timeout 300 python3 scripts/scan_ab.py ${SCAN_AB_ARGS:-} --json "$OUT/scan_ab.json" 2>&1 | tee "$OUT/scan_ab.log"
