@@ -66,10 +66,11 @@ between processes shows as spread (issue 5), with an A/B of the producer's ragge
 - "splitNN": the workers (--workers, 2) decode NN% of each batch on the CPU (libjpeg-turbo,
   torchaug.io.collate_partly_decoded) and the Prefetcher the rest with nvJPEG, joined in one
   RaggedImages ("split" alone: 50%); "splitpinNN" with the workers' segments pinned in place;
-- "conn32": the same with CUDA_DEVICE_MAX_CONNECTIONS=32 (or TRAIN_AB_CONNECTIONS) before CUDA starts:
-  32 hardware work queues per device instead of the driver's default 8, so that nvJPEG's 14 streams
-  and the model's stream are less likely to share one queue (where work runs in submission order,
-  whatever stream it came from); "synthconn32", "graphconn32" and "synthgraphconn32" likewise;
+- "connN" (conn8, conn32, ...): the same with CUDA_DEVICE_MAX_CONNECTIONS=N before CUDA starts: the
+  number of hardware work queues the driver maps the process's streams onto, where work runs in
+  submission order whatever stream it came from (the driver's default is 8; torchaug's import asks
+  for 32 since session 44, so "torchaug" is conn32 unless the variable is set); "synthconnN",
+  "graphconnN" and "synthgraphconnN" likewise;
 - "list": also the decoded batch as a list of per-image views, the chain given that list (a
   tensor per image and the list checks on the host): the Prefetcher before both changes.
 
@@ -244,24 +245,21 @@ def patch_spin_thread():
     atexit.register(lambda: (stop.set(), t.join(timeout=5)))
 
 
-def patch_connections():
-    """CUDA_DEVICE_MAX_CONNECTIONS=32 (or TRAIN_AB_CONNECTIONS) before CUDA starts: the number of
-    hardware work queues the driver maps the process's streams onto (8 by default)."""
-    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = os.environ.get("TRAIN_AB_CONNECTIONS", "32")
-
-
 def patch_omp_threads():
     """OMP_NUM_THREADS=4 (or as set) before torch loads: every OpenMP team the process starts (the
     decoder's header parse on the producer thread, the pin thread's copies, ...) has 4 threads."""
     os.environ.setdefault("OMP_NUM_THREADS", "4")
 
 
-PATCHES = {"--connections": patch_connections, "--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--spin-thread": patch_spin_thread, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--own-conversion": patch_own_conversion, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
+PATCHES = {"--caller-threads": patch_caller_threads, "--parse-threads": patch_parse_threads, "--one-thread": patch_one_thread, "--omp-threads": patch_omp_threads, "--scan-before": patch_scan_before, "--blocking-sync": patch_blocking_sync, "--busy": patch_busy_cores, "--spin-thread": patch_spin_thread, "--switch-interval": patch_switch_interval, "--hw-load": patch_hw_load, "--own-conversion": patch_own_conversion, "--no-shm-pool": patch_no_shm_pool, "--copy-pin": patch_copy_pin, "--pin-in-place": patch_pin_in_place, "--list-path": patch_list_path, "--with-autograd": patch_autograd_dispatch, "--with-noop-dispatches": patch_noop_dispatches}
 
 
 def child(argv):
-    while argv and argv[0] in PATCHES:
-        PATCHES[argv[0]]()
+    while argv and (argv[0] in PATCHES or argv[0].startswith("--connections=")):
+        if argv[0].startswith("--connections="):  # CUDA's hardware work queues, before CUDA (and torchaug) start
+            os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = argv[0].split("=", 1)[1]
+        else:
+            PATCHES[argv[0]]()
         argv = argv[1:]
     import train
     train.main(argv)
@@ -340,10 +338,6 @@ def main():
         "synthspin": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--spin-thread"),
         "synthblocking": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--blocking-sync"),
         "list": torchaug_run(["--list-path", "--with-autograd"]),
-        "conn32": torchaug_run(["--connections"]),
-        "synthconn32": lambda m: run(["--model", m, "--loader", "synthetic"] + common, "--connections"),
-        "graphconn32": torchaug_run(["--connections"], extra=["--cuda-graph"]),
-        "synthgraphconn32": lambda m: run(["--model", m, "--loader", "synthetic", "--cuda-graph"] + common, "--connections"),
     }
     configs = args.configs.split(",")
     for c in configs:
@@ -356,6 +350,14 @@ def main():
             runs[c] = lambda m, n=n, pin=pin, nice=nice: run(
                 ["--model", m, "--loader", "torchaug", "--decode", "workers", "--workers", str(n),
                  *(["--worker-nice", "10"] if nice else [])] + common, *(["--pin-in-place"] if pin else []))
+        elif "conn" in c and c.split("conn")[1].isdigit():  # "connN", "synthconnN", "graphconnN", "synthgraphconnN"
+            kind, n = c.split("conn")
+            patch = f"--connections={n}"
+            graph = ["--cuda-graph"] if kind.endswith("graph") else []
+            if kind.startswith("synth"):
+                runs[c] = lambda m, patch=patch, graph=graph: run(["--model", m, "--loader", "synthetic", *graph] + common, patch)
+            else:
+                runs[c] = torchaug_run([patch], extra=graph)
         elif c.startswith("split"):  # "splitNN" / "splitpinNN": the workers decode NN% of each batch
             pin = c.startswith("splitpin")
             share = int(c[len("splitpin" if pin else "split"):] or 50) / 100

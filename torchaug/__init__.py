@@ -1,5 +1,6 @@
 """torchaug: GPU data augmentation as PyTorch custom operators (torch.ops.torchaug.*), with CPU
 fallbacks, torchvision.transforms.v2-style transforms and per-sample randomness."""
+from . import _cuda_queues  # noqa: F401  (first: asks for CUDA's 32 work queues before CUDA starts)
 from . import _ops  # noqa: F401  (loads the operators)
 from . import functional, io, ops, transforms
 from .functional import InterpolationMode

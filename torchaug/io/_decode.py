@@ -5,6 +5,7 @@ from typing import List, Sequence, Tuple, Union
 
 import torch
 
+from .. import _cuda_queues
 from ._ragged import RaggedImages
 
 __all__ = ["decode_jpeg", "decode_jpeg_ragged", "read_file", "DecodeFailure"]
@@ -64,8 +65,10 @@ def _decode(data, device, mode, apply_exif_orientation, on_error, hw_load=None):
     _check_on_error(on_error)
     tensors = _as_byte_tensors(data)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+    if device.type == "cuda":
+        _cuda_queues.check("torchaug.io.decode_jpeg")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
     flat, offsets, sizes, status = torch.ops.torchaug.decode_jpeg(
         tensors, _mode_code(mode), bool(apply_exif_orientation), on_error == "skip", device,
         None if hw_load is None else float(hw_load))
