@@ -65,6 +65,6 @@ def check(op: str) -> None:
     warnings.warn(
         f"{op}: CUDA runs with {n} hardware work queues ({why}). nvJPEG's hardware decoder waits on an event "
         f"per image on 14 streams of its own; where one of them shares a queue with the training loop's stream, "
-        f"each wait lasts until the model's queued work has run (on an H100, EfficientNet-b0 trained 4-14% slower). "
+        f"each wait lasts until the model's queued work has run (on an H100, EfficientNet-b0 trained up to 13% slower). "
         f"Set {VARIABLE}={WANTED} before CUDA starts, or import torchaug before the first CUDA call.",
         RuntimeWarning, stacklevel=4)
