@@ -1,7 +1,8 @@
 """End-to-end training throughput (issue 5): ResNet-50 and EfficientNet-b0, bf16, channels_last,
 batch 256, on synthetic data (the model's own speed) vs the torchvision CPU DataLoader (workers
 decode and run RandomResizedCrop + flip + RandAugment(2, 9) + normalize) vs torchaug (workers only
-decode; the chain runs on the GPU in the Prefetcher). Every configuration is one run of
+decode; the chain runs on the GPU in the Prefetcher), and torchaug with nvJPEG decode and the model
+replayed from CUDA graphs against synthetic data so (torchaug_gpu_graph). Every configuration is one run of
 examples/train.py in its own process, on ImageNet-like 500x375 JPEGs made from the repo's photos.
 
     python benchmarks/bench_train.py [--json out.json] [--markdown out.md] [--quick]
@@ -100,8 +101,9 @@ def main():
                     help="niceness added to the torchaug rows' decoding workers (train.py --worker-nice): EfficientNet-b0 reached 98%% "
                          "in 7 of 8 runs with 10, 5 of 7 without (RESULTS case 5, session 40)")
     ap.add_argument("--gpu-decode-workers", type=int, default=2)
-    ap.add_argument("--configs", default="pipeline,input_cpu,input_workers,input_gpu,cpu,torchaug_workers,torchaug_gpu",
-                    help="which rows to run (synthetic always runs per model)")
+    ap.add_argument("--configs", default="pipeline,input_cpu,input_workers,input_gpu,cpu,torchaug_workers,torchaug_gpu,torchaug_gpu_graph",
+                    help="which rows to run (synthetic always runs per model; torchaug_gpu_graph also runs synthetic in CUDA graphs, "
+                         "its baseline)")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--data", help="an existing ImageFolder (default: 1,024 generated 500x375 JPEGs)")
     args = ap.parse_args()
@@ -153,6 +155,16 @@ def main():
             res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)",
                     args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
                     note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
+        if "torchaug_gpu_graph" in want:  # the model's forward and backward replayed from CUDA graphs (train.py --cuda-graph)
+            graph = run(["--model", model, "--loader", "synthetic", "--cuda-graph"] + common)
+            gbase = graph["img_per_s"]
+            res.add(f"train {model}", "synthetic data, model in CUDA graphs", args.batch_size, {"ms": 1e3 * args.batch_size / gbase},
+                    note=f"{gbase / base:.1%} of eager synthetic")
+            ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers),
+                      "--cuda-graph"] + common)
+            res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers), "
+                    "model in CUDA graphs", args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
+                    note=f"{ta['img_per_s'] / gbase:.1%} of synthetic in CUDA graphs; {note}{stats_note(ta)}", target=0.98 * gbase)
     res.save(args.json, args.markdown)
     print(res.markdown())
 
