@@ -150,21 +150,23 @@ def main():
             res.add(f"train {model}", f"torchaug Prefetcher ({args.torchaug_workers} decode workers, nice +{args.torchaug_nice})", args.batch_size,
                     {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
                     note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
+        def gpu_decode_row(baseline, graph):
+            """torchaug with nvJPEG decode, the model eager or replayed from CUDA graphs (train.py
+            --cuda-graph), against `baseline` img/s (synthetic data run the same way)."""
+            flag = ["--cuda-graph"] if graph else []
+            ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers)]
+                     + flag + common)
+            res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)"
+                    + (", model in CUDA graphs" if graph else ""), args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
+                    note=f"{ta['img_per_s'] / baseline:.1%} of synthetic{' in CUDA graphs' if graph else ''}; {note}{stats_note(ta)}",
+                    target=0.98 * baseline)
         if "torchaug_gpu" in want:
-            ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers)] + common)
-            res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers)",
-                    args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
-                    note=f"{ta['img_per_s'] / base:.1%} of synthetic; {note}{stats_note(ta)}", target=0.98 * base)
-        if "torchaug_gpu_graph" in want:  # the model's forward and backward replayed from CUDA graphs (train.py --cuda-graph)
-            graph = run(["--model", model, "--loader", "synthetic", "--cuda-graph"] + common)
-            gbase = graph["img_per_s"]
+            gpu_decode_row(base, graph=False)
+        if "torchaug_gpu_graph" in want:
+            gbase = run(["--model", model, "--loader", "synthetic", "--cuda-graph"] + common)["img_per_s"]
             res.add(f"train {model}", "synthetic data, model in CUDA graphs", args.batch_size, {"ms": 1e3 * args.batch_size / gbase},
                     note=f"{gbase / base:.1%} of eager synthetic")
-            ta = run(["--model", model, "--loader", "torchaug", "--decode", "gpu", "--workers", str(args.gpu_decode_workers),
-                      "--cuda-graph"] + common)
-            res.add(f"train {model}", f"torchaug Prefetcher, nvJPEG decode ({args.gpu_decode_workers} byte-reading workers), "
-                    "model in CUDA graphs", args.batch_size, {"ms": 1e3 * args.batch_size / ta["img_per_s"]},
-                    note=f"{ta['img_per_s'] / gbase:.1%} of synthetic in CUDA graphs; {note}{stats_note(ta)}", target=0.98 * gbase)
+            gpu_decode_row(gbase, graph=True)
     res.save(args.json, args.markdown)
     print(res.markdown())
 

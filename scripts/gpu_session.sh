@@ -21,6 +21,9 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 steps=" $* "
+jpeg_folder() {  # 1,024 generated 500x375 JPEGs (mean ~40 KB) in ImageFolder layout under $1
+  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('$1', n=1024)"
+}
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [[ $steps == *" build "* ]]; then
   use_carried_or_build
@@ -38,7 +41,7 @@ if [[ $steps == *" cpu_pairs "* ]]; then
   timeout 120 python3 scripts/cpu_pairs.py --work 0.02 --json "$OUT/cpu_pairs.json" 2>&1 | tee "$OUT/cpu_pairs.log"
 fi
 if [[ $steps == *" decode_trace "* ]]; then
-  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/tracedata', n=1024)"
+  jpeg_folder /tmp/tracedata
   for mode in ${TRACE_MODES:-eager graph}; do
     extra=; [ $mode = graph ] && extra=--cuda-graph
     TORCHAUG_DECODE_TRACE=1 timeout 200 python3 examples/train.py --model efficientnet_b0 --loader torchaug --decode gpu --workers 2 \
@@ -47,7 +50,7 @@ if [[ $steps == *" decode_trace "* ]]; then
   python3 scripts/trace_gaps.py "$OUT"/trace_*.log
 fi
 if [[ $steps == *" waits "* ]]; then
-  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/tracedata', n=1024)"
+  jpeg_folder /tmp/tracedata
   for e in ${WAITS_ENV:-default}; do
     for mode in ${WAITS_MODES:-eager graph}; do
       extra=; [ $mode = graph ] && extra=--cuda-graph
@@ -97,7 +100,7 @@ if [[ $steps == *" stages "* ]]; then
 fi
 if [[ $steps == *" gil "* ]]; then  # py-spy (a wheel carried in .gl/) on examples/train.py: who holds the GIL
   python3 -m zipfile -e .gl/py_spy-*.whl /tmp/pyspy && chmod +x /tmp/pyspy/py_spy-*.data/scripts/py-spy
-  python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; make_jpeg_folder('/tmp/gildata', n=1024)"
+  jpeg_folder /tmp/gildata
   for loader in ${GIL_LOADERS:-synthetic torchaug}; do
     timeout 200 python3 scripts/gil_share.py ${GIL_ARGS:-} --py-spy /tmp/pyspy/py_spy-*.data/scripts/py-spy --json "$OUT/gil_$loader.json" -- \
       --model ${GIL_MODEL:-efficientnet_b0} --loader $loader --decode gpu --workers 2 --data /tmp/gildata --warmup 30 --steps ${GIL_STEPS:-450} --length 300000 2>&1 | tee -a "$OUT/gil.log"
