@@ -44,16 +44,24 @@ def make_files(n, quality, grain, seed=0, size=(500, 375)):
 
 
 class Repeated(torch.utils.data.Dataset):
-    """`length` samples cycling over `ds` (an epoch as long as a real data set's, from a few files)."""
+    """`length` samples cycling over `ds` (an epoch as long as a real data set's, from a few files);
+    batch_read=False reads a DataLoader batch a file at a time even where `ds` reads batches at once."""
 
-    def __init__(self, ds, length):
-        self.ds, self.length = ds, length
+    def __init__(self, ds, length, batch_read=True):
+        self.ds, self.length, self.batch_read = ds, length, batch_read
 
     def __len__(self):
         return self.length
 
     def __getitem__(self, i):
         return self.ds[i % len(self.ds)]
+
+    def __getitems__(self, indices):
+        # a DataLoader batch read the way `ds` reads one (ImageFolderBytes: into one buffer, read_batch)
+        indices = [i % len(self.ds) for i in indices]
+        if self.batch_read and hasattr(self.ds, "__getitems__"):
+            return self.ds.__getitems__(indices)
+        return [self.ds[i] for i in indices]
 
 
 def write_folder(files, prefix="torchaug_decode_"):
@@ -204,17 +212,22 @@ def main():
     root = write_folder(files)
     # (skip covers the workers' segments being made and, pinned in place, registered with CUDA: ~5 a
     # worker with prefetch_factor=4, each once)
-    n_batches, skip = (28, 12) if args.quick else (48, 16)
+    # (sessions 17-44 timed 32 batches after 16, --quick 16 after 12: up to 8 batches the 2 workers had
+    # read ahead (prefetch_factor 4) then flattered the rows, the quick ones most; session 45 on)
+    n_batches, skip = (48, 16) if args.quick else (112, 16)
     # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
     # the path before the pool), in the same process
     # and, with the pool, mapped anew and copied into pinned memory per batch (the default) or kept
     # mapped and pinned in place in the main process (TORCHAUG_SHM_PIN=1)
     with saved_env("TORCHAUG_SHM_POOL"), saved_env("TORCHAUG_SHM_PIN"):
-        for workers, pool, threads, pin in ((1, True, 1, False), (2, True, 1, False), (2, True, 1, True), (2, True, 2, False),
-                                            (2, True, 3, False), (2, True, 2, True), (2, False, 1, False)):
+        # the workers read a batch into one buffer (ImageFolderBytes.__getitems__), or a file at a time
+        # (batch_read False: the path before session 45)
+        for workers, pool, threads, pin, batch_read in ((1, True, 1, False, True), (2, True, 1, False, True), (2, True, 2, False, True),
+                                                        (2, True, 3, False, True), (2, True, 2, False, False), (2, True, 2, True, True),
+                                                        (2, False, 1, False, True)):
             os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
             os.environ["TORCHAUG_SHM_PIN"] = "1" if pin else "0"  # read by the main process
-            ds = Repeated(ImageFolderBytes(root), n_batches * B)
+            ds = Repeated(ImageFolderBytes(root), n_batches * B, batch_read)
             loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
                                                  drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
             pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
@@ -238,8 +251,9 @@ def main():
             res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
                     + (f", {threads} producer threads" if threads > 1 else "")
                     + ("" if pool else ", a new shared-memory segment per batch")
+                    + ("" if batch_read else ", reading a file at a time")
                     + (", segments pinned in place (TORCHAUG_SHM_PIN=1)" if pin else ""), B,
-                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and not pin else None,
+                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and not pin and batch_read else None,
                     note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None)
                     + f"; the epoch's end after the last batch (not timed): {ended_ms:.0f} ms")
             del pf, loader

@@ -114,6 +114,11 @@ class JpegBytesDataset(Dataset):
         i %= len(self.paths)
         return np.fromfile(self.paths[i], dtype=np.uint8), self.labels[i]
 
+    def __getitems__(self, indices):
+        # a DataLoader batch read into one buffer, which collate_encoded hands on without a copy
+        indices = [i % len(self.paths) for i in indices]
+        return torchaug.io.read_batch([self.paths[i] for i in indices], [self.labels[i] for i in indices])
+
 
 def torchvision_cpu_transform():
     import torchvision.transforms.v2 as V

@@ -6,7 +6,7 @@
 # decode (bench_train, EfficientNet-b0, --quick). Logs under $OUT.
 #   bash scripts/gpu_session.sh [build] [tests] [decode_ab] [decode_split] [decode_bench] [geometry] [geometry_full] [ncu] [color] [augment]
 #                               [rc_taps] [ncu_rc] [train] [train_ab] [loader_probe] [contention] [profile] [balance] [augment_quick]
-#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi] [cpu_pairs] [decode_trace] [waits]
+#                               [stages] [scan_ab] [save_so] [gil] [profile_decode] [smi] [cpu_pairs] [decode_trace] [waits] [window]
 #   (PYTEST_FILES / PYTEST_K select tests, BALANCE_ARGS scripts/resident_balance.py's, PROFILE_ARGS the steps of scripts/profile_ops.py, TRAIN_AB_ARGS the train_ab runs,
 #    STAGES_ARGS scripts/prefetch_stages.py's and STAGES_ENV the environments it runs under, each "default" or VAR=value;
 #    PROFILE_DECODE_ARGS scripts/profile_decode.py's and PROFILE_DECODE_ENV its environments, the same way; SCAN_AB_ARGS scripts/scan_ab.py's;
@@ -17,6 +17,7 @@
 #      TORCHAUG_DECODE_TRACE=1, then scripts/trace_gaps.py: where the producer's decode calls spend their time;
 #    waits: examples/train.py --trace-out (4 traced steps after 50; EfficientNet-b0, GPU decode, 2 workers) in each of WAITS_MODES
 #      (eager graph) under each of WAITS_ENV ("default" or VAR=value), then scripts/api_waits.py: each thread's longest CUDA calls;
+#    window: scripts/pipeline_window.py (WINDOW_ARGS): the Prefetcher over 2 byte-reading workers at a long window, which side bounds it;
 #    save_so: the built library stripped and gzipped to $OUT/_C.so.gz, to carry to a later machine in .gl/)
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -62,6 +63,7 @@ if [[ $steps == *" waits "* ]]; then
     done
   done
 fi
+[[ $steps == *" window "* ]] && timeout 400 python3 scripts/pipeline_window.py ${WINDOW_ARGS:-} --json "$OUT/window.json" 2>&1 | grep -v Warning | tee "$OUT/window.log"
 [[ $steps == *" decode_ab "* ]] && timeout 600 python3 scripts/decode_ab.py 2>&1 | tee "$OUT/decode_ab.log"
 [[ $steps == *" scan_ab "* ]] && timeout 300 python3 scripts/scan_ab.py ${SCAN_AB_ARGS:-} --json "$OUT/scan_ab.json" 2>&1 | tee "$OUT/scan_ab.log"
 [[ $steps == *" decode_split "* ]] && timeout 500 python3 scripts/decode_split.py ${SPLIT_ARGS:-} 2>&1 | tee "$OUT/decode_split.log"
