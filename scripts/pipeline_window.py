@@ -17,9 +17,14 @@ each with the workers reading as --readers says:
   - per_file: ImageFolderBytes a file at a time (a uint8 array per file, packed by collate_encoded:
     the path before session 45);
   - batch: ImageFolderBytes.__getitems__ (torchaug.io.read_batch: the batch read straight into the
-    worker's shared segment, handed on as it lies).
+    worker's shared segment, handed on as it lies);
+  - memory: no loader, 4 batches already in pinned memory cycled (the Prefetcher's own bound).
 
-    python scripts/pipeline_window.py [--batches 144] [--skip 24] [--readers per_file,batch] [--threads 0,1,2,3]
+--chains decode times the decode alone (the Prefetcher with no transform). --envs runs each loader
+row under each setting (TORCHAUG_SHM_KEEP=1, say; "default" leaves the environment as it is).
+
+    python scripts/pipeline_window.py [--batches 144] [--skip 24] [--readers per_file,batch,memory] [--threads 0,1,2,3] [--chains full,decode]
+                                      [--envs default,TORCHAUG_SHM_KEEP=1]
                                       [--rounds 1] [--json out.json]
 """
 import argparse
@@ -37,7 +42,8 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
 from bench_decode import MEAN, STD, make_files, write_folder  # noqa: E402
-from torchaug.io import ImageFolderBytes, collate_encoded  # noqa: E402
+from harness import saved_env  # noqa: E402
+from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
 
 B = 256
 _read = [0.0, 0.0, 0.0]  # this worker's last batch: read start, read end, CPU seconds of the read
@@ -106,17 +112,32 @@ def sync():
         torch.cuda.synchronize()
 
 
-def run_row(root, reader, threads, batches, skip):
-    ds = Stamped(ImageFolderBytes(root), batches * B, batch_read=reader == "batch")
-    loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=2, pin_memory=True, drop_last=True,
-                                         prefetch_factor=4, collate_fn=stamped_collate(collate_encoded))
+def memory_feed(pinned, batches, log):
+    """`batches` batches cycling over `pinned` (already in pinned memory: no workers, no pin thread)."""
+    for k in range(batches):
+        t = time.monotonic()
+        log.append((t, [-1.0, t, t, t, 0.0]))
+        yield pinned[k % len(pinned)]
+
+
+def run_row(root, pinned, reader, threads, chain, batches, skip):
+    loader = None
     log = []
-    if threads == 0:
-        it = feed(loader, log)
+    if reader == "memory":
+        source = memory_feed(pinned, batches, log)
     else:
-        it = torchaug.Prefetcher(feed(loader, log), T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
+        ds = Stamped(ImageFolderBytes(root), batches * B, batch_read=reader == "batch")
+        loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=2, pin_memory=True, drop_last=True,
+                                             prefetch_factor=4, collate_fn=stamped_collate(collate_encoded))
+        source = feed(loader, log)
+    if threads == 0:
+        it = source
+    elif chain == "full":
+        it = torchaug.Prefetcher(source, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
                                  device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last,
                                  threads=threads)
+    else:  # the decode alone
+        it = torchaug.Prefetcher(source, None, device="cuda", threads=threads)
     count = 0
     for k, (x, y) in enumerate(it):
         if k == skip:
@@ -124,7 +145,7 @@ def run_row(root, reader, threads, batches, skip):
             t0, cpu0 = time.perf_counter(), os.times()
             stats0 = it.stats.as_dict() if threads else None
         elif k > skip:
-            count += len(x) if threads == 0 else x.shape[0]
+            count += len(y)
         if k == batches - 1:
             sync()
             t1, cpu1 = time.perf_counter(), os.times()
@@ -142,18 +163,34 @@ def main():
     ap.add_argument("--skip", type=int, default=24)
     ap.add_argument("--readers", default="per_file,batch")
     ap.add_argument("--threads", default="0,1,2,3")
+    ap.add_argument("--chains", default="full", help="full (decode + the chain), decode (the decode alone), or both")
+    ap.add_argument("--envs", default="default", help="comma-separated settings each row runs under: default or VAR=value")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--json")
     args = ap.parse_args()
-    root = write_folder(make_files(1024, 97, 4.5), prefix="torchaug_window_")
+    files = make_files(1024, 97, 4.5)
+    root = write_folder(files, prefix="torchaug_window_")
+    labels = torch.arange(B) % 8
+    pinned = [(EncodedImages.from_bytes(files[i:i + B]).pin_memory(), labels.pin_memory())
+              for i in range(0, len(files), B)] if torch.cuda.is_available() else []
     results = []
     for r in range(args.rounds):
-        for threads in [int(t) for t in args.threads.split(",")]:
-            for reader in args.readers.split(","):
-                res = run_row(root, reader, threads, args.batches, args.skip)
-                res.update(reader=reader, threads=threads, round=r)
-                results.append(res)
-                print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in res.items()}), flush=True)
+        for chain in args.chains.split(","):
+            for threads in [int(t) for t in args.threads.split(",")]:
+                for reader in args.readers.split(","):
+                    for env in args.envs.split(","):
+                        if threads == 0 and (reader == "memory" or chain != args.chains.split(",")[0]):
+                            continue  # nothing to time
+                        if reader == "memory" and env != args.envs.split(",")[0]:
+                            continue  # the settings are the loader's
+                        name, _, value = env.partition("=")
+                        with saved_env(name):
+                            if value:
+                                os.environ[name] = value
+                            res = run_row(root, pinned, reader, threads, chain, args.batches, args.skip)
+                        res.update(reader=reader, threads=threads, chain=chain, env=env, round=r)
+                        results.append(res)
+                        print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in res.items()}), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
