@@ -182,8 +182,9 @@ class Prefetcher:
     loader's order, so that the batches and their random draws are exactly those of one thread.
     Up to `depth` prepared batches wait in the queue, and each thread holds one more while it waits
     for its turn. On the CPU, threads > 1 prepares batches on such threads too (1: inline). Two
-    threads measured faster on an H100 when the GPU had room (no model beside), not beside a
-    training step (benchmarks/RESULTS.md, cases 5 and 6, session 23): the default is 1.
+    threads measured faster on an H100 when the GPU had room (no model beside: 20,714-26,299 img/s
+    over 2 workers against 14,881-20,083 with one), not beside a training step (EfficientNet-b0
+    0.4-1.5 points slower; benchmarks/RESULTS.md, cases 5 and 6, sessions 23 and 45): the default is 1.
     Intra-op threads (torch.get_num_threads()): on CUDA the producer threads run with 1; their CPU
     work is the decoder's header parse and the ops' host side, and a team of intra-op threads there
     can take cores from the training and loader threads (benchmarks/RESULTS.md, case 5, session 27:

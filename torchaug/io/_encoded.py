@@ -171,8 +171,9 @@ def read_batch(paths: Sequence[str], labels: Optional[Sequence] = None) -> List:
         def __getitems__(self, indices):
             return torchaug.io.read_batch([self.paths[i] for i in indices], [self.labels[i] for i in indices])
 
-    Against a uint8 array per file packed by collate_encoded, a worker spends about half the CPU time
-    per batch (benchmarks/RESULTS.md, case 6, session 45)."""
+    On the H100 machine a worker spent 7-9 ms of CPU on a batch of 256 files of ~110 KB read so, against
+    14-31 ms reading a uint8 array per file for collate_encoded to pack (benchmarks/RESULTS.md, case 6,
+    session 45)."""
     paths = [os.fspath(p) for p in paths]
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"torchaug.io.read_batch: labels must match paths, got {len(labels)} labels for {len(paths)} paths")
