@@ -4,8 +4,10 @@ collate_encoded hands on as the batch without copying. The samples equal the per
 segment goes back to the worker only once nothing can see the batch (claimed: when the main process
 drops it; not claimed: when the worker's last view of it dies); bad or changing files are errors
 naming the file."""
+import copy
 import gc
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -58,6 +60,22 @@ def test_collate_hands_on_the_buffer_once(folder):
     again, _ = collate_encoded(samples)
     assert again.data.data_ptr() != encoded.data.data_ptr()
     assert torch.equal(again.data, encoded.data)
+
+
+def test_samples_pickle_as_plain_lists(folder, monkeypatch):
+    """Samples returned as they are (a collate_fn that does nothing) cross to the main process as a
+    plain list of the files' bytes: the leased buffer is not pickled with them (its lease would then
+    be given back twice, by the worker and by the main process)."""
+    pool = _shm._Pool(2)
+    monkeypatch.setattr(_encoded, "shared_bytes", lambda n: pool.take(n))
+    ds = ImageFolderBytes(str(folder))
+    samples = ds.__getitems__([0, 3])
+    for copied in (pickle.loads(pickle.dumps(samples)), copy.deepcopy(samples), copy.copy(samples)):
+        assert type(copied) is list and not hasattr(copied, "_encoded")
+        _same(copied, [ds[0], ds[3]])
+    del samples, copied
+    gc.collect()
+    assert pool.flags_np.tolist() == [0, 0]
 
 
 def test_changed_samples_are_copied(folder):

@@ -114,6 +114,11 @@ class _PackedSamples(list):
         self._claimed[0] = True
         return self._encoded
 
+    def __reduce__(self):
+        # pickled or copied (a collate_fn that returns the samples as they are, say): a plain list of
+        # the files' bytes, never the leased buffer, which only collate_encoded hands on
+        return list, (list(self),)
+
 
 def _give_back_unclaimed(claimed: list, flags: torch.Tensor, i: int) -> None:
     if not claimed[0]:
