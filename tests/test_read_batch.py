@@ -185,3 +185,5 @@ def test_errors_name_the_file(folder, tmp_path, monkeypatch):
         f.truncate(offset + n // 2)
     with pytest.raises(IOError, match=f"TarShards: sample {len(tar) - 1} in .*shard-000000.tar ended after {n // 2} of its {n} bytes"):
         tar.__getitems__([0, len(tar) - 1])
+    with pytest.raises(IOError, match=f"TarShards: sample {len(tar) - 1} in .*shard-000000.tar ended after {n // 2} of its {n} bytes"):
+        tar[len(tar) - 1]

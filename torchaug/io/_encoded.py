@@ -83,14 +83,9 @@ def collate_encoded(samples: Sequence):
     """DataLoader collate_fn for (file bytes, label, ...) samples or bare file bytes: the files go into
     one EncodedImages, the other fields through torch's default_collate. A batch that read_batch (or
     ImageFolderBytes' and TarShards' __getitems__) read into one buffer is handed on as it lies."""
-    if isinstance(samples, _PackedSamples) and len(samples) > 0:
-        encoded = samples.claim()
-        if encoded is not None:
-            if not isinstance(samples[0], tuple):
-                return encoded
-            fields = list(zip(*samples))[1:]
-            return (encoded, *(torch.utils.data.default_collate(list(f)) for f in fields))
-    return collate_first_field(samples, EncodedImages.from_bytes, "collate_encoded")
+    encoded = samples.claim() if isinstance(samples, _PackedSamples) else None
+    pack = EncodedImages.from_bytes if encoded is None else (lambda files: encoded)
+    return collate_first_field(samples, pack, "collate_encoded")
 
 
 class _PackedSamples(list):
@@ -298,10 +293,9 @@ class TarShards(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int):
         shard, offset, size, label = self.index[index]
-        data = os.pread(self._fd(shard), size, offset)
-        if len(data) != size:
-            raise IOError(f"torchaug.io.TarShards: short read of sample {index} from {self.shards[shard]}")
-        return np.frombuffer(data, dtype=np.uint8), label
+        data = np.empty(size, dtype=np.uint8)
+        _pread_into(self._fd(shard), data, offset, "TarShards", f"sample {index} in {self.shards[shard]}")
+        return data, label
 
     def __getitems__(self, indices: Sequence[int]) -> List:
         """The samples of a DataLoader batch, read by offset into one buffer (see read_batch)."""
