@@ -41,7 +41,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from bench_decode import MEAN, STD, make_files, write_folder  # noqa: E402
+from bench_decode import MEAN, STD, Repeated, make_files, write_folder  # noqa: E402
 from harness import saved_env  # noqa: E402
 from torchaug.io import EncodedImages, ImageFolderBytes, collate_encoded  # noqa: E402
 
@@ -49,21 +49,14 @@ B = 256
 _read = [0.0, 0.0, 0.0]  # this worker's last batch: read start, read end, CPU seconds of the read
 
 
-class Stamped(torch.utils.data.Dataset):
-    """`length` samples cycling over `ds` (bench_decode's Repeated), a batch's read (DataLoader calls
-    __getitems__ with the batch's indices) stamped for the collate below: a file at a time (ds[i]) or
-    the batch at once (ds.__getitems__) as `batch_read` says."""
-
-    def __init__(self, ds, length, batch_read):
-        self.ds, self.length, self.batch_read = ds, length, batch_read
-
-    def __len__(self):
-        return self.length
+class Stamped(Repeated):
+    """bench_decode's Repeated (`length` samples cycling over `ds`, a DataLoader batch read a file at a
+    time or, with batch_read, at once through ds.__getitems__), each batch's read stamped for the
+    collate below."""
 
     def __getitems__(self, indices):
         t0, c0 = time.monotonic(), time.thread_time()
-        indices = [i % len(self.ds) for i in indices]
-        items = self.ds.__getitems__(indices) if self.batch_read else [self.ds[i] for i in indices]
+        items = super().__getitems__(indices)
         _read[:] = [t0, time.monotonic(), time.thread_time() - c0]
         return items
 
