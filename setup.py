@@ -55,7 +55,7 @@ def nvjpeg_include():
 
 def extension():
     rel = lambda pattern: sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pattern)))
-    sources = ["csrc/torchaug.cpp", "csrc/python_module.cpp"] + rel("csrc/host*.cpp") + rel("csrc/cpu/*.cpp")
+    sources = ["csrc/torchaug.cpp", "csrc/python_module.cpp", "csrc/autograd.cpp"] + rel("csrc/ops/*.cpp") + rel("csrc/cpu/*.cpp")
     # -fopenmp: at::parallel_for is inline OpenMP in torch builds whose ATen threading is OpenMP (the
     # PyPI wheels); without the flag every CPU kernel here silently ran on one thread
     extra = {"cxx": ["-O3", "-fopenmp"]}

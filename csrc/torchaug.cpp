@@ -1,8 +1,8 @@
 // Every schema of torchaug, in one place. Implementations: csrc/cpu/*.cpp (CPU), csrc/cuda/*.cu
 // (CUDA); fake kernels and autograd: torchaug/_ops/*.py, except the autograd kernels written in C++
-// (csrc/host_autograd.cpp: resized_crop and the ops without a gradient).
+// (csrc/autograd.cpp: resized_crop and the ops without a gradient).
 //
-// Conventions (DESIGN.md §3): images are (B, C, H, W), uint8 in [0, 255] or floating in [0, 1],
+// Conventions (CONTRIBUTING.md, the data model): images are (B, C, H, W), uint8 in [0, 255] or floating in [0, 1],
 // contiguous or channels_last; per-sample parameters are tensors on the images' device with a
 // leading batch dimension; sizes are SymInt[]; interpolation codes are 0 nearest, 1 bilinear,
 // 2 bicubic.
@@ -43,7 +43,7 @@ TORCH_LIBRARY(torchaug, m) {
   // csrc/kernels/geometry.h: random_resized_crop_box), for images of sizes (B, 2) int64 [H, W], or
   // all height x width when sizes is None. Returns boxes (B, 4) int64 [top, left, height, width].
   // rand None: the op draws them from generator, the numbers torch.rand((B, 22), dtype=torch.float64,
-  // generator=generator) would give (csrc/ops_common.h: resolve_draws); B is then sizes.size(0), or
+  // generator=generator) would give (csrc/ops/common.h: resolve_draws); B is then sizes.size(0), or
   // batch when sizes is None, and like (the images) gives the device.
   m.def(
       "_random_resized_crop_boxes(Tensor? rand, Tensor? sizes, int height, int width, float scale_min, "
@@ -84,7 +84,7 @@ TORCH_LIBRARY(torchaug, m) {
   m.def("color_program(Tensor images, Tensor ops, Tensor params) -> Tensor");
 
   // ---- filter ----
-  // One per-sample window applied around every pixel (csrc/filter_impl.h). Images of any dtype;
+  // One per-sample window applied around every pixel (csrc/ops/filter.h). Images of any dtype;
   // adjust_sharpness takes 1 or 3 channels, the others any number.
   // torchvision's adjust_sharpness: interior pixels blend with the 3x3 blur (1/13 around, 5/13 in
   // the centre; uint8: rounded), x + (1 - factor) * (blur - x), clamped; border pixels are kept.
@@ -166,7 +166,7 @@ TORCH_LIBRARY(torchaug, m) {
   // uint8 buffer on that device: sample b is stored CHW from offsets[b] with sizes[b] = (C, H, W)
   // ((B,) and (B, 3) int64, CPU). mode: 0 unchanged (1 channel for grayscale files, else 3),
   // 1 gray, 3 rgb (torchvision's ImageReadMode numbers). status (B,) int32 CPU: 0 decoded, else the
-  // reason (csrc/jpeg_header.h: jpeg::Status); a bad sample is an error naming it unless
+  // reason (csrc/ops/jpeg_header.h: jpeg::Status); a bad sample is an error naming it unless
   // skip_errors, when it gets no slot (sizes[b] = 0). hw_load (CUDA, in [0, 1]): the share of the
   // samples the hardware JPEG engines can take that they get, the rest going to nvJPEG's hybrid
   // decoder on CPU threads and the GPU's SMs at the same time (DALI's hw_decoder_load); None: the

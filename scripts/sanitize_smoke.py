@@ -1,13 +1,9 @@
 """Every CUDA kernel once, on small inputs, forward and backward: run under compute-sanitizer
 (memcheck, racecheck) by scripts/gpu_check.sh."""
-import os
-import sys
-
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-import torchaug.functional as F  # noqa: E402
-from harness import saved_env  # noqa: E402
+import torchaug
+import torchaug.functional as F
 
 assert torch.cuda.is_available()
 dev = "cuda"
@@ -68,11 +64,11 @@ for dtype, cl, w in cases + [(torch.uint8, False, 36)]:
     F.augment(y, ops, mags, "nearest"); F.augment(y[:, :1], ops, mags, "bilinear", 0.5)
 # augment's resident path with 16-byte planes, and the slot passes on the same program
 y = torch.randint(0, 256, (19, 3, 64, 48), generator=g, dtype=torch.uint8).to(dev)
-with saved_env("TORCHAUG_AUGMENT_RESIDENT"):
-    for mode in ("force", "0"):
-        os.environ["TORCHAUG_AUGMENT_RESIDENT"] = mode
-        F.augment(y, ops, mags, "nearest"); F.augment(y, ops, mags, "bilinear", [1, 2, 3])
-        F.augment(y, ops, mags, "bilinear", [1, 2, 3], mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+for mode in (1, 0):
+    torchaug._C._set_test_hook("augment_resident", mode)
+    F.augment(y, ops, mags, "nearest"); F.augment(y, ops, mags, "bilinear", [1, 2, 3])
+    F.augment(y, ops, mags, "bilinear", [1, 2, 3], mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+torchaug._C._set_test_hook("augment_resident", -1)
 # filter tiles wider and taller than a small 1-channel image (fresh allocations)
 for dtype in (torch.uint8, torch.float32):
     y = torch.randint(0, 256, (4, 1, 5, 7), generator=g).to(dtype).to(dev)
@@ -88,11 +84,11 @@ from torchaug import ops as tops  # noqa: E402
 xy = torch.rand(700, 2, generator=g) * 100
 bx = torch.cat([xy, xy + torch.rand(700, 2, generator=g) * 30], 1).to(dev)
 sc = torch.rand(700, generator=g).to(dev)
-with saved_env("TORCHAUG_NMS_SHARED_TILES"):
-    for limit in ("5120", "2"):
-        os.environ["TORCHAUG_NMS_SHARED_TILES"] = limit
-        tops.nms(bx, sc, 0.5)
-        tops.batched_nms(bx.half(), sc, torch.randint(0, 4, (700,), generator=g).to(dev), 0.5)
+for limit in (-1, 2):
+    torchaug._C._set_test_hook("nms_shared_tiles", limit)
+    tops.nms(bx, sc, 0.5)
+    tops.batched_nms(bx.half(), sc, torch.randint(0, 4, (700,), generator=g).to(dev), 0.5)
+torchaug._C._set_test_hook("nms_shared_tiles", -1)
 feat = torch.rand(2, 4, 13, 17, device=dev, requires_grad=True)
 rois = torch.tensor([[0, 1.0, 1, 9, 7], [1, -4, -3, 20, 16], [1, 3, 3, 3, 3]], device=dev)
 for aligned in (False, True):

@@ -1,3 +1,4 @@
+import contextlib
 import glob
 import os
 import sys
@@ -46,6 +47,17 @@ DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
 
 requires_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device (runs on the GPU machine)")
 requires_torchvision = pytest.mark.skipif(torchvision is None, reason="torchvision is not installed")
+
+
+@contextlib.contextmanager
+def hooked(name, value):
+    """The compiled library's test hook `name` (csrc/ops/settings.h) set to value inside the block,
+    then given back to the library's own choice (-1)."""
+    torchaug._C._set_test_hook(name, value)
+    try:
+        yield
+    finally:
+        torchaug._C._set_test_hook(name, -1)
 
 
 @pytest.fixture(params=DEVICES)

@@ -2,11 +2,10 @@
 _apply_image_or_video_transform, random programs per sample, CPU <-> CUDA, opcheck, seeded op and
 magnitude distributions, p=0 / p=1, custom policies, replay, errors, MixUp / CutMix."""
 import math
-import os
 
 import pytest
 import torch
-from conftest import assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
+from conftest import assert_close_images, hooked, random_images, requires_cuda, requires_torchvision, torchvision
 
 import torchaug.functional as F
 import torchaug.transforms as T
@@ -238,21 +237,10 @@ def test_cuda_program_equals_slot_chain(dtype, interpolation, layout, n):
         assert out.is_contiguous(memory_format=torch.channels_last if cl and c == 3 else torch.contiguous_format)
 
 
-def _with_env(name, value, fn):
-    """fn() with the environment variable `name` set to value (read by the CUDA op on every call)."""
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        return fn()
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
-
-
 def _with_resident(mode, fn):
-    return _with_env("TORCHAUG_AUGMENT_RESIDENT", mode, fn)
+    """fn() with augment's resident kernel forced on (1) or off (0)."""
+    with hooked("augment_resident", mode):
+        return fn()
 
 
 @requires_cuda
@@ -267,7 +255,7 @@ def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
     planes (32x48, 224x224) and the others, channels_last, 1 channel, and planes too large for a
     thread's registers to hold a geometric slot's words (232x232: channel by channel instead).
     Sharpness slots of widths that are multiples of 4 take 4-pixel words (3x4: a row one word,
-    both ends on the border; 2x8: no interior row), TORCHAUG_RESIDENT_SHARP=pixels pixel by pixel."""
+    both ends on the border; 2x8: no interior row), the other widths pixel by pixel."""
     gen = torch.Generator().manual_seed(n * 7 + len(layout))
     shape, _, cl = layout.partition("-")
     c, h, w = (int(v) for v in shape.split("x"))
@@ -283,34 +271,31 @@ def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
     ops[: len(AUGMENT_OPS), 0] = torch.arange(len(AUGMENT_OPS))  # every op in slot 0
     for fill in (None, [5, 60, 200][:c], [0.5, 127.6, 254.5][:c]):
         run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False)  # noqa: E731
-        ref = _with_resident("0", run)
-        # nearest geometric slots copy bytes on the resident path; =float takes them through the
-        # float taps and blending of the slot passes; sharpness slots by words or pixels: each must
-        # give the slot passes' bytes
-        for nearest, sharp in (("bytes", "words"), ("float", "pixels")):
-            res = _with_env("TORCHAUG_RESIDENT_NEAREST", nearest,
-                            lambda: _with_env("TORCHAUG_RESIDENT_SHARP", sharp, lambda: _with_resident("force", run)))
-            differ = (res != ref).flatten(1).any(1)
-            assert not differ.any(), f"fill={fill}, nearest={nearest}, sharp={sharp}: samples " \
-                                     f"{differ.nonzero().flatten().tolist()} differ, " \
-                                     f"programs {[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
-            assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
+        ref = _with_resident(0, run)
+        # nearest geometric slots copy bytes on the resident path, where the slot passes take them
+        # through the float taps and blending: the same bytes
+        res = _with_resident(1, run)
+        differ = (res != ref).flatten(1).any(1)
+        assert not differ.any(), f"fill={fill}: samples {differ.nonzero().flatten().tolist()} differ, " \
+                                 f"programs {[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
+        assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
 
 
 @requires_cuda
 def test_cuda_resident_path_where_it_does_not_fit():
     """Images too large for shared memory, and floating images, take the slot passes (the default
-    mode); forcing the resident path on them is an error that says why."""
+    choice); forcing the resident path on them is an error that says why, and a bad hook value is
+    an error too."""
     x = random_images(2, 3, 300, 300, torch.uint8, "cuda")
     ops = torch.tensor([[12, 14], [2, 18]], device="cuda")
     mags = torch.tensor([[0.0, 0.2], [0.3, 30.0]], device="cuda")
     out = F.augment(x, ops, mags)
-    assert torch.equal(out, _with_resident("0", lambda: F.augment(x, ops, mags)))
+    assert torch.equal(out, _with_resident(0, lambda: F.augment(x, ops, mags)))
     for img in (x, x[:, :, :64, :64].float() / 255):
-        with pytest.raises(RuntimeError, match="TORCHAUG_AUGMENT_RESIDENT=force needs uint8 images"):
-            _with_resident("force", lambda: F.augment(img, ops, mags))
-    with pytest.raises(RuntimeError, match="TORCHAUG_AUGMENT_RESIDENT must be 0, 1 or force, got 'yes'"):
-        _with_resident("yes", lambda: F.augment(x, ops, mags))
+        with pytest.raises(RuntimeError, match="the forced resident path needs uint8 images"):
+            _with_resident(1, lambda: F.augment(img, ops, mags))
+    with pytest.raises(ValueError, match=r"test hook augment_resident: value must be -1 .* or in \[0, 1\], got 2"):
+        _with_resident(2, lambda: F.augment(x, ops, mags))
 
 
 @requires_cuda
@@ -318,11 +303,10 @@ def test_cuda_resident_path_where_it_does_not_fit():
 @pytest.mark.parametrize("layout", ["3x224x224", "3x32x48"])
 def test_cuda_resident_samples_longest_first(interpolation, layout):
     """A batch with more samples than the GPU runs blocks at once has its blocks take the samples
-    by cost (resident_order_kernel: half a wave of the cheapest, then longest first; =longest:
-    longest first alone). Which block runs a sample does not change its bytes: the result of
-    each order equals the index order (TORCHAUG_RESIDENT_ORDER=0) and the slot passes, with a per-sample
-    fill and per-sample normalize constants, which show a sample written with another's parameters
-    or a sample left unwritten. A bad TORCHAUG_RESIDENT_ORDER is an error that says so."""
+    by cost (resident_order_kernel: half a wave of the cheapest, then longest first). Which block
+    runs a sample does not change its bytes: the result equals the index order (the resident_order
+    hook at 0) and the slot passes, with a per-sample fill and per-sample normalize constants, which
+    show a sample written with another's parameters or a sample left unwritten."""
     gen = torch.Generator().manual_seed(len(layout))
     c, h, w = (int(v) for v in layout.split("x"))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -335,16 +319,15 @@ def test_cuda_resident_samples_longest_first(interpolation, layout):
     std = (torch.rand(b, c, generator=gen) + 0.1).cuda()
     for norm in ({}, {"mean": mean, "std": std, "out_dtype": torch.float32}):
         run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False, **norm)  # noqa: E731
-        for ref in (_with_env("TORCHAUG_RESIDENT_ORDER", "0", run), _with_resident("0", run)):
-            for mode in ("1", "longest"):
-                torch.cuda.synchronize()
-                out = torch.full_like(ref, 7)  # the caching allocator's next block of that size: no stale result
-                del out
-                res = _with_env("TORCHAUG_RESIDENT_ORDER", mode, run)
-                differ = (res != ref).flatten(1).any(1)
-                assert not differ.any(), f"{norm.keys()}, order {mode}: samples {differ.nonzero().flatten().tolist()[:10]} differ"
-    with pytest.raises(RuntimeError, match="TORCHAUG_RESIDENT_ORDER must be 0, 1 or longest, got 'yes'"):
-        _with_env("TORCHAUG_RESIDENT_ORDER", "yes", lambda: F.augment(x[:2], ops[:2], mags[:2]))
+        with hooked("resident_order", 0):
+            index_order = run()
+        for ref in (index_order, _with_resident(0, run)):
+            torch.cuda.synchronize()
+            out = torch.full_like(ref, 7)  # the caching allocator's next block of that size: no stale result
+            del out
+            res = run()
+            differ = (res != ref).flatten(1).any(1)
+            assert not differ.any(), f"{norm.keys()}: samples {differ.nonzero().flatten().tolist()[:10]} differ"
 
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -374,7 +357,7 @@ def test_fused_normalize_equals_augment_then_normalize(device, out, layout):
     for m, sd in ((mean, std), (MEAN[:c], STD[:c]), (odd_mean, odd_std)):
         ref = F.normalize(F.augment(x, ops, mags, "bilinear", [9, 99, 199][:c], validate=False), m, sd,
                           out_dtype=out_dtype, memory_format=fmt)
-        modes = ("force", "0") if device == "cuda" else ("1",)
+        modes = (1, 0) if device == "cuda" else (-1,)
         for mode in modes:
             got = _with_resident(mode, lambda: F.augment(x, ops, mags, "bilinear", [9, 99, 199][:c], validate=False,
                                                          mean=m, std=sd, out_dtype=out_dtype, memory_format=fmt))
@@ -470,7 +453,7 @@ def _chi2_uniform_ok(counts: torch.Tensor) -> bool:
 
 def _policy_reference(kind, u, ids, mags, signed, num_ops, magnitude, sub):
     """The program of draws u by torchvision's rules, with ATen ops (the former policy_program path)."""
-    from torchaug.transforms import _script as S
+    from torchaug.transforms import _draws as S
 
     def index(v, n):
         return (v * n).floor().long().clamp(0, n - 1)
@@ -770,12 +753,13 @@ def test_cutmix_boxes_follow_torchvision_formula(device):
 
 @requires_cuda
 def test_dependent_launches_equal_ordinary_launches():
-    """Case 4's chain launches the crop's boxes, the crop, the policy's program, the order and the
-    resident kernel as dependent launches (csrc/cuda/dependent_launch.cuh: each may start while the
-    kernel before it runs, and waits for it). Over many calls back to back, each input written by a
-    kernel right before the chain and the caching allocator recycling every buffer, the bytes equal
-    those of ordinary launches (TORCHAUG_DEPENDENT_LAUNCH=0), with the order kernel in use (more
-    samples than the GPU runs blocks at once); a bad value of the variable is an error."""
+    """The RandomResizedCrop + flip + RandAugment + normalize chain launches the crop's boxes, the
+    crop, the policy's program, the order and the resident kernel as dependent launches
+    (csrc/cuda/dependent_launch.cuh: each may start while the kernel before it runs, and waits for
+    it). Over many calls back to back, each input written by a kernel right before the chain and the
+    caching allocator recycling every buffer, the bytes equal those of ordinary launches (the
+    dependent_launch hook at 0), with the order kernel in use (more samples than the GPU runs blocks
+    at once)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     x = random_images(2 * sms + 5, 3, 150, 200, torch.uint8, "cuda", generator=torch.Generator().manual_seed(5))
 
@@ -791,9 +775,8 @@ def test_dependent_launches_equal_ordinary_launches():
         torch.cuda.synchronize()
         return torch.stack(sums)
 
-    ref = _with_env("TORCHAUG_DEPENDENT_LAUNCH", "0", run)
+    with hooked("dependent_launch", 0):
+        ref = run()
     for _ in range(2):
-        got = _with_env("TORCHAUG_DEPENDENT_LAUNCH", "1", run)
+        got = run()
         assert torch.equal(got, ref), f"{(got != ref).sum().item()} sample sums differ"
-    with pytest.raises(RuntimeError, match="TORCHAUG_DEPENDENT_LAUNCH must be 0 or 1, got 'yes'"):
-        _with_env("TORCHAUG_DEPENDENT_LAUNCH", "yes", run)

@@ -1,7 +1,6 @@
 """torch.ops.torchaug.decode_jpeg and torchaug.io: PIL parity on the CPU (the same libjpeg-turbo
 math), CPU <-> CUDA agreement (nvJPEG), EXIF orientation, grayscale / CMYK / progressive sources, a
 generated corpus of bad files, skip mode, the byte readers and the prefetcher's decode stage."""
-import functools
 import io
 import os
 import sys
@@ -12,10 +11,10 @@ import torch
 from PIL import Image, ImageOps
 
 import torchaug
-from torchaug.io import (EncodedImages, ImageFolderBytes, PartlyDecoded, RaggedImages, TarShards, collate_encoded,
-                         collate_partly_decoded, decode_jpeg, decode_jpeg_ragged, read_file, write_tar_shards)
+from torchaug.io import (EncodedImages, ImageFolderBytes, TarShards, collate_encoded, decode_jpeg,
+                         decode_jpeg_ragged, read_file, write_tar_shards)
 
-from conftest import ASSETS, CUDA, DEVICES, requires_cuda
+from conftest import ASSETS, CUDA, DEVICES, hooked, requires_cuda
 
 
 def _encode(img: Image.Image, **kw) -> bytes:
@@ -198,10 +197,10 @@ def test_bad_file_is_an_error_naming_the_sample(device, name):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_parse_threads_env_splits_the_batch_not_the_results(device, monkeypatch):
-    """TORCHAUG_DECODE_PARSE_THREADS (read at each call) bounds the threads of the header parse: the
+def test_parse_threads_split_the_batch_not_the_results(device):
+    """The threads of the header parse (4 by default; the decode_parse_threads hook sets them): the
     batch is split into that many chunks at most; the statuses and pixels are the same for every
-    split, and a bad value is an error naming the variable."""
+    split."""
     names = sorted(BAD)
     good = [_bytes(KINDS[k]()) for k in ("baseline420", "progressive", "grayscale")]
     batch = []
@@ -209,19 +208,15 @@ def test_parse_threads_env_splits_the_batch_not_the_results(device, monkeypatch)
         name = names[i % len(names)]
         batch.append(_bytes(BAD[name][0]) if i % 3 == 1 and BAD[name][0] else good[i % 3])
     results = {}
-    for threads in ("1", "3", "64", ""):
-        monkeypatch.setenv("TORCHAUG_DECODE_PARSE_THREADS", threads)
-        images, failures = decode_jpeg(batch, device=device, on_error="skip")
+    for threads in (1, 3, 64, -1):
+        with hooked("decode_parse_threads", threads):
+            images, failures = decode_jpeg(batch, device=device, on_error="skip")
         results[threads] = ([t.cpu() for t in images], failures)
-    base_images, base_failures = results["1"]
+    base_images, base_failures = results[1]
     assert len(base_failures) > 5 and len(base_images) == 40 - len(base_failures)
     for threads, (images, failures) in results.items():
         assert failures == base_failures, threads
         assert all(torch.equal(a, b) for a, b in zip(images, base_images)), threads
-    for bad in ("0", "two", "-3"):
-        monkeypatch.setenv("TORCHAUG_DECODE_PARSE_THREADS", bad)
-        with pytest.raises(RuntimeError, match=rf"TORCHAUG_DECODE_PARSE_THREADS must be an integer in \[1, 1024\], got '{bad}'"):
-            decode_jpeg(batch, device=device)
 
 
 @pytest.mark.parametrize("device,hw_load", [(d, None) for d in DEVICES] + ([("cuda", 0.0)] if CUDA else []))
@@ -279,7 +274,7 @@ def test_opcheck():
 # ---- CUDA: nvJPEG --------------------------------------------------------------------------------
 
 # nvJPEG is not libjpeg-turbo, but with interpolated chroma upsampling (the flag the decoder sets)
-# they nearly agree. Measured on the H100 (scripts/decode_diff.py): baseline files max |diff| 1 (mean
+# they nearly agree. Measured on the H100: baseline files max |diff| 1 (mean
 # < 0.001), progressive ones mean 0.026 and max 3, grayscale / 4:4:4 / CMYK identical. Without the
 # flag (nvJPEG's default chroma replication) subsampled files differed by up to 57 levels.
 @requires_cuda
@@ -295,20 +290,15 @@ def test_cuda_agrees_with_cpu(kind, mode):
 
 
 def _subsampled_files(sizes):
-    """4:4:4, 4:2:2 and 4:2:0 files of each size (PIL writes no 4:4:0; tests/cpp/test_ycc.cpp covers
-    its math)."""
+    """4:4:4, 4:2:2 and 4:2:0 files of each size (PIL writes no 4:4:0)."""
     return [_encode(_photo(k, size), quality=80 + k, subsampling=sub) for k, size in enumerate(sizes) for sub in (0, 1, 2)]
 
 
-# The hardware batch's colour conversion is nvJPEG's by default (TORCHAUG_NVJPEG_YUV=0) or, with
-# TORCHAUG_NVJPEG_YUV=1 (read at each call), torchaug's own kernel on nvJPEG's YUV planes:
-# libjpeg-turbo's upsampling and YCbCr -> RGB from csrc/kernels/decode.h, which tests/cpp/test_ycc.cpp
-# checks bit for bit against libjpeg on the host. Both within the decoder's bound of libjpeg-turbo,
-# on sizes whose chroma planes end in half a sample, and bitwise the same when decoded twice.
+# The hardware batch's colour conversion is nvJPEG's (chroma upsampled by interpolation, as
+# libjpeg-turbo's): within the decoder's bound of libjpeg-turbo, on sizes whose chroma planes end in
+# half a sample, and bitwise the same when decoded twice.
 @requires_cuda
-@pytest.mark.parametrize("yuv", ["1", "0"])
-def test_cuda_conversion_modes_agree_with_cpu(yuv, monkeypatch):
-    monkeypatch.setenv("TORCHAUG_NVJPEG_YUV", yuv)
+def test_cuda_conversion_agrees_with_cpu():
     subs = {0: "4:4:4", 1: "4:2:2", 2: "4:2:0"}
     rows = []
     for sizes in ([(500, 375), (375, 500), (333, 217), (129, 65), (37, 23)], [(3, 5), (4, 9), (1, 1), (2, 7)]):
@@ -318,45 +308,16 @@ def test_cuda_conversion_modes_agree_with_cpu(yuv, monkeypatch):
         gpu = decode_jpeg(data, device="cuda", hw_load=1.0)
         again = decode_jpeg(data, device="cuda", hw_load=1.0)
         for i, (g, a, c) in enumerate(zip(gpu, again, cpu)):
-            assert g.shape == c.shape and torch.equal(g, a), (yuv, sizes, i)
+            assert g.shape == c.shape and torch.equal(g, a), (sizes, i)
             diff = (g.cpu().int() - c.int()).abs().float()
             kind = "gray" if i == len(files) else subs[i % 3]
             rows.append((sizes[i // 3] if i < len(files) else sizes[0], kind, diff.mean().item(), int(diff.max())))
     for size, kind, mean, worst in rows:
-        print(f"TORCHAUG_NVJPEG_YUV={yuv} {size} {kind}: mean |gpu - cpu| {mean:.4f}, max {worst}")
-    # torchaug's conversion gives libjpeg-turbo's pixels exactly (on the H100 the engines' IDCT output
-    # equals libjpeg's islow one: every row above max 0); nvJPEG's conversion is within 1 level on
-    # images of 16 pixels or more a side, and off by up to 13 on smaller subsampled ones (its chroma
-    # edges): those rows are printed, not bounded
-    if yuv == "1" and torch.cuda.get_device_capability() == (9, 0):  # H100 / H200 (what was measured)
-        assert all(r[3] == 0 for r in rows), [r for r in rows if r[3]]
-    bad = [r for r in rows if (yuv == "1" or min(r[0]) >= 16) and not (r[2] < 0.1 and r[3] <= 4)]
+        print(f"{size} {kind}: mean |gpu - cpu| {mean:.4f}, max {worst}")
+    # nvJPEG's conversion is within 1 level on images of 16 pixels or more a side, and off by up to
+    # 13 on smaller subsampled ones (its chroma edges): those rows are printed, not bounded
+    bad = [r for r in rows if min(r[0]) >= 16 and not (r[2] < 0.1 and r[3] <= 4)]
     assert not bad, bad
-
-
-@requires_cuda
-def test_cuda_conversion_mode_takes_its_path():
-    """TORCHAUG_DECODE_TRACE shows the batch converted by torchaug's kernel with TORCHAUG_NVJPEG_YUV=1,
-    and not with 0 or unset; both outputs within 4 levels of each other (the bound above)."""
-    import subprocess
-    code = ("import torch, torchaug, sys; from torchaug.io import decode_jpeg; "
-            "data = [torch.frombuffer(bytearray(open(p, 'rb').read()), dtype=torch.uint8) for p in sys.argv[1:]]; "
-            "out = decode_jpeg(data, device='cuda', hw_load=1.0); torch.cuda.synchronize(); "
-            "torch.save([t.cpu() for t in out], sys.stdout.buffer)")
-    paths = [str(p) for p in ASSETS[:3]]
-    outs = {}
-    for yuv in (None, "1", "0"):
-        env = dict(os.environ, TORCHAUG_DECODE_TRACE="1", PYTHONPATH=os.pathsep.join(sys.path))
-        env.pop("TORCHAUG_NVJPEG_YUV", None)
-        if yuv is not None:
-            env["TORCHAUG_NVJPEG_YUV"] = yuv
-        r = subprocess.run([sys.executable, "-c", code] + paths, env=env, capture_output=True, timeout=300)
-        assert r.returncode == 0, r.stderr.decode()[-2000:]
-        assert (b"converted" in r.stderr) == (yuv == "1"), (yuv, r.stderr.decode()[-2000:])
-        outs[yuv] = torch.load(io.BytesIO(r.stdout))
-    for a, b, c in zip(outs[None], outs["0"], outs["1"]):
-        assert torch.equal(a, b)
-        assert (a.int() - c.int()).abs().max() <= 4
 
 
 @requires_cuda
@@ -645,30 +606,26 @@ def _hardware_files(n, size=(120, 90)):
 
 
 @requires_cuda
-def test_cuda_rejected_batches_are_retried_and_lane_failures_reported(monkeypatch):
-    """TORCHAUG_NVJPEG_REJECT=1 makes every hardware batch one that nvJPEG rejected: its files are
-    retried one by one on the lanes, bitwise the lanes' own decode (hw_load=0), in RGB and gray. With
-    "lanes" the retried files fail there too: the error names sample 0, skip mode reports every file,
-    and the next call decodes again (the decoder stays usable)."""
+def test_cuda_rejected_batches_are_retried_and_lane_failures_reported():
+    """The nvjpeg_reject hook at 1 makes every hardware batch one that nvJPEG rejected: its files are
+    retried one by one on the lanes, bitwise the lanes' own decode (hw_load=0), in RGB and gray. At 2
+    the retried files fail there too: the error names sample 0, skip mode reports every file, and the
+    next call decodes again (the decoder stays usable)."""
     files = _hardware_files(24)
     for mode in ("rgb", "gray"):
         lanes = [t.clone() for t in decode_jpeg(files, device="cuda", mode=mode, hw_load=0.0)]
-        monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "1")
-        got = decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
-        torch.cuda.synchronize()
+        with hooked("nvjpeg_reject", 1):
+            got = decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
+            torch.cuda.synchronize()
         assert len(got) == len(files) and all(torch.equal(a, b) for a, b in zip(got, lanes)), mode
-        monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "lanes")
-        with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 0 \(\d+ bytes\): .*TORCHAUG_NVJPEG_REJECT=lanes"):
-            decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
-        none, failures = decode_jpeg_ragged(files, device="cuda", mode=mode, hw_load=1.0, on_error="skip")
+        with hooked("nvjpeg_reject", 2):
+            with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 0 \(\d+ bytes\): .*nvjpeg_reject test hook"):
+                decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
+            none, failures = decode_jpeg_ragged(files, device="cuda", mode=mode, hw_load=1.0, on_error="skip")
         assert len(none) == 0 and [i for i, _ in failures] == list(range(len(files)))
-        monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "0")
         again = decode_jpeg(files, device="cuda", mode=mode, hw_load=1.0)
         torch.cuda.synchronize()
         assert all(torch.equal(a, b) for a, b in zip(again, decode_jpeg(files, device="cuda", mode=mode)))
-    monkeypatch.setenv("TORCHAUG_NVJPEG_REJECT", "2")
-    with pytest.raises(RuntimeError, match=r"TORCHAUG_NVJPEG_REJECT must be 0, 1 or lanes, got '2'"):
-        decode_jpeg(files, device="cuda")
 
 
 @requires_cuda
@@ -794,85 +751,3 @@ def test_prefetcher_skips_bad_files_and_their_labels(threads):
     assert sorted((b, i) for b, i, _ in pf.decode_failures) == [(b, i) for b in range(8) for i in (1, 3)]
     with pytest.raises(RuntimeError, match="sample 1"):
         list(torchaug.Prefetcher([batch], torchaug.transforms.Resize([16, 16]), device="cpu"))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("share,cpu_count", [(0.0, 0), (0.3, 2), (0.5, 4), (1.0, 7)])
-def test_partly_decoded_batch_joins_both_shares_in_order(device, share, cpu_count):
-    """collate_partly_decoded decodes the first round(share * B) files on the CPU; decode_jpeg_ragged
-    decodes the rest on the device and returns the whole batch, in order, in one CHW RaggedImages:
-    the CPU share's pixels are the CPU decoder's, the rest the device decoder's."""
-    files = [_bytes(KINDS[k]()).numpy() for k in ("baseline420", "progressive", "odd_size", "baseline444",
-                                                  "cmyk", "baseline422", "grayscale")]
-    batch, labels = collate_partly_decoded([(f, i) for i, f in enumerate(files)], cpu_share=share)
-    assert isinstance(batch, PartlyDecoded) and len(batch) == 7 and batch.cpu_count == cpu_count
-    assert labels.tolist() == list(range(7)) and len(batch.encoded) == 7 - cpu_count
-    out = decode_jpeg_ragged(batch, device=device)
-    assert isinstance(out, RaggedImages) and not out.channels_last and out.device.type == device and len(out) == 7
-    cpu = decode_jpeg([torch.from_numpy(f) for f in files[:cpu_count]])
-    dev = decode_jpeg([torch.from_numpy(f) for f in files[cpu_count:]], device=device)
-    for i, (got, want) in enumerate(zip(out.images(), cpu + dev)):
-        assert torch.equal(got.cpu(), want.cpu()), i
-    gray = decode_jpeg_ragged(collate_partly_decoded(files, cpu_share=share, mode="gray"), device=device, mode="gray")
-    assert gray.channels == 1 and [tuple(im.shape) for im in gray.images()] == [(1, *im.shape[1:]) for im in out.images()]
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_prefetcher_decodes_partly_decoded_batches(folder, device):
-    """Workers (2, forked) decode 40% of each batch, the Prefetcher the rest: the batches equal the
-    chain on decode_jpeg_ragged of the same batches, labels in their order, with 1 or 2 threads."""
-    ds = ImageFolderBytes(str(folder))
-    collate = functools.partial(collate_partly_decoded, cpu_share=0.4)
-    loader = torch.utils.data.DataLoader(ds, batch_size=5, num_workers=2, collate_fn=collate, pin_memory=device == "cuda")
-    crop = torchaug.transforms.Resize([24, 20])
-    host = list(torch.utils.data.DataLoader(ds, batch_size=5, collate_fn=collate))
-    assert [b.cpu_count for b, _ in host] == [2, 2]
-    expected = [(crop(decode_jpeg_ragged(b, device=device)).cpu(), y) for b, y in host]
-    for threads in (1, 2):
-        got = [(x.cpu(), y.cpu()) for x, y in torchaug.Prefetcher(loader, crop, device=device, threads=threads)]
-        assert len(got) == 2
-        assert all(torch.equal(a, x) and torch.equal(b, y) for (a, b), (x, y) in zip(got, expected))
-    with pytest.raises(ValueError, match="mode='rgb'.*got mode='gray'"):
-        list(torchaug.Prefetcher(host, crop, device=device, decode_mode="gray"))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_partly_decoded_bad_files_are_named_by_batch_index(device):
-    """A bad file in either share: an error naming its index in the batch, or, skipped, reported by
-    that index and dropped with its label."""
-    good = _good()
-    files = [good, BAD["truncated_scan"][0], good, good, b"nope", good]
-    batch, labels = collate_partly_decoded([(f, 10 + i) for i, f in enumerate(files)], cpu_share=0.5)
-    assert batch.cpu_count == 3 and [i for i, _ in batch.failures] == [1]
-    with pytest.raises(RuntimeError, match=r"decode_jpeg_ragged: sample 1: .*\(and 1 more\)"):
-        decode_jpeg_ragged(batch, device=device)
-    out, failures = decode_jpeg_ragged(batch, device=device, on_error="skip")
-    assert [i for i, _ in failures] == [1, 4] and failures[0][1].startswith(BAD["truncated_scan"][1])
-    # samples 0 and 2 decoded on the CPU, 3 and 5 on the device
-    want = [decode_jpeg(_bytes(good))] * 2 + [decode_jpeg(_bytes(good), device=device).cpu()] * 2
-    assert len(out) == 4 and all(torch.equal(im.cpu(), w) for im, w in zip(out.images(), want))
-    pf = torchaug.Prefetcher([(batch, labels)], torchaug.transforms.Resize([16, 16]), device=device, on_decode_error="skip")
-    (images, kept), = list(pf)
-    assert images.shape == (4, 3, 16, 16) and kept.tolist() == [10, 12, 13, 15]
-    assert [(b, i) for b, i, _ in pf.decode_failures] == [(0, 1), (0, 4)]
-    # only the device's share bad: its index counts the CPU share's files
-    with pytest.raises(RuntimeError, match=r"sample 3: not a JPEG file.*skip bad samples\)$"):
-        decode_jpeg_ragged(collate_partly_decoded(files[:1] + files[2:], cpu_share=0.5), device=device)
-
-
-def test_partly_decoded_argument_errors():
-    files = [_good()] * 4
-    for share in (-0.1, 1.5, True, "half", None):
-        with pytest.raises(ValueError, match=r"cpu_share must be a number in \[0, 1\]"):
-            collate_partly_decoded(files, cpu_share=share)
-    with pytest.raises(ValueError, match="mode must be 'rgb' or 'gray'"):
-        collate_partly_decoded(files, mode="unchanged")
-    batch = collate_partly_decoded(files, cpu_share=0.5, apply_exif_orientation=True)
-    with pytest.raises(ValueError, match="apply_exif_orientation=True.*got mode='rgb', apply_exif_orientation=False"):
-        decode_jpeg_ragged(batch)
-    with pytest.raises(ValueError, match="on_error"):
-        decode_jpeg_ragged(batch, apply_exif_orientation=True, on_error="ignore")
-    with pytest.raises(TypeError, match="decoded must be a RaggedImages"):
-        PartlyDecoded(batch.encoded, batch.encoded, 2)
-    with pytest.raises(ValueError, match="do not add up to cpu_count=3"):
-        PartlyDecoded(batch.decoded, batch.encoded, 3)

@@ -7,7 +7,7 @@ import torch
 
 from torchaug import ops as tops
 
-from conftest import CUDA, requires_cuda, torchvision
+from conftest import CUDA, hooked, requires_cuda, torchvision
 
 ops = torch.ops.torchaug
 
@@ -166,13 +166,14 @@ def test_nms_sizes_across_tiles(device, n):
 
 
 @requires_cuda
-def test_nms_cuda_global_removal_words(monkeypatch):
+def test_nms_cuda_global_removal_words():
     # more tiles than the shared-memory removal words hold: the scan keeps them in global memory
-    monkeypatch.setenv("TORCHAUG_NMS_SHARED_TILES", "4")
     gen = torch.Generator().manual_seed(5)
     boxes = random_boxes(2000, gen, size=300.0, max_wh=50.0)
     scores = torch.rand(2000, generator=gen)
-    assert torch.equal(tops.nms(boxes.cuda(), scores.cuda(), 0.5).cpu(), tops.nms(boxes, scores, 0.5))
+    with hooked("nms_shared_tiles", 4):
+        got = tops.nms(boxes.cuda(), scores.cuda(), 0.5).cpu()
+    assert torch.equal(got, tops.nms(boxes, scores, 0.5))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

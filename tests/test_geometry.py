@@ -407,7 +407,7 @@ def test_resized_crop_gradcheck(device, mode, antialias):
 
 
 def test_autograd_kernels_in_cpp(device):
-    """resized_crop's and resized_crop_ragged's autograd kernels (csrc/host_autograd.cpp): no graph
+    """resized_crop's and resized_crop_ragged's autograd kernels (csrc/autograd.cpp): no graph
     when nothing requires a gradient (grad mode on or off), a gradient of the input's layout for a
     channels_last input (and, in float32, the one the float64 gradcheck above checks), and the
     ragged op's error when a gradient is asked of it."""
@@ -538,13 +538,14 @@ def test_cpu_cuda_agree_large_batch():
 
 
 @requires_cuda
-@pytest.mark.parametrize("taps", ["scaled"])
-def test_cuda_uint8_tap_modes_are_bitwise_the_exponent_trick(monkeypatch, taps):
-    """TORCHAUG_RC_TAPS (csrc/cuda/geometry.cu): the scaled-subnormal taps (the default) give
-    bitwise what the exponent trick gives, for rows at every byte alignment
-    (odd widths, a view starting one pixel in, ragged images at odd offsets), every tap count of the
-    consecutive path (downscales up to 3.5x with antialias), boxes reaching outside the image,
-    1, 3 and 5 channels, and all three interpolations; and stays within 1 LSB of the CPU."""
+def test_cuda_uint8_scaled_taps_are_bitwise_the_float_taps():
+    """uint8 images take scaled taps in the CUDA kernel (csrc/cuda/resized_crop.cu: the byte read as
+    a subnormal float times a weight scaled by 2^126): every sum is bitwise the one of the float taps,
+    so the uint8 result is the float32 kernel's on the same integer-valued pixels, rounded half to
+    even and saturated. Checked for rows at every byte alignment (odd widths, a view starting one
+    pixel in, ragged images at odd offsets), every tap count of the consecutive path (downscales up
+    to 3.5x with antialias), boxes reaching outside the image, 1, 3 and 5 channels, and all three
+    interpolations; and within 1 LSB of the CPU."""
     gen = torch.Generator().manual_seed(12)
     cases = []
     big = random_images(12, 3, 375, 500, torch.uint8, generator=gen)
@@ -558,25 +559,21 @@ def test_cuda_uint8_tap_modes_are_bitwise_the_exponent_trick(monkeypatch, taps):
     ragged = [random_images(1, 3, h, w, torch.uint8, generator=gen)[0] for h, w in ((33, 77), (20, 101), (57, 13))]
     ragged_boxes = torch.cat([random_boxes(1, im.shape[1], im.shape[2], gen) for im in ragged])
 
-    def run(mode, aa):
-        outs = [F.resized_crop_boxes(x.cuda(), bx.cuda(), size, mode, aa).cpu() for x, bx, size in cases]
-        outs.append(F.resized_crop_boxes([im.cuda() for im in ragged], ragged_boxes.cuda(), [19, 23], mode, aa).cpu())
+    def run(mode, aa, dtype):
+        outs = [F.resized_crop_boxes(x.to(dtype).cuda(), bx.cuda(), size, mode, aa).cpu() for x, bx, size in cases]
+        outs.append(F.resized_crop_boxes([im.to(dtype).cuda() for im in ragged], ragged_boxes.cuda(), [19, 23], mode,
+                                         aa).cpu())
         return outs
 
     for mode in MODES:
         for aa in (True, False):
-            monkeypatch.setenv("TORCHAUG_RC_TAPS", "exponent")
-            ref = run(mode, aa)
-            monkeypatch.setenv("TORCHAUG_RC_TAPS", taps)
-            got = run(mode, aa)
+            got = run(mode, aa, torch.uint8)
+            ref = [f.round().clamp(0, 255).to(torch.uint8) for f in run(mode, aa, torch.float32)]
             for i, (a, b) in enumerate(zip(ref, got)):
-                assert torch.equal(a, b), f"{taps} {mode} antialias={aa} case {i}: {(a.int() - b.int()).abs().max()} LSB"
+                assert torch.equal(a, b), f"{mode} antialias={aa} case {i}: {(a.int() - b.int()).abs().max()} LSB"
             for (x, bx, size), b in zip(cases, got):
                 cpu = F.resized_crop_boxes(x, bx, size, mode, aa)
-                assert (cpu.int() - b.int()).abs().max() <= 1, f"{taps} {mode} antialias={aa}: CPU differs"
-    monkeypatch.setenv("TORCHAUG_RC_TAPS", "bytes")
-    with pytest.raises(RuntimeError, match="TORCHAUG_RC_TAPS must be exponent or scaled, got 'bytes'"):
-        F.resized_crop_boxes(big.cuda(), cases[0][1].cuda(), [224, 224])
+                assert (cpu.int() - b.int()).abs().max() <= 1, f"{mode} antialias={aa}: CPU differs"
 
 
 @requires_cuda
@@ -602,7 +599,7 @@ def test_cuda_fused_normalize_divides_exactly(channels):
 
 
 # ---------------------------------------------------------------------------------------------
-# errors (DESIGN.md §9)
+# errors (CONTRIBUTING.md: an error names the op, the argument, what was expected and what came)
 # ---------------------------------------------------------------------------------------------
 
 def test_errors_name_the_op_and_argument(device):

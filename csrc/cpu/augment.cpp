@@ -1,10 +1,10 @@
-// CPU passes of torchaug::augment (csrc/augment_impl.h): rows of all samples in parallel.
+// CPU passes of torchaug::augment (csrc/ops/augment.h): rows of all samples in parallel.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "../augment_impl.h"
+#include "../ops/augment.h"
 
 namespace torchaug {
 namespace {

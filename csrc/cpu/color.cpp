@@ -1,12 +1,11 @@
-// CPU kernels of the color family: a program per sample (csrc/color_impl.h), samples in parallel.
+// CPU kernels of the color family: a program per sample (csrc/ops/color.h), samples in parallel.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "../color_impl.h"
-#include "../augment_impl.h"
-#include "../color_ops.h"
+#include "../ops/color.h"
+#include "../ops/augment.h"
 
 namespace torchaug {
 namespace {

@@ -4,7 +4,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "../convert_impl.h"
+#include "../ops/convert.h"
 
 namespace torchaug {
 namespace {

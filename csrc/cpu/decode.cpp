@@ -1,4 +1,4 @@
-// libjpeg-turbo decoding of one sample into CHW planes (csrc/decode_impl.h). Used by the CPU path
+// libjpeg-turbo decoding of one sample into CHW planes (csrc/ops/decode.h). Used by the CPU path
 // of torchaug::decode_jpeg and by the CUDA path for what nvJPEG cannot decode (CMYK / YCCK).
 // libjpeg errors longjmp back here and become the sample's status; of its warnings, those that mean
 // the entropy-coded data is damaged (premature end, bad Huffman code, a marker in the data) are
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../decode_impl.h"
+#include "../ops/decode.h"
 #include "../kernels/decode.h"
 
 #ifdef TORCHAUG_WITH_LIBJPEG

@@ -1,4 +1,4 @@
-// CPU kernels of the detection family (detection_impl.h): greedy NMS over the score-sorted boxes,
+// CPU kernels of the detection family (csrc/ops/detection.h): greedy NMS over the score-sorted boxes,
 // RoI Align forward over (RoI, channel) planes and backward over channels (each thread owns its
 // channel planes of the input gradient, so no two threads add to one element).
 #include <ATen/ATen.h>
@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "../detection_impl.h"
+#include "../ops/detection.h"
 
 namespace torchaug {
 namespace {

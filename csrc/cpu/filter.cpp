@@ -1,11 +1,11 @@
-// CPU kernels of the filter family (csrc/filter_impl.h): image planes in parallel, every pixel's
+// CPU kernels of the filter family (csrc/ops/filter.h): image planes in parallel, every pixel's
 // window read with reflect-101 borders.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "../filter_impl.h"
+#include "../ops/filter.h"
 
 namespace torchaug {
 namespace {

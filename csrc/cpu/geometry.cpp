@@ -1,16 +1,14 @@
-// CPU kernels of the geometry family: the loops around the per-pixel drivers of geometry_impl.h.
+// CPU kernels of the geometry family: the loops around the per-pixel drivers of csrc/ops/geometry.h.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "../geometry_impl.h"
+#include "../ops/geometry.h"
 
 namespace torchaug {
 namespace {
 
-#define TORCHAUG_DISPATCH_IMAGE_TYPES(TYPE, NAME, ...) \
-  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, TYPE, NAME, __VA_ARGS__)
 
 // Calls fn(b, y) for every output row, in parallel.
 template <typename Fn>

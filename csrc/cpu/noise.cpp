@@ -1,10 +1,10 @@
-// CPU kernels of the noise family (csrc/noise_impl.h): image planes in parallel.
+// CPU kernels of the noise family (csrc/ops/noise.h): image planes in parallel.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "../noise_impl.h"
+#include "../ops/noise.h"
 
 namespace torchaug {
 namespace {

@@ -1,4 +1,4 @@
-// CUDA passes of torchaug::augment (csrc/augment_impl.h). The switch pass: a block computes a
+// CUDA passes of torchaug::augment (csrc/ops/augment.h). The switch pass: a block computes a
 // kTileW x kTileH tile of one sample (kTileH / kRows rows per thread); the sample's lowered step
 // sits in shared memory, so that the branch on its kind is uniform across the block. uint8 images
 // that fit in shared memory take the resident path instead (augment_resident.cu).
@@ -10,7 +10,7 @@
 
 #include <torch/library.h>
 
-#include "../augment_impl.h"
+#include "../ops/augment.h"
 #include "dependent_launch.cuh"
 #include "draws.cuh"
 

@@ -1,19 +1,22 @@
-// CUDA resident path of torchaug::augment (csrc/augment_impl.h): uint8 images small enough for a
-// block's shared memory run their whole program in one launch, a block per sample.
+// CUDA resident path of torchaug::augment (csrc/ops/augment.h): uint8 images small enough for a
+// block's shared memory run their whole program in one launch, a block per sample. One kernel with its
+// device helpers and its launcher, which share the argument block: kept in one file although it passes
+// 600 lines (the order of the samples is csrc/cuda/resident_order.cu).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_pipeline_primitives.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
-#include "../augment_impl.h"
+#include "../ops/augment.h"
+#include "../ops/settings.h"
 #include "dependent_launch.cuh"
 #include "device_attribute.cuh"
+#include "resident_order.cuh"
 #include "shared_opt_in.cuh"
+#include "warp.cuh"
 
 namespace torchaug {
 namespace {
@@ -35,7 +38,7 @@ constexpr int kResSharp = 0, kResBytes = 1, kResTaps = 2;
 struct ResidentArgs {
   const uint8_t* in;
   uint8_t* out;
-  const int* order;  // block i runs sample order[i] (resident_order_kernel), or sample i where nullptr
+  const int* order;  // block i runs sample order[i] (csrc/cuda/resident_order.cu), or sample i where nullptr
   Strides4 is, os;
   int height, width, n, plane;  // plane: bytes between planes (H * W rounded up to 16)
   const int64_t* ops;
@@ -48,7 +51,6 @@ struct ResidentArgs {
   bool held;             // plane / 4 <= kResThreads * kResHeld: geometric slots hold their words in registers
   bool normalize;        // the store is the fused normalize's (norm) instead of uint8 into out
   int norm_words;        // the fused normalize's packed store (kNormWords*), or kNormWordsNone
-  bool nearest_bytes;    // nearest geometric slots copy bytes (resident_value; false: the float path)
   bool sharp_words;      // sharpness slots take 4-pixel words (W a multiple of 4; resident_sharp_word)
   NormalizeParams norm;
 };
@@ -64,8 +66,8 @@ constexpr int kNormWordsNone = 0, kNormWordsNchw = 1, kNormWordsNhwc = 2;
 // g: 4 output values, stored at once in the output's type as vector k of base (elements 4k .. 4k + 3;
 // indexed in whole vectors, the form nvcc keeps as one 16- or 8-byte store). Evict-first
 // (st.global.cs): this kernel never reads the output again, and the lines it would evict are the
-// inputs of the blocks still to run, which the crop before it left in L2 (session 26, H100, case 4's
-// chain: the kernel 123.3 -> 121.4 us, 20 calls each, CUPTI).
+// inputs of the blocks still to run, which the crop before it left in L2 (on an H100, the kernel of
+// the RandAugment chain: 123.3 -> 121.4 us, 20 calls each).
 template <int kKind>
 __device__ __forceinline__ void store_norm_group(void* base, int64_t k, const float (&g)[4]) {
   if constexpr (kKind == kPixF32) {
@@ -98,16 +100,6 @@ __device__ inline void resident_pixels(int H, int W, F&& f) {
       ++y;
     }
   }
-}
-
-// The sum of x over lanes 0 .. lane of the warp.
-template <typename T>
-__device__ __forceinline__ T warp_inclusive_sum(T x, int lane) {
-  for (int off = 1; off < 32; off *= 2) {
-    const T y = __shfl_up_sync(0xffffffffu, x, off);
-    if (lane >= off) x += y;
-  }
-  return x;
 }
 
 // The statistics of a contrast, autocontrast or equalize slot of the image in the planes, derived
@@ -270,8 +262,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   const uint8_t* src = A.in + b * A.is.b;
   if (A.vec_in) {
     // cp.async (LDGSTS): all of the sample's 16-byte words in flight at once, through no register,
-    // instead of a load and a shared store that waits for it (the kernel's main stall before,
-    // session 21's profile: one block an SM, nothing else to run meanwhile); the barrier of the
+    // instead of a load and a shared store that waits for it (the kernel's main stall otherwise: one
+    // block an SM, nothing else to run meanwhile); the barrier of the
     // first slot (or the one before the store) follows the wait
     for (int q = t; q < HW / 16; q += kResThreads) {
 #pragma unroll
@@ -456,7 +448,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     };
     if (s.kind == kernels::kAugKindSharpness) {
       slot(std::integral_constant<int, kResSharp>{});
-    } else if (N == 1 && A.nearest_bytes) {
+    } else if (N == 1) {
       slot(std::integral_constant<int, kResBytes>{});
     } else {
       slot(std::integral_constant<int, kResTaps>{});
@@ -566,126 +558,6 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   }
 }
 
-// ---- the order of the samples ----------------------------------------------------------------
-// The launch is a block per sample in a few waves (256 samples of 224 x 224 are two on an H100's
-// 132 SMs, one block an SM), and blocks start in index order. A program costs from nothing (the
-// identity) to ~6 LUT slots a slot (hue, bilinear geometric ops), so a costly sample that starts
-// late finishes alone while the other SMs idle. Blocks therefore take their samples by cost:
-// resident_order_kernel sorts the sample indices by an estimate of the program's time in one block
-// (a counting sort), and block i runs sample order[i]: half a wave of the cheapest programs, then
-// the others longest first (list scheduling, LPT; resident_order_mode says why the half wave).
-// Which block runs a sample does not change its bytes. scripts/resident_balance.py measures it
-// (session 26, H100, RandAugment(2, 9) with the fused normalize, 256 x 224 x 224: 0.147-0.190 ms
-// in the drawn order, 0.126-0.132 longest first).
-constexpr int kOrderThreads = 1024;
-constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket share it
-
-// A slot's estimated time on the resident path, in ~3 us units of a batch of 256 samples of 224 x
-// 224 on an H100 (scripts/resident_balance.py --all-ops: the batch of [op, identity] programs minus
-// the batch of identities, fused normalize to float32; session 26: a LUT slot 12-15 us, contrast /
-// autocontrast 21-22, grayscale 25, saturation 34, equalize 36, nearest shear 34-36, translate and
-// rotate 30-32, every geometric op bilinear 71-73, hue 82, sharpness 88; session 35, the kernel's
-// own time by scripts/resident_op_costs.py: sharpness in 4-pixel words 51, a first version's 63 set
-// the 21 below, and the chain was measured with it). Unknown ids are the identity (lower_aug).
-__device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
-  switch (op) {
-    case kernels::kColorBrightness:
-    case kernels::kColorInvert:
-    case kernels::kColorPosterize:
-    case kernels::kColorSolarize:
-      return 4;
-    case kernels::kColorGamma:
-    case kernels::kColorSolarizeAdd:
-      return 5;
-    case kernels::kColorContrast:
-    case kernels::kColorAutocontrast:
-      return 7;
-    case kernels::kColorGrayscale:
-      return 8;
-    case kernels::kColorSaturation:
-      return 11;
-    case kernels::kColorEqualize:
-      return 12;
-    case kernels::kAugShearX:
-    case kernels::kAugShearY:
-      return bilinear ? 24 : 12;
-    case kernels::kAugTranslateX:
-    case kernels::kAugTranslateY:
-    case kernels::kAugRotate:
-      return bilinear ? 24 : 10;
-    case kernels::kColorHue:
-      return 27;
-    case kernels::kAugSharpness:
-      return 21;
-    default:
-      return 0;
-  }
-}
-
-// order: the B sample indices, the lead least costly first (the cheapest first), then the others the
-// most costly first (the order within a cost is whichever the atomics give: it only decides which
-// block runs which sample). lead 0 is plain longest-first.
-__global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int64_t* ops, Strides2 ops_s, int B, int n,
-                                                                       bool bilinear, int lead, int* order) {
-  dependent_launch_begin();
-  __shared__ int start[kOrderBuckets];
-  __shared__ int wsum[kOrderBuckets / 32];
-  const int t = threadIdx.x, lane = t % 32;
-  const auto bucket = [&](int b) {  // buckets run from the most costly (0) down
-    int c = 0;
-    for (int k = 0; k < n; ++k) c += resident_slot_cost(ops[ops_s.at(b, k)], bilinear);
-    return kOrderBuckets - 1 - min(c, kOrderBuckets - 1);
-  };
-  for (int i = t; i < kOrderBuckets; i += kOrderThreads) start[i] = 0;
-  __syncthreads();
-  for (int b = t; b < B; b += kOrderThreads) atomicAdd(&start[bucket(b)], 1);
-  __syncthreads();
-  // each bucket's first position: the exclusive scan of the counts (a warp scan, then the warps before)
-  int h = 0, x = 0;
-  if (t < kOrderBuckets) {
-    h = start[t];
-    x = warp_inclusive_sum(h, lane);
-    if (lane == 31) wsum[t / 32] = x;
-  }
-  __syncthreads();
-  if (t < kOrderBuckets) {
-    for (int w = 0; w < t / 32; ++w) x += wsum[w];
-    start[t] = x - h;
-  }
-  __syncthreads();
-  for (int b = t; b < B; b += kOrderThreads) {
-    const int rank = atomicAdd(&start[bucket(b)], 1);  // 0: the most costly
-    order[rank >= B - lead ? B - 1 - rank : lead + rank] = b;
-  }
-}
-
-// TORCHAUG_RESIDENT_ORDER, where the launch has more blocks than the GPU runs at once: unset or "1":
-// half a wave of the cheapest programs first, then the others longest first; "longest": longest
-// first alone; "0": index order (the last two for A/B tests and benchmarks). Why the cheap half wave:
-// a block's load and normalize store are bound by DRAM, its slots by its SM, and a first wave of
-// long programs alone leaves DRAM idle while it computes. Session 35 (H100, RandAugment(2, 9) x 256,
-// scripts/resident_balance.py, 3 programs x 2 rounds, the op with this order kernel): longest first
-// 0.126-0.130 ms (one 0.260), half a wave of the cheapest first 0.115-0.119 (one 0.130); case 4's
-// chain 0.2563-0.2577 -> 0.2471-0.2474 ms (benchmarks/RESULTS.md).
-constexpr int kOrderIndex = 0, kOrderMixed = 1, kOrderLongest = 2;
-int resident_order_mode() {
-  const char* e = std::getenv("TORCHAUG_RESIDENT_ORDER");
-  if (e == nullptr || std::strcmp(e, "1") == 0) return kOrderMixed;
-  if (std::strcmp(e, "longest") == 0) return kOrderLongest;
-  TORCHAUG_CHECK(std::strcmp(e, "0") == 0, "torchaug::augment: TORCHAUG_RESIDENT_ORDER must be 0, 1 or longest, got '", e, "'");
-  return kOrderIndex;
-}
-
-// TORCHAUG_AUGMENT_RESIDENT: unset or "1": the resident path where it applies; "0": never (the
-// slot passes, for A/B tests and benchmarks); "force": always, and an error where it cannot (tests).
-int resident_mode() {
-  const char* e = std::getenv("TORCHAUG_AUGMENT_RESIDENT");
-  if (e == nullptr || std::strcmp(e, "1") == 0) return 1;
-  if (std::strcmp(e, "0") == 0) return 0;
-  TORCHAUG_CHECK(std::strcmp(e, "force") == 0, "torchaug::augment: TORCHAUG_AUGMENT_RESIDENT must be 0, 1 or force, got '", e, "'");
-  return 2;
-}
-
 // Which packed store the fused normalize's output takes (store_norm_group), or kNormWordsNone.
 int packed_norm_store(const NormalizeParams& n, int64_t C, int64_t H, int64_t W) {
   const bool f32 = n.out_kind == kPixF32, half = n.out_kind == kPixF16 || n.out_kind == kPixBF16;
@@ -709,7 +581,7 @@ bool dense_planes(const Strides4& s, int64_t H, int64_t W, const void* ptr) {
 bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
                            const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
                            const NormalizeParams* norm) {
-  const int mode = resident_mode();
+  const int64_t mode = test_hooks::get(test_hooks::kAugmentResident);  // -1: where it fits, 0: never, 1: always
   if (mode == 0) return false;
   const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
   const int64_t plane = (H * W + 15) / 16 * 16;
@@ -717,7 +589,7 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   // the statically sized shared memory of the kernel is under 8 KiB
   const int64_t bytes = (C + 1) * plane, limit = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(images.get_device()) - 8192;
   const bool fits = images.scalar_type() == at::kByte && bytes <= limit && B <= 0x7fffffff;
-  TORCHAUG_CHECK(fits || mode != 2, "torchaug::augment: TORCHAUG_AUGMENT_RESIDENT=force needs uint8 images of at most ",
+  TORCHAUG_CHECK(fits || mode != 1, "torchaug::augment: the forced resident path needs uint8 images of at most ",
                  limit, " bytes for ", C, " planes and a free one, got ", images.scalar_type(), " images of ", C, "x", H,
                  "x", W);
   if (!fits) return false;
@@ -741,20 +613,16 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   A.held = plane / 4 <= static_cast<int64_t>(kResThreads) * kResHeld;
   A.vec_out = !norm && dense_planes(A.os, H, W, A.out);
   A.normalize = norm != nullptr;
-  // TORCHAUG_RESIDENT_NEAREST=float: nearest geometric slots through the float path (A/B, tests)
-  const char* nearest = std::getenv("TORCHAUG_RESIDENT_NEAREST");
-  A.nearest_bytes = nearest == nullptr || std::strcmp(nearest, "float") != 0;
-  // TORCHAUG_RESIDENT_SHARP=pixels: sharpness slots pixel by pixel (A/B, tests)
-  const char* sharp = std::getenv("TORCHAUG_RESIDENT_SHARP");
-  A.sharp_words = W % 4 == 0 && (sharp == nullptr || std::strcmp(sharp, "pixels") != 0);
+  A.sharp_words = W % 4 == 0;
   if (norm) {
     A.norm = *norm;
     A.norm_words = packed_norm_store(*norm, C, H, W);
   } else {
     A.norm_words = kNormWordsNone;
   }
-  const int order_mode = resident_order_mode();
-  const bool ordered = order_mode != kOrderIndex && A.n > 0;
+  // where the launch has more blocks than the GPU runs at once, the blocks take the samples by cost
+  // (csrc/cuda/resident_order.cu); the resident_order test hook keeps index order
+  const bool ordered = test_hooks::get(test_hooks::kResidentOrder) != 0 && A.n > 0;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   with_channels(C, [&](auto ch) {
     with_affine_taps(interpolation, [&](auto taps) {
@@ -769,9 +637,9 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
       const int64_t wave = static_cast<int64_t>(per_sm) * device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device());
       if (ordered && B > wave) {
         order = at::empty({B}, images.options().dtype(at::kInt));
-        const int lead = order_mode == kOrderMixed ? static_cast<int>(wave / 2) : 0;
-        launch_dependent(resident_order_kernel, dim3(1), dim3(kOrderThreads), 0, stream, images.get_device(), A.ops, A.ops_s,
-                         static_cast<int>(B), A.n, interpolation != 0, lead, order.data_ptr<int>());
+        const int lead = static_cast<int>(wave / 2);
+        launch_resident_order(A.ops, A.ops_s, static_cast<int>(B), A.n, interpolation != 0, lead, order.data_ptr<int>(),
+                              stream, images.get_device());
         A.order = order.data_ptr<int>();
       }
       launch_dependent(kernel, dim3(static_cast<unsigned>(B)), dim3(kResThreads), static_cast<size_t>(bytes), stream,

@@ -1,4 +1,4 @@
-// CUDA kernels of the color family (csrc/color_impl.h): per statistics rank a stats pass (blocks of
+// CUDA kernels of the color family (csrc/ops/color.h): per statistics rank a stats pass (blocks of
 // samples with fewer statistics ops exit at once) and a finalize pass; then one apply pass. Grid:
 // x = chunks of a sample's pixels, y = sample; the sample's program sits in shared memory and every
 // branch on an op id is uniform across the block.
@@ -9,11 +9,9 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include <cstdlib>
 
-#include "../augment_impl.h"
-#include "../color_impl.h"
-#include "../color_ops.h"
+#include "../ops/augment.h"
+#include "../ops/color.h"
 
 namespace torchaug {
 namespace {
@@ -336,20 +334,11 @@ void launch_color_stats(const T* in, T* out, const ColorParams& P, int ranks, cu
 }
 
 // Pixels per thread of the uint8 planar apply kernel. The kernel unrolls the op switch once per
-// pixel; with hue's long per-pixel code in it, 16 copies cost more than the wide loads save. H200,
-// 256x3x224x224 (scripts/color_ab.py): adjust_hue 2.18M img/s with 16 pixels, 2.35M with 4;
-// ColorJitter's program 631k vs 706k; brightness 8.8M vs 6.4M and saturation 4.6M vs 4.0M the
-// other way. So 4 for programs that may hold hue (a per-sample program, or hue itself), else 16;
-// TORCHAUG_COLOR_APPLY_WIDTH=4 or 16 forces one (for that comparison).
-int apply_width(const ColorParams& P) {
-  static const int forced = [] {
-    const char* v = std::getenv("TORCHAUG_COLOR_APPLY_WIDTH");
-    const int w = v != nullptr ? std::atoi(v) : 0;
-    return (w == 4 || w == 16) ? w : 0;
-  }();
-  if (forced != 0) return forced;
-  return (P.ops != nullptr || P.const_op == kernels::kColorHue) ? 4 : 16;
-}
+// pixel; with hue's long per-pixel code in it, 16 copies cost more than the wide loads save. On an
+// H200 (256x3x224x224): adjust_hue 2.18M img/s with 16 pixels, 2.35M with 4; ColorJitter's program
+// 631k vs 706k; brightness 8.8M vs 6.4M and saturation 4.6M vs 4.0M the other way. So 4 for
+// programs that may hold hue (a per-sample program, or hue itself), else 16.
+int apply_width(const ColorParams& P) { return (P.ops != nullptr || P.const_op == kernels::kColorHue) ? 4 : 16; }
 
 void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
   c10::cuda::CUDAGuard guard(images.device());

@@ -7,7 +7,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "../convert_impl.h"
+#include "../ops/convert.h"
 
 namespace torchaug {
 namespace {

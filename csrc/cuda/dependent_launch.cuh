@@ -2,10 +2,9 @@
 // be launched while the kernel before it on the stream is still running, and its blocks wait in
 // dependent_launch_begin until that kernel has completed and its writes are visible. The launch's
 // latency (~2 us between two dependent kernels on an H100) then overlaps the kernel before it
-// instead of following it. Case 4's chain launches eight kernels a call, five of them small
-// (scripts/chain_parts.py, session 30: the draws cost the chain 17 us more than their kernels'
-// own 8 us); a micro-benchmark of five dependent launches on an H100 measured 299 -> 292 us with
-// PDL, ~1.7 us a boundary.
+// instead of following it. The RandomResizedCrop + flip + RandAugment + normalize chain launches
+// eight kernels a call, five of them small; a micro-benchmark of five dependent launches on an
+// H100 measured 299 -> 292 us with PDL, ~1.7 us a boundary.
 //
 // Every kernel launched by launch_dependent must call dependent_launch_begin() in every block,
 // before any global memory access (a read of the kernel before's output, or a write into memory
@@ -17,7 +16,6 @@
 // (csrc/cuda/draws.cuh). When a kernel begins, every kernel before the one it follows has
 // completed (that one began after all of them had waited), so only the kernel just before may
 // still be running.
-// TORCHAUG_DEPENDENT_LAUNCH=0 launches them as ordinary launches (A/B, tests).
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -25,7 +23,8 @@
 
 #include <utility>
 
-#include "../ops_common.h"
+#include "../ops/common.h"
+#include "../ops/settings.h"
 #include "device_attribute.cuh"
 
 namespace torchaug {
@@ -41,10 +40,10 @@ __device__ __forceinline__ void dependent_launch_begin() {
 #endif
 }
 
-// Whether launches on `device` are dependent launches: TORCHAUG_DEPENDENT_LAUNCH unset or "1" and
-// a device of compute capability 9.0 or later.
+// Whether launches on `device` are dependent launches: a device of compute capability 9.0 or later,
+// unless the dependent_launch test hook turns them off.
 inline bool dependent_launch_enabled(int device) {
-  return env_switch("TORCHAUG_DEPENDENT_LAUNCH", "torchaug") &&
+  return test_hooks::get(test_hooks::kDependentLaunch) != 0 &&
          device_attribute<cudaDevAttrComputeCapabilityMajor>(device) >= 9;
 }
 

@@ -1,4 +1,4 @@
-// CUDA kernels of the detection family (detection_impl.h).
+// CUDA kernels of the detection family (csrc/ops/detection.h).
 //
 // NMS: one kernel fills the overlap bit matrix of the score-sorted boxes (64 x 64 tiles of the
 // upper triangle; word (column tile c, row i) has bit j set when box 64c + j > i overlaps box i,
@@ -17,9 +17,9 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <cstdlib>
 
-#include "../detection_impl.h"
+#include "../ops/detection.h"
+#include "../ops/settings.h"
 
 namespace torchaug {
 namespace {
@@ -127,9 +127,9 @@ void nms_keep_cuda(const at::Tensor& boxes, const at::Tensor& classes, const at:
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   // the removal words live in shared memory up to 5120 tiles (327,680 boxes); beyond, in global
-  // memory (TORCHAUG_NMS_SHARED_TILES lowers the limit, for the test of that path)
-  const char* limit = std::getenv("TORCHAUG_NMS_SHARED_TILES");
-  const int64_t shared_tiles = limit ? std::max<int64_t>(0, std::atoll(limit)) : int64_t{5120};
+  // memory (the nms_shared_tiles test hook lowers the limit, for the test of that path)
+  const int64_t forced = test_hooks::get(test_hooks::kNmsSharedTiles);
+  const int64_t shared_tiles = forced >= 0 ? forced : int64_t{5120};
   const int64_t shared_bytes = tiles * static_cast<int64_t>(sizeof(unsigned long long));
   const bool in_shared = tiles <= shared_tiles;
   at::Tensor remv;

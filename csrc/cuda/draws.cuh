@@ -1,5 +1,5 @@
 // Uniform draws made inside an op's kernel, equal to those of torch.rand((B, R), dtype=torch.float64)
-// on CUDA from the same generator state (resolve_draws in csrc/ops_common.h; the numbers:
+// on CUDA from the same generator state (resolve_draws in csrc/ops/common.h; the numbers:
 // kernels::torch_cuda_uniform_f64 in csrc/kernels/random.h).
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "../kernels/random.h"
-#include "../ops_common.h"
+#include "../ops/common.h"
 
 namespace torchaug {
 

@@ -1,4 +1,4 @@
-// CUDA kernels of the filter family (csrc/filter_impl.h). A block computes a kTileW x kTileH tile of
+// CUDA kernels of the filter family (csrc/ops/filter.h). A block computes a kTileW x kTileH tile of
 // one image plane: the tile plus its window margin (reflect-101 at the image borders) and the
 // sample's window are staged in shared memory as acc_t, then every thread applies the window to
 // kTileH / kRows pixels.
@@ -9,7 +9,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "../filter_impl.h"
+#include "../ops/filter.h"
 
 namespace torchaug {
 namespace {

@@ -1,4 +1,4 @@
-// CUDA kernels of the noise family (csrc/noise_impl.h). Grid: y = image plane (b, c), x = chunks of
+// CUDA kernels of the noise family (csrc/ops/noise.h). Grid: y = image plane (b, c), x = chunks of
 // its pixels; the sample's parameters are read once per thread, and the random numbers depend only
 // on (seed, element index).
 #include <ATen/ATen.h>
@@ -8,7 +8,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "../noise_impl.h"
+#include "../ops/noise.h"
 
 namespace torchaug {
 namespace {

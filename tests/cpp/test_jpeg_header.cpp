@@ -1,4 +1,4 @@
-// The host-side JPEG marker walker (csrc/jpeg_header.h): next_marker's vector scan against a
+// The host-side JPEG marker walker (csrc/ops/jpeg_header.h): next_marker's vector scan against a
 // byte-by-byte reference at every position and length around its 64-byte blocks, and check_scans
 // against the memchr walk it replaced, on entropy-coded-like data with markers inserted.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "jpeg_header.h"
+#include "ops/jpeg_header.h"
 
 using namespace torchaug::jpeg;
 

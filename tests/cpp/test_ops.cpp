@@ -73,7 +73,7 @@ TEST(Ops, FlipNormalizeAndWarpAffine) {
   EXPECT_TRUE(torch::equal(warp.call(x, eye, c10::fromIntArrayRefSlow(size), 1, std::nullopt), x));
 }
 
-// The C++ autograd kernels (csrc/host_autograd.cpp) from LibTorch: resized_crop's gradient is
+// The C++ autograd kernels (csrc/autograd.cpp) from LibTorch: resized_crop's gradient is
 // ATen's antialiased interpolate's gradient on the crop; augment, which has none, raises when one
 // is asked for, and builds no graph when its input needs none.
 TEST(Ops, AutogradKernels) {

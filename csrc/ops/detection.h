@@ -1,5 +1,5 @@
 // Glue of the detection family (nms, batched_nms, roi_align) between csrc/kernels/detection.h and
-// the two backends. The host side (host_detection.cpp) checks arguments, sorts by score and
+// the two backends. The host side (ops/detection.cpp) checks arguments, sorts by score and
 // allocates; a backend only fills the keep flags of the sorted boxes, or the RoI Align output /
 // input gradient.
 #pragma once
@@ -9,8 +9,8 @@
 
 #include <optional>
 
-#include "kernels/detection.h"
-#include "ops_common.h"
+#include "../kernels/detection.h"
+#include "common.h"
 
 namespace torchaug {
 

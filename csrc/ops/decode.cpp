@@ -1,4 +1,4 @@
-// torchaug::decode_jpeg: argument checks, header parsing (csrc/jpeg_header.h), the ragged output
+// torchaug::decode_jpeg: argument checks, header parsing (csrc/ops/jpeg_header.h), the ragged output
 // layout and one output allocation, then the libjpeg-turbo decoder (CPU) or the nvJPEG decoder
 // (CUDA, csrc/cuda/decode.cu). The encoded bytes are always host tensors, so the op is registered
 // once (CompositeExplicitAutograd) and routes on its `device` argument.
@@ -10,9 +10,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "decode_impl.h"
-#include "kernels/decode.h"
-#include "ops_common.h"
+#include "decode.h"
+#include "../kernels/decode.h"
+#include "common.h"
+#include "settings.h"
 
 namespace torchaug {
 
@@ -65,18 +66,13 @@ std::string describe(const DecodeSample& s) {
 
 }  // namespace
 
-// TORCHAUG_DECODE_PARSE_THREADS, else 4. The check of the scans reads memory at about one core's
-// bandwidth (~4 ms a batch of 256 ~110 KB files on one core of the H100 machine); 4 threads took it
-// to 1.4-1.5 ms a call there and 16 to 0.9-1.1 ms, but a team of all the cores spins on cores that
-// a training step's threads need (RESULTS.md, case 6, session 27).
+// 4, or the decode_parse_threads test hook. The check of the scans reads memory at about one core's
+// bandwidth (~4 ms a batch of 256 ~110 KB files on one core of an H100 machine); 4 threads take it to
+// ~1.5 ms a call there and 16 to ~1 ms, but a team of all the cores spins on cores that a training
+// step's threads need.
 int64_t parse_threads() {
-  const char* v = std::getenv("TORCHAUG_DECODE_PARSE_THREADS");  // read at each call
-  if (v == nullptr || *v == '\0') return 4;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  TORCHAUG_CHECK(*end == '\0' && x >= 1 && x <= 1024, "torchaug::decode_jpeg: TORCHAUG_DECODE_PARSE_THREADS must be an "
-                 "integer in [1, 1024], got '", v, "'");
-  return x;
+  const int64_t forced = test_hooks::get(test_hooks::kDecodeParseThreads);
+  return forced > 0 ? forced : 4;
 }
 
 namespace {

@@ -1,13 +1,12 @@
 // Autograd kernels written in C++ for the ops on the augmentation chain's hot path (resized_crop and
 // the ops without a gradient: augment, the color ops that quantize, resized_crop_ragged). The
-// other ops keep torch.library.register_autograd in torchaug/_ops/ (DESIGN.md §5).
+// other ops keep torch.library.register_autograd in torchaug/_ops/.
 //
 // Why in C++: register_autograd puts a Python function on every call of the op, gradients wanted
 // or not (it checks grad mode and walks the arguments with pytree, then redispatches): on the CI
 // machine ~5 us a call of flip under no_grad, ~17 us a call of augment with grad mode on; the
-// RandAugment chain's host time per call on an H100 went 0.220 -> 0.195 ms (benchmarks/RESULTS.md,
-// case 4, session 19). Here a call that needs no gradient costs one redispatch, and the fake
-// kernels stay in Python.
+// RandAugment chain's host time per call on an H100 went 0.220 -> 0.195 ms with these. Here a call
+// that needs no gradient costs one redispatch, and the fake kernels stay in Python.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>

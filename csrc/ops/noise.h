@@ -7,8 +7,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "kernels/noise.h"
-#include "ops_common.h"
+#include "../kernels/noise.h"
+#include "common.h"
 
 namespace torchaug {
 

@@ -1,7 +1,7 @@
-// Host-side checks and plans of the noise family (see noise_impl.h).
+// Host-side checks and plans of the noise family (see csrc/ops/noise.h).
 #include <ATen/ATen.h>
 
-#include "noise_impl.h"
+#include "noise.h"
 
 namespace torchaug {
 

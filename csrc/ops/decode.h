@@ -1,4 +1,4 @@
-// Glue of the decode family between the host entry (csrc/host_decode.cpp: checks, header parsing,
+// Glue of the decode family between the host entry (csrc/ops/decode.cpp: checks, header parsing,
 // one output allocation), the libjpeg-turbo decoder (csrc/cpu/decode.cpp) and the nvJPEG decoder
 // (csrc/cuda/decode.cu). A batch decodes into one flat uint8 buffer, sample i stored CHW from
 // offsets[i] with sizes[i] = (C, H, W): the ragged layout resized_crop_ragged reads in one launch.
@@ -39,8 +39,7 @@ inline void check_sample_scans(DecodeSample& s) {
   s.scans_checked = true;
 }
 
-// How many threads the files' checks take at most: TORCHAUG_DECODE_PARSE_THREADS, else 4 (read at
-// each call; a bad value is an error naming it).
+// How many threads the files' checks take at most (csrc/ops/decode.cpp).
 int64_t parse_threads();
 
 struct DecodePlan {

@@ -1,8 +1,8 @@
 // Glue of the convert family (normalize) between csrc/kernels/convert.h and the two backends.
 #pragma once
 
-#include "kernels/convert.h"
-#include "ops_common.h"
+#include "../kernels/convert.h"
+#include "common.h"
 
 namespace torchaug {
 

@@ -8,8 +8,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "kernels/filter.h"
-#include "ops_common.h"
+#include "../kernels/filter.h"
+#include "common.h"
 
 namespace torchaug {
 

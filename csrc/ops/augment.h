@@ -15,11 +15,11 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "color_impl.h"
-#include "convert_impl.h"
-#include "geometry_impl.h"
-#include "kernels/augment.h"
-#include "kernels/filter.h"
+#include "color.h"
+#include "convert.h"
+#include "geometry.h"
+#include "../kernels/augment.h"
+#include "../kernels/filter.h"
 
 namespace torchaug {
 

@@ -80,7 +80,7 @@ inline int32_t exif_orientation(const uint8_t* p, size_t n) {
 // photos), almost all stuffed (FF 00); what this finds is rare (restart markers, fill bytes, the
 // markers between scans, EOI). With SSE2, 64 bytes an iteration: a byte is FF and the next one is
 // not 00, from two overlapping loads. A memchr for FF instead stopped at every stuffed byte: 5.3 ms
-// for a batch of 256 such files on one core of the H100 machine (RESULTS.md, case 6, session 27).
+// for a batch of 256 such files on one core of an H100 machine.
 inline size_t next_marker(const uint8_t* data, size_t pos, size_t n) {
   size_t i = pos;
 #if defined(__SSE2__)

@@ -1,10 +1,10 @@
-// Host side of the detection family (see detection_impl.h): argument checks with the messages of
-// DESIGN.md §9, the score sort, and the output allocation; the backends do the per-box work.
+// Host side of the detection family (see csrc/ops/detection.h): argument checks (the errors name the
+// op and the argument), the score sort and the output allocation; the backends do the per-box work.
 #include <ATen/ATen.h>
 
 #include <cmath>
 
-#include "detection_impl.h"
+#include "detection.h"
 
 namespace torchaug {
 

@@ -1,10 +1,10 @@
-// Host-side checks and window weights of the filter family (see filter_impl.h).
+// Host-side checks and window weights of the filter family (see csrc/ops/filter.h).
 #include <ATen/ATen.h>
 
 #include <cmath>
 #include <vector>
 
-#include "filter_impl.h"
+#include "filter.h"
 
 namespace torchaug {
 

@@ -1,7 +1,7 @@
-// Host-side checks and plans of the color family (see color_impl.h), shared by both backends.
+// Host-side checks and plans of the color family (see csrc/ops/color.h), shared by both backends.
 #include <ATen/ATen.h>
 
-#include "color_impl.h"
+#include "color.h"
 
 namespace torchaug {
 

@@ -1,19 +1,19 @@
-// Host-side helpers shared by the CPU and CUDA backends: argument checks with the error messages of
-// DESIGN.md §9, output allocation, and the dtype-erased pixel store used for fused casts.
+// Host-side helpers shared by the CPU and CUDA backends: argument checks whose errors name the op,
+// the argument, what was expected and what came, output allocation, and the dtype-erased pixel store
+// used for fused casts.
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "kernels/common.h"
-#include "kernels/convert.h"
+#include "../kernels/common.h"
+#include "../kernels/convert.h"
 
 namespace torchaug {
 
@@ -55,14 +55,9 @@ std::string cat(const Args&... args) {
 // TORCH_CHECK with the message built by cat(): evaluated only when the check fails.
 #define TORCHAUG_CHECK(cond, ...) TORCH_CHECK(cond, ::torchaug::cat(__VA_ARGS__))
 
-// A switch in the environment, read at each call: unset or "1" is on, "0" off, any other value an
-// error naming `who` (the op or "torchaug"), the variable and the value.
-inline bool env_switch(const char* name, const char* who) {
-  const char* e = std::getenv(name);
-  if (e == nullptr || std::strcmp(e, "1") == 0) return true;
-  TORCHAUG_CHECK(std::strcmp(e, "0") == 0, who, ": ", name, " must be 0 or 1, got '", e, "'");
-  return false;
-}
+// The image dtypes of the ops (uint8 and the floating types) for AT_DISPATCH.
+#define TORCHAUG_DISPATCH_IMAGE_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, TYPE, NAME, __VA_ARGS__)
 
 std::string shape_str(at::IntArrayRef s);
 

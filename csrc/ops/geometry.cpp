@@ -1,148 +1,12 @@
-// Host-side checks and plans of every op, compiled once by the C++ compiler and shared by the CPU
-// and CUDA backends (the headers declare them; no host helper is defined inline in a header that
-// nvcc also compiles).
+// Host-side checks and plans of the geometry family (csrc/ops/geometry.h), shared by both backends.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cstdint>
 
-#include "convert_impl.h"
-#include "geometry_impl.h"
-#include "ops_common.h"
+#include "geometry.h"
 
 namespace torchaug {
-
-std::string shape_str(at::IntArrayRef s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  if (s.size() == 1) out += ",";
-  return out + ")";
-}
-
-KernelDrawsHook& cuda_kernel_draws() {
-  static KernelDrawsHook hook = nullptr;
-  return hook;
-}
-
-Draws resolve_draws(const char* op, const std::optional<at::Tensor>& rand, const std::optional<at::Generator>& generator,
-                    int64_t batch, int64_t R, const at::Device& device) {
-  Draws d;
-  if (rand) {
-    TORCHAUG_CHECK(!generator.has_value(), "torchaug::", op,
-                   ": generator draws rand when rand is None; pass one or the other, got both");
-    TORCHAUG_CHECK(rand->dim() == 2 && rand->size(1) == R && rand->scalar_type() == at::kDouble, "torchaug::", op,
-                   ": rand must be a (B, ", R, ") float64 tensor of uniform draws, got ", rand->scalar_type(), " of shape ",
-                   shape_str(rand->sizes()));
-    d.u = rand->contiguous();
-    d.B = d.u.size(0);
-    return d;
-  }
-  const int64_t B = d.B = batch;
-  TORCHAUG_CHECK(B >= 0, "torchaug::", op, ": without rand the batch size must be given (a non-negative integer), got ", B);
-  const at::Device where = generator ? generator->device() : device;
-  const int64_t n = B * R;
-  if (device.is_cuda() && where == device && R <= kMaxKernelDraws && n <= INT32_MAX && cuda_kernel_draws() != nullptr) {
-    if (n > 0) d.kernel = cuda_kernel_draws()(generator, n, device);  // torch.rand of 0 values leaves the generator alone
-    return d;
-  }
-  d.u = at::rand({B, R}, generator, at::TensorOptions().dtype(at::kDouble).device(where));
-  if (where != device) d.u = d.u.to(device, /*non_blocking=*/true);
-  return d;
-}
-
-void check_images(const char* op, const at::Tensor& images, const char* name) {
-  TORCHAUG_CHECK(images.dim() == 4, "torchaug::", op, ": ", name, " must be a 4-D (B, C, H, W) tensor, got ",
-              images.dim(), "-D with shape ", shape_str(images.sizes()));
-  TORCHAUG_CHECK(is_image_dtype(images.scalar_type()), "torchaug::", op, ": ", name,
-              " must be uint8, float32, float64, float16 or bfloat16, got ", images.scalar_type());
-  if (images.size(0) > 0) {
-    TORCHAUG_CHECK(images.size(1) > 0 && images.size(2) > 0 && images.size(3) > 0, "torchaug::", op, ": ", name,
-                " must have C, H, W > 0, got shape ", shape_str(images.sizes()));
-  }
-}
-
-void check_device(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images) {
-  TORCHAUG_CHECK(t.device() == images.device(), "torchaug::", op, ": ", name, " must be on the images' device ",
-              images.device(), ", got ", t.device());
-}
-
-void check_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
-                        std::vector<int64_t> shape, const char* shape_doc,
-                        std::initializer_list<at::ScalarType> dtypes) {
-  check_device(op, name, t, images);
-  bool ok_shape = t.dim() == static_cast<int64_t>(shape.size());
-  for (size_t i = 0; ok_shape && i < shape.size(); ++i) ok_shape = t.size(i) == shape[i];
-  TORCHAUG_CHECK(ok_shape, "torchaug::", op, ": ", name, " must have shape ", shape_doc, " with B=", images.size(0),
-              ", got ", shape_str(t.sizes()));
-  bool ok_dtype = false;
-  std::string allowed;
-  for (auto d : dtypes) {
-    ok_dtype = ok_dtype || t.scalar_type() == d;
-    allowed += cat(allowed.empty() ? "" : " or ", d);
-  }
-  TORCHAUG_CHECK(ok_dtype, "torchaug::", op, ": ", name, " must have dtype ", allowed, ", got ", t.scalar_type());
-}
-
-// A per-sample parameter: (B,) or (1,), real dtype (converted to float32), on the images' device.
-// Returns it viewed as (B, 1) or (1 -> broadcast) strides.
-at::Tensor sample_param(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images,
-                       Strides2& s) {
-  const int64_t B = images.size(0);
-  check_device(op, name, t, images);
-  TORCHAUG_CHECK(t.dim() == 1 && (t.size(0) == B || t.size(0) == 1), "torchaug::", op, ": ", name,
-                 " must have shape (B,) or (1,) with B=", B, ", got ", shape_str(t.sizes()));
-  TORCHAUG_CHECK(t.scalar_type() != at::kBool && !at::isComplexType(t.scalar_type()), "torchaug::", op, ": ", name,
-                 " must be a real number tensor, got ", t.scalar_type());
-  at::Tensor f = t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
-  s = {f.size(0) == 1 ? 0 : f.stride(0), 0};
-  return f;
-}
-
-std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef out_size) {
-  TORCHAUG_CHECK(out_size.size() == 2, "torchaug::", op, ": out_size must be [height, width], got ", out_size.size(),
-              " values");
-  const int64_t oh = out_size[0].guard_int(__FILE__, __LINE__);
-  const int64_t ow = out_size[1].guard_int(__FILE__, __LINE__);
-  TORCHAUG_CHECK(oh > 0 && ow > 0, "torchaug::", op, ": out_size must be positive, got [", oh, ", ", ow, "]");
-  return {oh, ow};
-}
-
-void check_op_ids(const char* op, const at::Tensor& ops, int num_ops) {
-  if (!ops.device().is_cpu() || ops.numel() == 0) return;
-  const bool bad = ((ops < 0) | (ops >= num_ops)).any().item<bool>();
-  TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", num_ops, "), got ", ops.min().item<int64_t>(),
-                 "..", ops.max().item<int64_t>());
-}
-
-void check_interpolation(const char* op, int64_t interpolation, int64_t max_code) {
-  TORCHAUG_CHECK(interpolation >= 0 && interpolation <= max_code, "torchaug::", op,
-              ": interpolation must be ", max_code == 2 ? "0 (nearest), 1 (bilinear) or 2 (bicubic)" : "0 (nearest) or 1 (bilinear)",
-              ", got ", interpolation);
-}
-
-void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& images,
-                           int64_t channels) {
-  const std::vector<int64_t> shape{images.size(0), channels};
-  check_param(op, "mean", mean, images, shape, "(B, C)", {at::kFloat});
-  check_param(op, "std", std, images, shape, "(B, C)", {at::kFloat});
-  if (std.device().is_cpu() && std.numel() > 0) {
-    TORCHAUG_CHECK(!(std == 0).any().item<bool>(), "torchaug::", op, ": std must not contain zeros");
-  }
-}
-
-at::ScalarType check_out_dtype(const char* op, std::optional<at::ScalarType> out_dtype,
-                                      at::ScalarType fallback) {
-  const at::ScalarType t = out_dtype.value_or(fallback);
-  TORCHAUG_CHECK(is_image_dtype(t), "torchaug::", op, ": out_dtype must be uint8, float32, float64, float16 or bfloat16, got ", t);
-  return t;
-}
-
-at::MemoryFormat check_memory_format(const char* op, std::optional<at::MemoryFormat> fmt, at::MemoryFormat fallback) {
-  const at::MemoryFormat f = fmt.value_or(fallback);
-  TORCHAUG_CHECK(f == at::MemoryFormat::Contiguous || f == at::MemoryFormat::ChannelsLast, "torchaug::", op,
-              ": memory_format must be torch.contiguous_format or torch.channels_last, got ", f);
-  return f;
-}
 
 ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t channels,
                                          at::ScalarType in_dtype, at::MemoryFormat default_format,
@@ -311,37 +175,6 @@ std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& 
     sz = sz.pin_memory().to(data.device(), /*non_blocking=*/true);
   }
   return {off, sz};
-}
-
-NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
-                                    std::optional<at::ScalarType> out_dtype,
-                                    std::optional<at::MemoryFormat> memory_format, const char* op) {
-  check_images(op, images);
-  check_mean_std(op, mean, std, images, images.size(1));
-  const at::ScalarType odt = check_out_dtype(op, out_dtype, at::kFloat);
-  TORCHAUG_CHECK(at::isFloatingType(odt), "torchaug::", op, ": out_dtype must be float32, float64, float16 or bfloat16, got ", odt);
-  const at::MemoryFormat in_fmt = image_memory_format(images);
-  const at::MemoryFormat fmt = check_memory_format(op, memory_format, in_fmt);
-  NormalizePlan plan;
-  plan.out = at::empty(images.sizes(), images.options().dtype(odt).memory_format(fmt));
-  plan.mean = mean;
-  plan.std = std;
-  NormalizeParams& p = plan.p;
-  p.is = strides4(images);
-  p.os = strides4(plan.out);
-  p.channels = images.size(1);
-  p.height = images.size(2);
-  p.width = images.size(3);
-  p.mean = plan.mean.data_ptr<float>();
-  p.std = plan.std.data_ptr<float>();
-  p.ms = strides2(mean);
-  p.ss = strides2(std);
-  p.out = plan.out.data_ptr();
-  p.out_kind = pixel_kind(odt);
-  p.inv_max = images.scalar_type() == at::kByte ? static_cast<float>(kernels::PixelRange<uint8_t>::inv_max) : 1.0f;
-  p.flat = images.is_contiguous(fmt) && fmt == in_fmt;
-  p.channels_last = fmt == at::MemoryFormat::ChannelsLast;
-  return plan;
 }
 
 }  // namespace torchaug

@@ -1,10 +1,10 @@
-// Host side of torchaug::augment (csrc/augment_impl.h): checks, buffers, and the pass sequence,
+// Host side of torchaug::augment (csrc/ops/augment.h): checks, buffers, and the pass sequence,
 // shared by both backends.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "augment_impl.h"
+#include "augment.h"
 
 namespace torchaug {
 

@@ -5,9 +5,9 @@
 // differ in how they loop.
 #pragma once
 
-#include "kernels/convert.h"
-#include "kernels/geometry.h"
-#include "ops_common.h"
+#include "../kernels/convert.h"
+#include "../kernels/geometry.h"
+#include "common.h"
 
 namespace torchaug {
 
