@@ -39,6 +39,20 @@ def test_import_keeps_the_users_value():
     assert _python(SHOW, CUDA_DEVICE_MAX_CONNECTIONS="4").stdout.split() == ["4", "4"]
 
 
+def test_the_setting_asks_for_other_counts_or_turns_it_off():
+    assert _python(SHOW, TORCHAUG_CUDA_CONNECTIONS="16").stdout.split() == ["16", "16"]
+    assert _python(SHOW, TORCHAUG_CUDA_CONNECTIONS="0").stdout.split() == ["None", str(Q.DRIVER_DEFAULT)]
+    off = _python("import warnings, torchaug; from torchaug import _cuda_queues as Q; warnings.simplefilter('error'); "
+                  "Q._started_before_import, Q._value_at_import = True, None; Q.check('op'); print('quiet')",
+                  TORCHAUG_CUDA_CONNECTIONS="0")
+    assert off.stdout.split() == ["quiet"]
+    bad = subprocess.run([sys.executable, "-c", "import torchaug"], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, TORCHAUG_CUDA_CONNECTIONS="64",
+                                  PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert bad.returncode != 0
+    assert "TORCHAUG_CUDA_CONNECTIONS must be a whole number in [0, 32]" in bad.stderr and "'64'" in bad.stderr
+
+
 @pytest.fixture
 def fresh_check(monkeypatch):
     """The module's state as if CUDA had started before torchaug's import with the variable unset,

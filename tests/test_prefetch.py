@@ -360,7 +360,7 @@ def test_timeout_shows_where_the_producer_is():
     import queue
     import threading
 
-    from torchaug.prefetch import _take
+    from torchaug._producers import _take
     release = threading.Event()
     stuck = threading.Thread(target=_stuck_in_a_decode, args=(release,), daemon=True)
     stuck.start()
@@ -648,28 +648,6 @@ def _checksums(prefetcher, consumer_sleep=0):
             torch.cuda._sleep(consumer_sleep)
         sums.append((x.to(torch.int64) * torch.arange(1, x.shape[-1] + 1, device=x.device)).sum())
     return torch.stack(sums).cpu()
-
-
-@cuda_only
-def test_host_batch_lives_until_its_copy_is_done():
-    """A host batch stays referenced until the copy queued from it has run (a worker's segment pinned
-    in place goes back to the worker when the batch dies): here the side stream is held up by a
-    sleep kernel, so the copy cannot have run when the batch is dropped."""
-    import weakref
-    pf = torchaug.Prefetcher([], None, device="cuda")
-    host = (torch.arange(1 << 20, dtype=torch.uint8).pin_memory(), torch.tensor([1, 2]))
-    dropped = []
-    weakref.finalize(host[0].untyped_storage(), dropped.append, True)
-    with torch.cuda.stream(pf._stream):
-        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the copy
-        out = pf._load_batch(host, 0)
-    del host
-    assert not dropped and len(pf._held) == 1
-    pf._stream.synchronize()
-    assert torch.equal(out[0].cpu(), torch.arange(1 << 20, dtype=torch.uint8))
-    with torch.cuda.stream(pf._stream):
-        pf._load_batch((torch.zeros(4),), 1)  # the next batch lets the first go
-    assert dropped == [True] and len(pf._held) == 1
 
 
 @cuda_only

@@ -1,5 +1,5 @@
 """Fake kernels of torchaug::augment and _policy_program. augment's autograd is in
-csrc/host_autograd.cpp: its programs mix ops without a gradient (posterize, equalize, solarize,
+csrc/autograd.cpp: its programs mix ops without a gradient (posterize, equalize, solarize,
 nearest sampling), so asking for one raises."""
 import torch
 

@@ -133,4 +133,4 @@ torch.library.register_autograd("torchaug::rgb_to_grayscale", _grayscale_backwar
 torch.library.register_autograd("torchaug::invert", _invert_backward, setup_context=_setup_images_p)
 torch.library.register_autograd("torchaug::solarize", _solarize_backward, setup_context=_setup_images_p)
 # adjust_hue, posterize, solarize_add, autocontrast, equalize and color_program have no gradient: their
-# autograd kernel (csrc/host_autograd.cpp) raises when one is asked for
+# autograd kernel (csrc/autograd.cpp) raises when one is asked for

@@ -37,7 +37,7 @@ torch.library.register_fake("torchaug::erase")(lambda images, boxes, value=None,
 # ---- windows as tensors (the backward's reference computation) -------------------------------
 
 def gaussian_windows(kernel_size, sigma: torch.Tensor, dtype) -> torch.Tensor:
-    """(B|1, ky, kx) windows of gaussian_blur, as csrc/host_filter.cpp builds them (torchvision's
+    """(B|1, ky, kx) windows of gaussian_blur, as csrc/ops/filter.cpp builds them (torchvision's
     _get_gaussian_kernel1d per sample and axis)."""
     sg = sigma.to(dtype)
     if sg.dim() == 1:

@@ -78,7 +78,7 @@ def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialia
     return empty_image(tuple(input_size), grad.dtype, grad.device, fmt)
 
 
-# autograd of resized_crop (_resized_crop_backward) and resized_crop_ragged (none): csrc/host_autograd.cpp
+# autograd of resized_crop (_resized_crop_backward) and resized_crop_ragged (none): csrc/autograd.cpp
 
 
 @torch.library.register_fake("torchaug::_random_resized_crop_boxes")

@@ -1,4 +1,4 @@
-"""JPEG decoding of whole batches (DESIGN.md §8): torch.ops.torchaug.decode_jpeg, on the CPU with
+"""JPEG decoding of whole batches: torch.ops.torchaug.decode_jpeg, on the CPU with
 libjpeg-turbo or on CUDA with nvJPEG (the hardware JPEG engines of A100 / H100 where the file
 allows), into one buffer on the device."""
 from typing import List, Sequence, Tuple, Union
@@ -10,7 +10,7 @@ from ._ragged import RaggedImages
 
 __all__ = ["decode_jpeg", "decode_jpeg_ragged", "read_file", "DecodeFailure"]
 
-# Messages of the per-sample status codes (csrc/jpeg_header.h: jpeg::Status).
+# Messages of the per-sample status codes (csrc/ops/jpeg_header.h: jpeg::Status).
 _STATUS = {
     1: "the data is empty (0 bytes)",
     2: "not a JPEG file (it does not start with the SOI marker FF D8)",
@@ -100,9 +100,8 @@ def decode_jpeg(
     hw_load (CUDA only): the share, in [0, 1], of the files nvJPEG's hardware engines can take that
     they get; the rest go at the same time through nvJPEG's hybrid decoder (Huffman decoding on CPU
     threads, TORCHAUG_NVJPEG_THREADS of them, the rest on the GPU), as DALI's hw_decoder_load.
-    None: the decoder's default (TORCHAUG_NVJPEG_HW_LOAD, else 1.0: on an H100 every smaller share
-    measured slower, benchmarks/RESULTS.md case 6). Where the GPU has no JPEG engines every file
-    takes the hybrid decoder.
+    None: 1.0 (on H100s every smaller share measured slower). Where the GPU has no JPEG engines every
+    file takes the hybrid decoder.
     The two decoders' pixels differ by a level or so, so a file's pixels can depend on the share.
     Calls from different threads decode at the same time on CUDA, each on a decoder of its own (up
     to TORCHAUG_NVJPEG_DECODERS per device, default 2; with 1 they take turns, each doing its host
@@ -121,17 +120,7 @@ def decode_jpeg_ragged(
     """decode_jpeg returning the batch as one RaggedImages (the flat buffer and the sizes) instead of
     a list: what RandomResizedCrop / Resize turn into a dense batch in one launch. Every image must
     have the same channel count (mode "rgb" or "gray"). With on_error="skip": (RaggedImages,
-    failures).
-
-    `input` may also be a PartlyDecoded batch (torchaug.io.collate_partly_decoded: its first files
-    decoded on the CPU by a DataLoader worker): the rest are decoded on `device` and the whole batch
-    comes back as one RaggedImages in the batch's order, failures numbered by batch index."""
-    from ._partly import PartlyDecoded, join_decoded
-
-    if isinstance(input, PartlyDecoded):
-        _check_on_error(on_error)
-        ragged, failures = join_decoded(input, device, mode, apply_exif_orientation, on_error, hw_load)
-        return (ragged, failures) if on_error == "skip" else ragged
+    failures)."""
     flat, _offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
     kept = [(c, h, w) for c, h, w in sizes if c > 0]
     channels = {c for c, _, _ in kept}

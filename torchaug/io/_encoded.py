@@ -73,7 +73,7 @@ class EncodedImages(SharedBatch):
         return list(self.data.split(self.lengths)) if self.lengths else []
 
     def pin_memory(self, device=None) -> "EncodedImages":
-        return EncodedImages(self._pinned_data(), self.lengths)
+        return EncodedImages(self.data.pin_memory(), self.lengths)
 
     def __repr__(self) -> str:
         return f"EncodedImages({len(self)} files, {self.data.numel()} bytes)"
@@ -172,8 +172,7 @@ def read_batch(paths: Sequence[str], labels: Optional[Sequence] = None) -> List:
             return torchaug.io.read_batch([self.paths[i] for i in indices], [self.labels[i] for i in indices])
 
     On the H100 machine a worker spent 7-9 ms of CPU on a batch of 256 files of ~110 KB read so, against
-    14-31 ms reading a uint8 array per file for collate_encoded to pack (benchmarks/RESULTS.md, case 6,
-    session 45)."""
+    14-31 ms reading a uint8 array per file for collate_encoded to pack."""
     paths = [os.fspath(p) for p in paths]
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"torchaug.io.read_batch: labels must match paths, got {len(labels)} labels for {len(paths)} paths")

@@ -1,6 +1,6 @@
 """A ragged batch of images (different sizes) as one flat buffer, so that a DataLoader worker can hand
 a whole batch of decoded images over in one tensor, the pin-memory thread pins it in one copy, and
-the prefetcher moves it to the GPU in one non_blocking transfer (DESIGN.md §3, the varshape idea)."""
+the prefetcher moves it to the GPU in one non_blocking transfer (CV-CUDA's varshape idea)."""
 from typing import List, Sequence
 
 import numpy as np
@@ -92,7 +92,7 @@ class RaggedImages(SharedBatch):
         return self._layout
 
     def pin_memory(self, device=None) -> "RaggedImages":
-        return self._with(self._pinned_data())
+        return self._with(self.data.pin_memory())
 
     def to(self, device, non_blocking: bool = False) -> "RaggedImages":
         return self._with(self.data.to(device, non_blocking=non_blocking))

@@ -1,14 +1,5 @@
 """nn.Module transforms with torchvision.transforms.v2 names and signatures; parameters per sample."""
-from ._auto_augment import (
-    AugMix,
-    Augmentation,
-    AutoAugment,
-    AutoAugmentPolicy,
-    CutMix,
-    MixUp,
-    RandAugment,
-    TrivialAugmentWide,
-)
+from ._auto_augment import AugMix, Augmentation, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from ._color import (
     ColorJitter,
     Grayscale,
@@ -32,6 +23,7 @@ from ._geometry import (
     Resize,
 )
 from ._misc import Normalize, ToDtype
+from ._mix import CutMix, MixUp
 from ._sanitize import SanitizeBoundingBoxes
 from ._targets import BoundingBoxes, KeyPoints, Mask
 from ._transform import Transform

@@ -1,7 +1,6 @@
 """Auto-augmentation policies with a different op for every sample: RandAugment,
 TrivialAugmentWide, AutoAugment and AugMix with torchvision.transforms.v2 names, signatures and
-magnitude spaces, plus custom op lists as DALI's auto_aug takes them, and the batch mixers MixUp
-and CutMix.
+magnitude spaces, plus custom op lists as DALI's auto_aug takes them.
 
 A policy draws a program per call: for every sample and slot an op (an index into the policy's
 augmentation space) and a signed magnitude, as (B, n) tensors on the images' device. The
@@ -17,6 +16,7 @@ import torch
 
 from .. import functional as F
 from ..functional._utils import interpolation_code
+from . import _draws as D
 from . import _script as S
 from . import _targets as TG
 from ._geometry import _mask_fill, _sizes
@@ -243,7 +243,7 @@ class _AutoAugmentBase(Transform):
                  apply: Optional[torch.Tensor] = None) -> Dict[str, Any]:
         """The program of space indices `choice` at magnitude bins `bins`, negated where `coin` and
         the op is signed; samples where `apply` is False get the identity."""
-        return S.policy_program(t.ids, t.mags, t.signed, choice, bins, coin, apply)
+        return D.policy_program(t.ids, t.mags, t.signed, choice, bins, coin, apply)
 
     def _run(self, images, params: Dict[str, Any]):
         ops, mags, choice = params["ops"], params["magnitudes"], params["choice"]
@@ -321,7 +321,7 @@ class _AutoAugmentBase(Transform):
         h, w = info.uniform_size
         dev = torch.device(info.device)
         t = self._tables_for(self._num_bins(), h, w, dev)
-        return S.policy_sample(self._KIND, info.batch, t.ids, t.mags, t.signed, self.num_ops, self.magnitude,
+        return D.policy_sample(self._KIND, info.batch, t.ids, t.mags, t.signed, self.num_ops, self.magnitude,
                                *self._sub_policies(dev), self.generator)
 
     def _scriptable(self):
@@ -582,7 +582,7 @@ class AugMix(_AutoAugmentBase):
         h, w = info.uniform_size
         dev = torch.device(info.device)
         t = self._tables_for(10, h, w, dev)  # torchvision's _PARAMETER_MAX bins
-        return S.augmix_program(t.ids, t.mags, t.signed, info.batch, self.severity, self.mixture_width, self.chain_depth,
+        return D.augmix_program(t.ids, t.mags, t.signed, info.batch, self.severity, self.mixture_width, self.chain_depth,
                                 self.alpha, dev, *self._gen())
 
     def _scriptable(self):
@@ -605,72 +605,5 @@ class AugMix(_AutoAugmentBase):
         x = images.unsqueeze(0) if single else images
         mw = self.mixture_width
         chains = self._run(x.repeat(mw, 1, 1, 1), params)
-        out = S.augmix_mix(x, chains, params["weights"], params["original_weight"], mw)
+        out = D.augmix_mix(x, chains, params["weights"], params["original_weight"], mw)
         return out[0] if single else out
-
-
-# ---- batch mixing -----------------------------------------------------------------------------------
-
-class _Mixer(Transform):
-    def __init__(self, alpha: float, num_classes: Optional[int], per_sample: bool, generator):
-        super().__init__(generator)
-        name = type(self).__name__
-        if not isinstance(alpha, numbers.Real) or not alpha > 0:
-            raise ValueError(f"torchaug.transforms.{name}: alpha must be positive, got {alpha!r}")
-        if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1):
-            raise ValueError(f"torchaug.transforms.{name}: num_classes must be a positive integer or None, got {num_classes!r}")
-        self.alpha, self.num_classes, self.per_sample = float(alpha), num_classes, bool(per_sample)
-
-    _MODE = 0  # the scripted form's mode: 0 MixUp, 1 CutMix
-
-    def _scriptable(self):
-        return S.ScriptMixer(self._MODE, self.alpha, self.num_classes, self.per_sample, self.generator)
-
-    def forward(self, images, labels, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
-        if not isinstance(images, torch.Tensor) or images.dim() != 4:
-            raise ValueError(f"torchaug.transforms.{type(self).__name__}: images must be a (B, C, H, W) batch, got "
-                             f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}")
-        if not isinstance(labels, torch.Tensor) or labels.shape[0] != images.shape[0]:
-            raise ValueError(f"torchaug.transforms.{type(self).__name__}: labels must be a tensor with one row per image "
-                             f"({images.shape[0]}), got {tuple(labels.shape) if isinstance(labels, torch.Tensor) else type(labels).__name__}")
-        if params is None:
-            params = self.make_params(images)
-        out = self.transform((images, labels), params)
-        return (out, params) if return_params else out
-
-
-class MixUp(_Mixer):
-    """torchvision.transforms.v2.MixUp(alpha, num_classes) with lam ~ Beta(alpha, alpha) per sample
-    (per_sample=False: one per batch, as torchvision). forward(images, labels) -> (images, soft
-    labels); labels are class indices (one-hot encoded with num_classes) or (B, num_classes)."""
-
-    def __init__(self, *, alpha: float = 1.0, num_classes: Optional[int] = None, per_sample: bool = True,
-                 generator: Optional[torch.Generator] = None):
-        super().__init__(alpha, num_classes, per_sample, generator)
-
-    def make_params(self, images) -> Dict[str, Any]:
-        return {"lam": S.mix_lam(images.shape[0], self.alpha, self.per_sample, images.device, *self._gen())}
-
-    def transform(self, inputs, params):
-        images, labels = inputs
-        return F.mixup(images, labels, params["lam"], self.num_classes)
-
-
-class CutMix(_Mixer):
-    """torchvision.transforms.v2.CutMix(alpha, num_classes) with lam and the box per sample
-    (per_sample=False: one lam for the batch; boxes still per sample). forward(images, labels) ->
-    (images, soft labels), the labels mixed with 1 - box area / image area as torchvision's."""
-
-    def __init__(self, *, alpha: float = 1.0, num_classes: Optional[int] = None, per_sample: bool = True,
-                 generator: Optional[torch.Generator] = None):
-        super().__init__(alpha, num_classes, per_sample, generator)
-
-    _MODE = 1
-
-    def make_params(self, images) -> Dict[str, Any]:
-        return S.cutmix_params(images.shape[0], images.shape[-2], images.shape[-1], self.alpha, self.per_sample, images.device,
-                               *self._gen())
-
-    def transform(self, inputs, params):
-        images, labels = inputs
-        return F.cutmix(images, labels, params["boxes"], self.num_classes)

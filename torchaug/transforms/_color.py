@@ -9,6 +9,7 @@ import torch
 from .. import functional as F
 from ..functional._color import COLOR_OPS
 from ..functional._utils import _constant_row
+from . import _draws as D
 from . import _script as S
 from ._transform import BatchInfo, Transform, check_probability
 
@@ -56,7 +57,7 @@ class _RandomColorOp(_ColorProgram):
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
         p0, p1 = self._params()
-        return S.random_color_op_params(info.batch, COLOR_OPS[self.op], self.p, p0, p1, torch.device(info.device),
+        return D.random_color_op_params(info.batch, COLOR_OPS[self.op], self.p, p0, p1, torch.device(info.device),
                                         *self._gen())
 
     def _scriptable(self):
@@ -145,7 +146,7 @@ class ColorJitter(_ColorProgram):
         info = BatchInfo(images)
         b, dev = info.batch, info.device
         u = self._rand((b, 8), dev, torch.float64)
-        return S.jitter_params(_constant_row(self._const(), torch.device(dev), torch.float64), u)  # constants cached on the device
+        return D.jitter_params(_constant_row(self._const(), torch.device(dev), torch.float64), u)  # constants cached on the device
 
     def _const(self) -> Tuple[float, ...]:
         """[lo (4), span (4), op codes (4)] of brightness, contrast, saturation, hue."""

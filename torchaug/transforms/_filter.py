@@ -9,6 +9,7 @@ import torch
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
 from . import _targets as TG
+from . import _draws as D
 from . import _script as S
 from ._geometry import _box_center, _mask_fill, _range, _script_center, _sizes
 from ._transform import BatchInfo, Transform, check_probability, script_fill
@@ -120,7 +121,7 @@ class RandomErasing(Transform):
             raise ValueError("torchaug.transforms.RandomErasing: takes a (B, C, H, W) or (C, H, W) tensor, not a list of images")
         h, w = int(info.uniform_size[0]), int(info.uniform_size[1])
         num_values = 0 if isinstance(self.value, str) else len(self.value)
-        return S.erasing_params(info.batch, info.channels, h, w, self.p, list(self.scale), self._log_ratio(), num_values,
+        return D.erasing_params(info.batch, info.channels, h, w, self.p, list(self.scale), self._log_ratio(), num_values,
                                 torch.device(info.device), *self._gen())
 
     def _log_ratio(self) -> List[float]:

@@ -7,6 +7,7 @@ import torch
 
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
+from . import _draws as D
 from . import _script as S
 from . import _targets as TG
 from ._transform import BatchInfo, Transform, check_probability, script_fill, setup_size
@@ -254,7 +255,7 @@ class RandomAffine(Transform):
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
-        return S.affine_params(info.batch, info.sizes().to(torch.float64), list(self.degrees),
+        return D.affine_params(info.batch, info.sizes().to(torch.float64), list(self.degrees),
                                None if self.translate is None else [float(t) for t in self.translate],
                                None if self.scale is None else [float(v) for v in self.scale],
                                None if self.shear is None else list(self.shear), torch.device(info.device), *self._gen())
@@ -346,8 +347,8 @@ class RandomCrop(Transform):
         if info.ragged:
             raise ValueError("torchaug.transforms.RandomCrop: takes a (B, C, H, W) batch, not a list of images")
         h, w = info.uniform_size
-        padding = S.random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
-        params: Dict[str, Any] = S.random_crop_offsets(info.batch, h, w, padding, self.size, torch.device(info.device), *self._gen())
+        padding = D.random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
+        params: Dict[str, Any] = D.random_crop_offsets(info.batch, h, w, padding, self.size, torch.device(info.device), *self._gen())
         params["padding"] = padding
         return params
 

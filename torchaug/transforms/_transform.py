@@ -9,7 +9,7 @@ from torch import nn
 
 from ..functional._utils import generator_device
 from ..io._ragged import RaggedImages
-from . import _script as S
+from . import _draws as D
 from . import _targets
 
 
@@ -127,23 +127,23 @@ class Transform(nn.Module):
     # -- random numbers on the images' device ------------------------------------------------
     def _rand(self, shape, device, dtype=torch.float32) -> torch.Tensor:
         """Uniform [0, 1) numbers on `device` (from the generator's device when it is another): the
-        same draw as the TorchScript forms make (_script.rand_on)."""
-        return S.rand_on(list(shape), torch.device(device), *self._gen(), dtype)
+        same draw as the TorchScript forms make (_draws.rand_on)."""
+        return D.rand_on(list(shape), torch.device(device), *self._gen(), dtype)
 
     def _bernoulli(self, shape, p: float, device) -> torch.Tensor:
         """Bool coins with P(True) = p on `device`, one kernel (generator rules as _rand)."""
-        return S.bernoulli_on(list(shape), p, torch.device(device), *self._gen())
+        return D.bernoulli_on(list(shape), p, torch.device(device), *self._gen())
 
     def _randint(self, high: int, shape, device) -> torch.Tensor:
         """int64 uniform in [0, high) on `device` (generator rules as _rand)."""
-        return S.randint_on(high, list(shape), torch.device(device), *self._gen())
+        return D.randint_on(high, list(shape), torch.device(device), *self._gen())
 
     def _gen(self) -> Tuple[Optional[torch.Generator], str]:
         """(generator, its device) as the _script draw functions take them."""
         return self.generator, generator_device(self.generator)
 
     def _uniform(self, shape, low: float, high: float, device, dtype=torch.float64) -> torch.Tensor:
-        return S.uniform_on(list(shape), low, high, torch.device(device), *self._gen(), dtype)
+        return D.uniform_on(list(shape), low, high, torch.device(device), *self._gen(), dtype)
 
 
 def as_input(transform, images):

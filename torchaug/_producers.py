@@ -1,0 +1,334 @@
+"""The Prefetcher's producer threads (torchaug/prefetch.py): they take batches from the loader, load
+them (decode, copy to the device) beside each other on their side streams, and transform them one
+at a time in the loader's order; the consumer takes them from a queue and hands them over to its
+stream."""
+import atexit
+import contextlib
+import gc
+import queue
+import sys
+import threading
+import time
+import traceback
+import weakref
+from typing import TYPE_CHECKING, Sequence
+
+import torch
+
+from ._batches import tensors
+
+if TYPE_CHECKING:
+    from .prefetch import Prefetcher
+
+
+@contextlib.contextmanager
+def _preparing():
+    """What every preparation of a batch runs under. Preparing data records no autograd graph. Below
+    the autograd dispatch keys torchaug's ops also skip their Python autograd kernels
+    (torch.library.register_autograd): each call would otherwise take the GIL again, beside the
+    training loop's thread."""
+    with torch.no_grad(), torch._C._AutoDispatchBelowAutograd():
+        yield
+
+
+class _Failed:
+    """An exception raised while preparing a batch, re-raised when the consumer reaches it."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+_END = object()
+
+
+def _put(q: "queue.Queue", stop: threading.Event, item) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _thread_stack(thread: threading.Thread) -> str:
+    frame = sys._current_frames().get(thread.ident)
+    return "".join(traceback.format_stack(frame)) if frame is not None else "  (the thread has ended)\n"
+
+
+def _take(q: "queue.Queue", timeout: float, threads: Sequence[threading.Thread]):
+    """The next item of the producers' queue; with timeout > 0, a RuntimeError showing where the
+    producer threads are when no item came for that many seconds."""
+    if timeout <= 0:
+        return q.get()
+    try:
+        return q.get(timeout=timeout)
+    except queue.Empty:
+        where = "".join(f"{t.name} (most recent call last):\n{_thread_stack(t)}" for t in threads)
+        raise RuntimeError(f"torchaug.Prefetcher: no batch came for {timeout:g} s (timeout); the producer threads are "
+                           f"at:\n{where}") from None
+
+
+class _Producers:
+    """What the producer threads of one _PrefetchIterator share: the loader's iterator (taken from
+    one thread at a time, each batch numbered), and the turn: the number of the next batch to be
+    transformed and queued, so that the chain's random draws and the queue follow the loader's order
+    whatever order the threads' first stages finish in."""
+
+    def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer, num_threads: int):
+        self.owner, self.it, self.q, self.stop, self.consumer = owner, it, q, stop, consumer
+        self.num_threads = num_threads  # the intra-op thread count the threads run with
+        self.counted = threading.Semaphore(0)  # released by each thread once it has set that count
+        self.taking = threading.Lock()
+        self.turn_changed = threading.Condition()
+        self.turn = 0  # the number (counted from this iterator's first batch) of the next batch to queue
+        self.taken = 0
+        self.ended = False  # the loader ended or failed: no thread takes another batch
+
+    def next_batch(self):
+        """(number in this iterator, number in the Prefetcher's life, batch, seconds waited for it),
+        with _END or (_Failed, None) for the batch once the loader ends or fails, then None."""
+        with self.taking:
+            if self.ended:
+                return None
+            n = self.taken
+            self.taken += 1
+            t0 = time.perf_counter()
+            try:
+                batch = next(self.it)
+            except StopIteration:
+                self.ended = True
+                return n, None, _END, 0.0
+            except Exception as e:  # a worker's error
+                self.ended = True
+                return n, None, (_Failed(e), None), 0.0
+            index = self.owner._batches
+            self.owner._batches += 1
+            return n, index, batch, time.perf_counter() - t0
+
+    def wait_turn(self, n: int) -> bool:
+        with self.turn_changed:
+            while self.turn != n:
+                if self.stop.is_set():
+                    return False
+                self.turn_changed.wait(0.05)
+        return not self.stop.is_set()
+
+    def pass_turn(self) -> None:
+        with self.turn_changed:
+            self.turn += 1
+            self.turn_changed.notify_all()
+
+
+def _failed_or_end(item) -> bool:
+    return item is _END or (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], _Failed))
+
+
+def _produce(shared: _Producers, stream) -> None:
+    """A producer thread of a _PrefetchIterator: batches from the loader, loaded (decoded, copied) on
+    this thread's side stream beside the other threads', then, at their turn, transformed there, with
+    an event marking the end of each; an exception goes to the consumer at its batch."""
+    owner, q, stop = shared.owner, shared.q, shared.stop
+    stats = owner.stats
+    try:
+        # torch sets a thread's count lazily, at its first get or parallel op, to the default of that
+        # moment (which the iterating thread puts back, below): that first, then the count
+        torch.get_num_threads()
+        torch.set_num_threads(shared.num_threads)
+    finally:
+        shared.counted.release()
+    if stream is not None:
+        torch.cuda.set_device(owner.device)
+
+    def on_stream():
+        return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    while not stop.is_set():
+        taken = shared.next_batch()
+        if taken is None:
+            return
+        n, index, batch, waited = taken
+        item = batch if _failed_or_end(batch) else None
+        t1 = time.perf_counter()
+        if item is None:
+            try:
+                if stream is not None and any(t.is_cuda for t in tensors(batch)):
+                    # a batch already on the GPU may still be written by the consumer's stream; host
+                    # batches need no wait (the side stream must not queue behind the model's step)
+                    stream.wait_stream(shared.consumer)
+                with on_stream(), _preparing():
+                    batch = owner._load_batch(batch, index)
+            except Exception as e:
+                item = (_Failed(e), None)
+        loaded = time.perf_counter() - t1
+        if not shared.wait_turn(n):
+            return
+        t2 = time.perf_counter()
+        if item is None:
+            try:
+                with on_stream(), _preparing():
+                    batch = owner._transform_batch(batch)
+                    done = None
+                    if stream is not None:
+                        done = torch.cuda.Event()
+                        done.record(stream)
+                item = (batch, done)
+            except Exception as e:
+                item = (_Failed(e), None)
+        t3 = time.perf_counter()
+        if _failed_or_end(item):
+            # the consumer stops at this item: no thread takes another batch
+            shared.ended = True
+            _put(q, stop, item)
+            shared.pass_turn()
+            return
+        stats.add_batch(waited, loaded + t3 - t2)
+        if not _put(q, stop, item):
+            return
+        stats.queue_full += time.perf_counter() - t3
+        shared.pass_turn()
+
+
+class _PrefetchIterator:
+    """On CUDA `threads` producer threads take batches from the loader and prepare them on their
+    side streams, at most `depth` ahead, so that the host work of the chain (decode calls, launches,
+    Python) runs while the consumer's thread runs the model's step; on the CPU the chain runs inline
+    (or on `threads` > 1 producer threads)."""
+
+    def __init__(self, owner: "Prefetcher"):
+        self._owner = owner
+        if getattr(owner.loader, "num_workers", 0) > 0 and torch.cuda.is_initialized():
+            # the loader's workers are forked from this process: cyclic garbage holding CUDA tensors
+            # (batches handed over, whose record_stream makes freeing them a CUDA call) would be
+            # freed by a worker's garbage collector, where CUDA cannot run, and the worker would
+            # abort; collected here first
+            gc.collect()
+        # read before the loader's iterator starts its pin thread, which sets the count of the
+        # threads started after it to 1 (see Prefetcher)
+        num_threads = torch.get_num_threads()
+        self._it = iter(owner.loader)
+        self._stop = threading.Event()
+        self._threads = []
+        # on the CPU with one thread the chain runs inline; else producer threads prepare the batches
+        self._inline = owner._stream is None and owner.threads == 1
+        if not self._inline:
+            # the stream the consumer reads on (the main thread's): batches already on the GPU are
+            # prepared after the work queued there
+            self._consumer = torch.cuda.current_stream(owner.device) if owner._stream is not None else None
+            self._queue = queue.Queue(maxsize=owner.depth)
+            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer,
+                                1 if owner._stream is not None else num_threads)
+            # the threads hold no reference to this iterator, so that a loop that breaks early lets
+            # it be collected and closed (__del__)
+            self._threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
+                                              name="torchaug-prefetch" + (f"-{k}" if k else ""))
+                             for k, stream in enumerate(owner._streams or [None] * owner.threads)]
+            for t in self._threads:
+                t.start()
+            # each producer's torch.set_num_threads also set the count of threads started later:
+            # back to this thread's own
+            for _ in self._threads:
+                shared.counted.acquire(timeout=5)
+            torch.set_num_threads(num_threads)
+            _RUNNING.add(self)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        owner = self._owner
+        if self._inline:  # CPU, one thread: the chain inline
+            if self._it is None:
+                raise StopIteration
+            t0 = time.perf_counter()
+            try:
+                batch = next(self._it)
+            except StopIteration:
+                self.close()
+                raise
+            t1 = time.perf_counter()
+            batch = owner._prepare(batch)
+            owner.stats.add_batch(t1 - t0, time.perf_counter() - t1)
+            return batch
+        if not self._threads:
+            raise StopIteration
+        t0 = time.perf_counter()
+        try:
+            item = _take(self._queue, owner.timeout, self._threads)
+        except RuntimeError:
+            self._abandon()
+            raise
+        owner.stats.consumer_wait += time.perf_counter() - t0
+        if item is _END:
+            self.close()
+            raise StopIteration
+        batch, done = item
+        if isinstance(batch, _Failed):
+            self.close()
+            raise batch.error
+        return self._hand_over(batch, done)
+
+    def _hand_over(self, batch, done):
+        """The consumer's stream waits for the batch, and its memory is not reused before the work
+        queued on that stream (the model reading it) is done."""
+        if done is None:  # prepared on the CPU
+            return batch
+        consumer = torch.cuda.current_stream(self._owner.device)
+        consumer.wait_event(done)
+        for t in tensors(batch):
+            if t.device.type == "cuda":
+                t.record_stream(consumer)
+        return batch
+
+    def _abandon(self) -> None:
+        """close() for producer threads that do not come back (a timeout): they are told to stop
+        and left behind (daemon threads), and the loader's iterator is shut down."""
+        self._stop.set()
+        self._threads = []
+        self._shutdown_loader()
+
+    def close(self) -> None:
+        """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
+        workers) down, unless the loader keeps persistent workers for the next epoch."""
+        _RUNNING.discard(self)
+        self._stop.set()
+        threads, self._threads = self._threads, []
+        for thread in threads:
+            if thread is threading.current_thread():
+                continue
+            while thread.is_alive():
+                try:
+                    self._queue.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+                thread.join(timeout=0.05)
+        self._shutdown_loader()
+
+    def _shutdown_loader(self) -> None:
+        it, self._it = self._it, None
+        if getattr(self._owner.loader, "persistent_workers", False):
+            return
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# Iterators whose producer threads may still run. At interpreter exit they are closed before Python
+# finalizes: a producer thread still inside a torch call then (which released the GIL) is stopped by
+# the interpreter as it takes the GIL back, unwinding through C++ frames that must not be unwound,
+# and the process aborts ("terminate called without an active exception").
+_RUNNING: "weakref.WeakSet[_PrefetchIterator]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_running() -> None:
+    for it in list(_RUNNING):
+        try:
+            it.close()
+        except Exception:
+            pass

@@ -1,0 +1,250 @@
+"""The random draws of the transforms, shared by their eager forms (torchaug/transforms/_*.py) and
+their TorchScript forms (torchaug/transforms/_script.py), so that both make the same torch RNG calls
+in the same order: the same seed gives the same parameters, eager or scripted. Every function here
+is TorchScript-compatible. A draw is made on `gen_device` (the generator's device, or the images'
+without one; functional/_utils.py: draw_device) and moved to the images' device."""
+from typing import Dict, List, Optional
+
+import torch
+from torch import Tensor
+
+from ..functional._augment import cutmix_boxes
+from ..functional._filter import seeds_on
+from ..functional._utils import draw_device
+
+
+def _moved(t: Tensor, device: torch.device) -> Tensor:
+    """t on `device` (no call when it is there already: a dispatch, and a GIL round trip in a
+    producer thread)."""
+    return t if t.device == device else t.to(device, non_blocking=True)
+
+
+def rand_on(shape: List[int], device: torch.device, generator: Optional[torch.Generator], gen_device: str,
+            dtype: torch.dtype = torch.float32) -> Tensor:
+    """Uniform [0, 1) numbers on `device`, drawn on the generator's device (gen_device, "" without
+    a generator) and copied when that is another device (draw_device): a CPU generator gives the same
+    draws for CPU and CUDA images. The Python transforms draw through these too."""
+    g = draw_device(device, gen_device)
+    return _moved(torch.rand(shape, device=g, dtype=dtype, generator=generator), device)
+
+
+def bernoulli_on(shape: List[int], p: float, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
+    """Bool coins with P(True) = p on `device` (generator rules as rand_on)."""
+    g = draw_device(device, gen_device)
+    return _moved(torch.empty(shape, dtype=torch.bool, device=g).bernoulli_(p, generator=generator), device)
+
+
+def randint_on(high: int, shape: List[int], device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
+    """int64 uniform in [0, high) on `device` (generator rules as rand_on)."""
+    g = draw_device(device, gen_device)
+    return _moved(torch.randint(high, shape, device=g, generator=generator), device)
+
+
+def uniform_on(shape: List[int], low: float, high: float, device: torch.device, generator: Optional[torch.Generator],
+               gen_device: str, dtype: torch.dtype = torch.float64) -> Tensor:
+    """Uniform [low, high) numbers on `device` (generator rules as rand_on)."""
+    return low + (high - low) * rand_on(shape, device, generator, gen_device, dtype)
+
+
+def dirichlet_on(alpha: Tensor, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Tensor:
+    """Dirichlet(alpha) draws, one per row of alpha (..., k), on `device` (generator rules as rand_on)."""
+    g = draw_device(device, gen_device)
+    return torch._sample_dirichlet(alpha.to(g), generator=generator).to(device, non_blocking=True)
+
+
+def fill_rows(fill: Optional[List[float]], batch: int, channels: int, device: torch.device) -> Optional[Tensor]:
+    """The (B, C) float32 fill of one value or one per channel (None: None), as fill_tensor makes it."""
+    if fill is None:
+        return None
+    f = torch.tensor(fill, dtype=torch.float32, device=device)
+    if len(fill) == 1:
+        f = f.expand(channels)
+    elif len(fill) != channels:
+        raise ValueError("torchaug: fill must have 1 or " + str(channels) + " values (the channels), got " + str(len(fill)))
+    return f.unsqueeze(0).expand(batch, channels)
+
+
+def affine_params(batch: int, sizes: Tensor, degrees: List[float], translate: Optional[List[float]],
+                  scale: Optional[List[float]], shear: Optional[List[float]], device: torch.device,
+                  generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomAffine's draws (torchvision's get_params per sample): sizes (B, 2) float64 [H, W];
+    shear None, [min, max] (x only) or [x min, x max, y min, y max]."""
+    angle = uniform_on([batch], degrees[0], degrees[1], device, generator, gen_device)
+    if translate is not None:
+        max_d = torch.stack([sizes[:, 1] * translate[0], sizes[:, 0] * translate[1]], 1)
+        shift = torch.round(uniform_on([batch, 2], -1.0, 1.0, device, generator, gen_device) * max_d)
+    else:
+        shift = torch.zeros(batch, 2, dtype=torch.float64, device=device)
+    if scale is not None:
+        factor = uniform_on([batch], scale[0], scale[1], device, generator, gen_device)
+    else:
+        factor = torch.ones(batch, dtype=torch.float64, device=device)
+    sh = torch.zeros(batch, 2, dtype=torch.float64, device=device)
+    if shear is not None:
+        sh[:, 0] = uniform_on([batch], shear[0], shear[1], device, generator, gen_device)
+        if len(shear) == 4:
+            sh[:, 1] = uniform_on([batch], shear[2], shear[3], device, generator, gen_device)
+    return {"angle": angle, "translate": shift, "scale": factor, "shear": sh}
+
+
+def erasing_params(batch: int, channels: int, height: int, width: int, p: float, scale: List[float], log_ratio: List[float],
+                   num_values: int, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomErasing's draws per sample: torchvision's up to 10 tries of area and log-uniform aspect
+    ratio, the first that fits; boxes (B, 4) int64 [top, left, h, w] (h = w = 0: left alone), and
+    the seeds of random values (num_values 0: value="random"; else the count of fill values, 1 or
+    the channels)."""
+    random_value = num_values == 0
+    if not random_value and num_values != 1 and num_values != channels:
+        raise ValueError("torchaug.transforms.RandomErasing: value must have 1 or " + str(channels) + " values (the channels), got "
+                         + str(num_values))
+    u = rand_on([batch, 10, 4], device, generator, gen_device, torch.float64)
+    area = height * width * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
+    aspect = torch.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[..., 1])
+    h = torch.round(torch.sqrt(area * aspect))
+    w = torch.round(torch.sqrt(area / aspect))
+    fits = (h < height) & (w < width)
+    first = fits.to(torch.int8).argmax(dim=1, keepdim=True)  # the first try that fits
+    found = fits.any(dim=1) & bernoulli_on([batch], p, device, generator, gen_device)
+    h = h.gather(1, first)[:, 0]
+    w = w.gather(1, first)[:, 0]
+    i = torch.floor(u[..., 2].gather(1, first)[:, 0] * (height - h + 1))
+    j = torch.floor(u[..., 3].gather(1, first)[:, 0] * (width - w + 1))
+    params = {"boxes": torch.stack([i, j, h * found, w * found], dim=1).to(torch.int64)}
+    if random_value:
+        params["seed"] = seeds_on(batch, device, generator, gen_device)
+    return params
+
+
+def mix_lam(batch: int, alpha: float, per_sample: bool, device: torch.device, generator: Optional[torch.Generator],
+            gen_device: str) -> Tensor:
+    """(B,) float64 lam ~ Beta(alpha, alpha) (one for the batch unless per_sample)."""
+    n = batch if per_sample else 1
+    a = torch.full([n, 2], alpha, dtype=torch.float64)
+    return dirichlet_on(a, device, generator, gen_device)[:, 0].expand(batch)
+
+
+def cutmix_params(batch: int, height: int, width: int, alpha: float, per_sample: bool, device: torch.device,
+                  generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """CutMix's lam and box per sample: the box centre as torch.randint(W) / torch.randint(H)."""
+    lam = mix_lam(batch, alpha, per_sample, device, generator, gen_device)
+    u = rand_on([batch, 2], device, generator, gen_device, torch.float64)
+    centers = torch.stack([(u[:, 0] * width).floor().clamp(max=width - 1),
+                           (u[:, 1] * height).floor().clamp(max=height - 1)], 1).to(torch.int64)
+    return {"lam": lam, "boxes": cutmix_boxes(lam, centers, height, width)}
+
+
+def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bins: Tensor, coin: Tensor,
+                   apply: Optional[Tensor]) -> Dict[str, Tensor]:
+    """An auto-augmentation program from draws: the space's op ids (K,), magnitude table (K, bins)
+    and signed flags (K,) at space indices `choice` and bins `bins`, negated where `coin` and the op
+    is signed; samples where `apply` is False get the identity (op 0, choice -1)."""
+    m = mags[choice, bins]
+    m = torch.where(coin & signed[choice], -m, m)
+    ops = ids[choice]
+    if apply is not None:
+        ops = torch.where(apply, ops, torch.zeros_like(ops))
+        choice = torch.where(apply, choice, torch.full_like(choice, -1))
+    return {"choice": choice, "ops": ops, "magnitudes": m}
+
+
+def policy_sample(kind: int, batch: int, ids: Tensor, mags: Tensor, signed: Tensor, num_ops: int, magnitude: int,
+                  sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor],
+                  generator: Optional[torch.Generator]) -> Dict[str, Tensor]:
+    """A policy's programs for `batch` samples in one launch: {"choice", "ops", "magnitudes"} as
+    policy_program gives them. torchaug::_policy_program draws their uniforms (B, R) float64 itself,
+    the numbers torch.rand((B, R), dtype=torch.float64, generator=generator) gives on the generator's
+    device (the tables' device without one; on CUDA inside its kernel), and maps them to
+    torchvision's choices. kind 0: RandAugment (2 a slot: op, sign); 1: TrivialAugmentWide (op, bin,
+    sign); 2: AutoAugment (sub-policy, then applied and sign per op)."""
+    if kind != 2:
+        sub_idx, sub_prob, sub_bins = None, None, None
+    choice, ops, m = torch.ops.torchaug._policy_program(None, ids, mags, signed, kind, num_ops, magnitude, sub_idx, sub_prob,
+                                                        sub_bins, batch, generator)
+    return {"choice": choice, "ops": ops, "magnitudes": m}
+
+
+def random_color_op_params(batch: int, op: int, p: float, p0: float, p1: float, device: torch.device,
+                           generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """The color program of a Random<op> transform: op (with parameters p0, p1) with probability p
+    per sample, else the identity."""
+    apply = bernoulli_on([batch, 1], p, device, generator, gen_device)
+    ops = apply.to(torch.int64) * op
+    params = torch.zeros([batch, 1, 2], dtype=torch.float32, device=device)
+    params[:, 0, 0] = p0
+    params[:, 0, 1] = p1
+    return {"ops": ops, "params": params}
+
+
+def jitter_params(const: Tensor, u: Tensor) -> Dict[str, Tensor]:
+    """ColorJitter's program from const (1, 12) float64 [lo (4), span (4), op codes (4)] of
+    brightness, contrast, saturation, hue and u (B, 8) uniform float64 draws: a random order per
+    sample (argsort of u[:, :4]) and the factors lo + span * u[:, 4:]."""
+    b = u.shape[0]
+    order = u[:, :4].argsort(dim=1)
+    factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])
+    ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
+    p0 = factors.gather(1, order).to(torch.float32)
+    return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1)}
+
+
+def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool, h: int, w: int) -> List[int]:
+    """RandomCrop's padding [left, top, right, bottom] of an h x w image: the given padding, grown on
+    both sides where pad_if_needed and the padded image is still smaller than the crop."""
+    left, top, right, bottom = padding[0], padding[1], padding[2], padding[3]
+    if pad_if_needed:
+        if h + top + bottom < size[0]:
+            diff = size[0] - (h + top + bottom)
+            top, bottom = top + diff, bottom + diff
+        if w + left + right < size[1]:
+            diff = size[1] - (w + left + right)
+            left, right = left + diff, right + diff
+    return [left, top, right, bottom]
+
+
+def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: List[int], device: torch.device,
+                        generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomCrop's window per sample, uniform over the padded image: {"top", "left"} (B,) int64."""
+    ph, pw = h + padding[1] + padding[3], w + padding[0] + padding[2]
+    if ph < size[0] or pw < size[1]:
+        raise ValueError("torchaug.transforms.RandomCrop: crop size " + str(size) + " is larger than the padded image ("
+                         + str(ph) + ", " + str(pw) + ")")
+    t = torch.floor(rand_on([batch], device, generator, gen_device, torch.float64) * (ph - size[0] + 1)).to(torch.int64)
+    left = torch.floor(rand_on([batch], device, generator, gen_device, torch.float64) * (pw - size[1] + 1)).to(torch.int64)
+    return {"top": t, "left": left}
+
+
+def augmix_program(ids: Tensor, mags: Tensor, signed: Tensor, batch: int, severity: int, mixture_width: int,
+                   chain_depth: int, alpha: float, device: torch.device, generator: Optional[torch.Generator],
+                   gen_device: str) -> Dict[str, Tensor]:
+    """AugMix's draws: the mixture_width chains of every sample as one (mixture_width * B, depth)
+    program, their Dirichlet weights (B, mixture_width) and the original's Beta weight (B,)."""
+    depth_max = chain_depth if chain_depth > 0 else 3
+    shape = [mixture_width, batch, depth_max]
+    choice = randint_on(ids.shape[0], shape, device, generator, gen_device)
+    bins = randint_on(severity, shape, device, generator, gen_device)
+    coin = rand_on(shape, device, generator, gen_device) <= 0.5
+    apply: Optional[Tensor] = None
+    if chain_depth <= 0:
+        depth = randint_on(3, [mixture_width, batch, 1], device, generator, gen_device) + 1
+        apply = torch.arange(depth_max, device=device).view(1, 1, -1) < depth
+    prog = policy_program(ids, mags, signed, choice, bins, coin, apply)
+    out: Dict[str, Tensor] = {}
+    for k, v in prog.items():
+        out[k] = v.reshape(mixture_width * batch, depth_max)
+    m = dirichlet_on(torch.full([batch, 2], alpha, dtype=torch.float32), device, generator, gen_device)
+    w = dirichlet_on(torch.full([batch, mixture_width], alpha, dtype=torch.float32), device, generator, gen_device)
+    out["weights"] = w * m[:, 1:2]
+    out["original_weight"] = m[:, 0]
+    return out
+
+
+def augmix_mix(images: Tensor, chains: Tensor, weights: Tensor, original_weight: Tensor, mixture_width: int) -> Tensor:
+    """torchvision's mix: original_weight * images + sum of weights[:, i] * chain i, in float32, then
+    cast back to the images' dtype (chains (mixture_width * B, C, H, W))."""
+    b = images.shape[0]
+    chains = chains.view([mixture_width, b] + list(images.shape[1:]))
+    view = [b, 1, 1, 1]
+    mix = original_weight.view(view) * images
+    for i in range(mixture_width):
+        mix.add_(weights[:, i].view(view) * chains[i])
+    return mix.to(images.dtype)
