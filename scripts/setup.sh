@@ -14,6 +14,7 @@ missing=()
 "$PY" -c "import numpy" 2>/dev/null || missing+=(numpy)
 "$PY" -c "import PIL" 2>/dev/null || missing+=(pillow)
 "$PY" -c "import ninja" 2>/dev/null || command -v ninja >/dev/null || missing+=(ninja)
+"$PY" -c "import tqdm" 2>/dev/null || missing+=(tqdm)
 if [ "${TORCHAUG_SETUP:-}" = test ]; then
   "$PY" -c "import pytest" 2>/dev/null || missing+=("pytest>=7")
   "$PY" -c "import hypothesis" 2>/dev/null || missing+=("hypothesis>=6")
