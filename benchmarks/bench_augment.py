@@ -1,4 +1,4 @@
-"""Case 4 (auto-augmentation issue): RandomResizedCrop(224) + RandomHorizontalFlip +
+"""Auto-augmentation per sample: RandomResizedCrop(224) + RandomHorizontalFlip +
 RandAugment(2, 9) + ToDtype + Normalize on a batch of 256 uint8 images of 500x375, side by side:
 
 - torchaug transforms (Compose; a different RandAugment op, sign and statistics per sample);
@@ -46,7 +46,7 @@ def main():
     B, H, W, dev = 256, 375, 500, "cuda"
     iters = 5 if args.quick else 40
     loop_iters = 2 if args.quick else 3
-    res = Results(f"Case 4: auto-augmentation per sample, batch {B}")
+    res = Results(f"Auto-augmentation per sample, batch {B}")
     print(f"# {res.title}\n# {res.env}", flush=True)
     torch.manual_seed(0)
     n_rot = 4

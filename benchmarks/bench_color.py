@@ -1,4 +1,4 @@
-"""Color family (issue 3) on a batch of 256 uint8 images of 3x224x224 on the GPU, side by side:
+"""The color family on a batch of 256 uint8 images of 3x224x224 on the GPU, side by side:
 
 - every single color op of torchaug with a parameter per sample (target 2,000,000 img/s each);
 - ColorJitter(0.4, 0.4, 0.4, 0.1): torchaug (per-sample factors and per-sample order, one color

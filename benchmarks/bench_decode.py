@@ -1,4 +1,4 @@
-"""JPEG decoding on the GPU (issue 6), side by side in one run on ImageNet-like 500x375 JPEGs
+"""JPEG decoding on the GPU, side by side in one run on ImageNet-like 500x375 JPEGs
 (~110 KB and ~67 KB, made from the repo's photos with camera-like grain):
 
 - decode only, batches of 256: torchaug.io.decode_jpeg on CUDA (nvJPEG hardware engines) vs
@@ -157,7 +157,7 @@ def main():
                 target=25000 if name == "110KB" else None,
                 note=f"the Prefetcher's threads=2; {decoders_note()}; wall time per batch")
         # the single caller again: in one process a row timed first measured up to 1.35x slower than
-        # the same code timed right after it (session 23), so the threaded row has one on each side
+        # the same code timed right after it, so the threaded row has one on each side
         res.add(case, "torchaug nvJPEG hardware (timed again)", B, single_ms(bs),
                 note="the first row's code, timed after the threaded row")
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
@@ -210,31 +210,24 @@ def main():
     # one long epoch (the files repeated), timed after its first batches (the workers' start and
     # the decoder's allocations), so that the rows are the steady state, not an epoch's start
     root = write_folder(files)
-    # (skip covers the workers' segments being made and, pinned in place, registered with CUDA: ~5 a
-    # worker with prefetch_factor=4, each once)
-    # (sessions 17-44 timed 32 batches after 16, --quick 16 after 12: up to 8 batches the 2 workers had
-    # read ahead (prefetch_factor 4) then flattered the rows, the quick ones most; session 45 on)
+    # (skip covers the workers' segments being made: ~5 a worker with prefetch_factor=4; up to 8
+    # batches the 2 workers read ahead would flatter a shorter window)
     n_batches, skip = (48, 16) if args.quick else (112, 16)
-    # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0,
-    # the path before the pool), in the same process
-    # and, with the pool, mapped anew and copied into pinned memory per batch (the default) or kept
-    # mapped and pinned in place in the main process (TORCHAUG_SHM_PIN=1)
-    with saved_env("TORCHAUG_SHM_POOL"), saved_env("TORCHAUG_SHM_PIN"):
-        # the workers read a batch into one buffer (ImageFolderBytes.__getitems__), or a file at a time
-        # (batch_read False: the path before session 45)
-        for workers, pool, threads, pin, batch_read in ((1, True, 1, False, True), (2, True, 1, False, True), (2, True, 2, False, True),
-                                                        (2, True, 3, False, True), (2, True, 2, False, False), (2, True, 2, True, True),
-                                                        (2, False, 1, False, True)):
+    # the workers' shared-memory segments reused (the default) or made per batch (TORCHAUG_SHM_POOL=0),
+    # in the same process; the workers read a batch into one buffer (ImageFolderBytes.__getitems__),
+    # or a file at a time (batch_read False: a dataset without __getitems__)
+    with saved_env("TORCHAUG_SHM_POOL"):
+        for workers, pool, threads, batch_read in ((1, True, 1, True), (2, True, 1, True), (2, True, 2, True),
+                                                   (2, True, 3, True), (2, True, 2, False), (2, False, 1, True)):
             os.environ["TORCHAUG_SHM_POOL"] = "8" if pool else "0"  # read by the workers, forked below
-            os.environ["TORCHAUG_SHM_PIN"] = "1" if pin else "0"  # read by the main process
             ds = Repeated(ImageFolderBytes(root), n_batches * B, batch_read)
             loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True, num_workers=workers, pin_memory=True,
                                                  drop_last=True, prefetch_factor=4, collate_fn=collate_encoded)
             pf = torchaug.Prefetcher(loader, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9)]),
                                      device="cuda", mean=MEAN, std=STD, dtype=torch.bfloat16, memory_format=torch.channels_last,
                                      threads=threads)
-            # timed from batch `skip` to the last batch's arrival: the epoch's end (the workers joined,
-            # the kept segments let go and unregistered) is not part of the steady state either
+            # timed from batch `skip` to the last batch's arrival: the epoch's end (the workers joined)
+            # is not part of the steady state either
             count, t0, stats0 = 0, None, None
             for k, (x, y) in enumerate(pf):
                 if k == skip:
@@ -251,9 +244,8 @@ def main():
             res.add(case, f"torchaug Prefetcher, {workers} byte-reading worker{'s' if workers > 1 else ''}"
                     + (f", {threads} producer threads" if threads > 1 else "")
                     + ("" if pool else ", a new shared-memory segment per batch")
-                    + ("" if batch_read else ", reading a file at a time")
-                    + (", segments pinned in place (TORCHAUG_SHM_PIN=1)" if pin else ""), B,
-                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and not pin and batch_read else None,
+                    + ("" if batch_read else ", reading a file at a time"), B,
+                    {"ms": 1e3 * dt * B / count}, target=20000 if workers == 2 and pool and batch_read else None,
                     note="host ms/batch: " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if v is not None)
                     + f"; the epoch's end after the last batch (not timed): {ended_ms:.0f} ms")
             del pf, loader

@@ -1,4 +1,4 @@
-"""Detection operators (issue 7) on the GPU, side by side with torchvision.ops: nms and
+"""Detection operators on the GPU, side by side with torchvision.ops: nms and
 batched_nms on 10,000 and 100,000 boxes, and roi_align (forward, and forward + backward) on a
 Mask R-CNN-sized batch (2 images of 256 x 200 x 304 features, stride 4; 512 RoIs per image; 7 x 7
 bins, sampling_ratio 2, aligned). The img/s column counts calls per second here (batch 1).

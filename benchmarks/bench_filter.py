@@ -1,4 +1,4 @@
-"""Filter, noise, erasing and rotation (issue 3) on a batch of 256 x 3 x 224 x 224 on the GPU, side
+"""Filter, noise, erasing and rotation on a batch of 256 x 3 x 224 x 224 on the GPU, side
 by side with torchvision v2: torchaug with a parameter per sample vs torchvision batch-wide (one
 parameter for the whole batch: what its transform does to a batch) and its per-sample loop (the
 per-sample semantics torchaug gives), plus the memory floor (a copy of the batch).

@@ -1,4 +1,4 @@
-"""Case 1 (foundation issue): RandomResizedCrop(224) + RandomHorizontalFlip + ToDtype(float32,
+"""RandomResizedCrop(224) + RandomHorizontalFlip + ToDtype(float32,
 scale=True) + Normalize on a batch of 256 uint8 images of 500x375, side by side:
 
 - torchaug transforms (Compose, fused into one launch; parameters drawn on the GPU per sample);
@@ -105,7 +105,7 @@ def main(argv=None):
         raise SystemExit("bench_geometry: needs a CUDA device (timings on a CPU are not evidence of GPU speed)")
     B, H, W = args.batch, 375, 500
     it = 5 if args.quick else 50
-    res = Results(f"Case 1: {CASE} -> 224x224 float32 (batch {B})")
+    res = Results(f"{CASE} -> 224x224 float32 (batch {B})")
     print(f"# {res.title}\n# {res.env}", flush=True)
 
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""End-to-end training throughput (issue 5): ResNet-50 and EfficientNet-b0, bf16, channels_last,
+"""End-to-end training throughput: ResNet-50 and EfficientNet-b0, bf16, channels_last,
 batch 256, on synthetic data (the model's own speed) vs the torchvision CPU DataLoader (workers
 decode and run RandomResizedCrop + flip + RandAugment(2, 9) + normalize) vs torchaug (workers only
 decode; the chain runs on the GPU in the Prefetcher), and torchaug with nvJPEG decode and the model
@@ -38,7 +38,7 @@ def make_jpeg_folder(root, n=1024, classes=8, size=(500, 375), quality=90, seed=
 
 def run(args_list, script=None, timeout=900):
     """One training run in a process of its own: `script` (default examples/train.py; a script that
-    calls train.main with the same arguments, as scripts/train_ab.py's child) with args_list.
+    calls train.main with the same arguments) with args_list.
     Returns the JSON summary train.py prints last."""
     cmd = [sys.executable] + (script or [os.path.join(ROOT, "examples", "train.py")]) + args_list
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -96,10 +96,10 @@ def main():
     ap.add_argument("--models", default="efficientnet_b0,resnet50")
     ap.add_argument("--cpu-workers", type=int, default=16)
     ap.add_argument("--torchaug-workers", type=int, default=12,
-                    help="decoding workers of the torchaug_workers rows (8 did not keep up on one H100 machine: RESULTS case 5, session 39)")
+                    help="decoding workers of the torchaug_workers rows (8 did not keep up on one H100 machine)")
     ap.add_argument("--torchaug-nice", type=int, default=10,
                     help="niceness added to the torchaug rows' decoding workers (train.py --worker-nice): EfficientNet-b0 reached 98%% "
-                         "in 7 of 8 runs with 10, 5 of 7 without (RESULTS case 5, session 40)")
+                         "in 7 of 8 runs with 10, 5 of 7 without, on one H100 machine")
     ap.add_argument("--gpu-decode-workers", type=int, default=2)
     ap.add_argument("--configs", default="pipeline,input_cpu,input_workers,input_gpu,cpu,torchaug_workers,torchaug_gpu,torchaug_gpu_graph",
                     help="which rows to run (synthetic always runs per model; torchaug_gpu_graph also runs synthetic in CUDA graphs, "

@@ -1,4 +1,4 @@
-"""Side-by-side timing harness (DESIGN.md §11): CUDA-event timing after warm-up, median of repeats,
+"""Side-by-side timing harness: CUDA-event timing after warm-up, median of repeats,
 inputs rotated across several batches so that the L2 cache does not flatter, results as JSON rows
 and a Markdown table with date, device, torch version and commit."""
 import argparse
@@ -9,7 +9,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -44,23 +43,6 @@ def family_args(name: str, switches: Dict[str, str] = {}) -> Optional[argparse.N
         print(f"{name}: needs CUDA")
         return None
     return args
-
-
-def child_result(result: dict) -> None:
-    """In a process started by run_child: hands `result` (JSON-able) to the parent."""
-    print("RESULT " + json.dumps(result), flush=True)
-
-
-def run_child(script: str, env: Dict[str, str], timeout: float = 240):
-    """Runs `python script --child` in a process of its own with `env` added to the environment (an
-    A/B of a setting read once per process). Returns (the dict the child handed over with
-    child_result, None), or (None, the end of its stderr) when it failed."""
-    p = subprocess.run([sys.executable, script, "--child"], env=dict(os.environ, **env), capture_output=True, text=True,
-                       timeout=timeout)
-    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    if p.returncode != 0 or not line:
-        return None, p.stderr[-2000:]
-    return json.loads(line[0][len("RESULT "):]), None
 
 
 def commit() -> str:
@@ -131,7 +113,7 @@ def warm_clocks(seconds: float = 0.5) -> None:
     """Keeps the GPU busy for `seconds` (matrix products), once per process: an idle H100 sits at
     ~345 MHz and a few warm-up calls of a short kernel do not bring it to its 1980 MHz, so the first
     rows of a benchmark were measured at a lower clock (adjust_hue: 0.141 ms as the 7th row of
-    bench_color, 0.100 ms in a run of its own, session 13)."""
+    bench_color, 0.100 ms in a run of its own)."""
     global _clock_warm
     if _clock_warm:
         return
@@ -143,20 +125,6 @@ def warm_clocks(seconds: float = 0.5) -> None:
         for _ in range(8):
             a = (a @ a).clamp_(-1, 1)
         torch.cuda.synchronize()
-
-
-def kernel_us(fn: Callable[[int], object], calls: int) -> Dict[str, float]:
-    """Each kernel's GPU time per call of fn(i) (CUPTI through torch.profiler), in us, by name (its
-    first 60 characters): small batches are issued slower than they run, so CUDA events would time
-    the host."""
-    for i in range(3):
-        fn(i)
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            fn(i)
-        torch.cuda.synchronize()
-    return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
 
 
 def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats: int = 5) -> Dict[str, float]:
@@ -179,6 +147,33 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 
+def markdown_table(title: str, e: Dict[str, str], rows: List[Dict]) -> str:
+    """A benchmark's table: its run's date, device, torch and commit, then a row per implementation
+    with its ratio to the fastest torchaug row of the case and the target where one is set."""
+    lines = [
+        f"### {title}",
+        "",
+        f"{e['date']} · {e['device']} · torch {e['torch']} · torchvision {e['torchvision']} · "
+        f"Python {e['python']} · {e['cpus']} CPUs · commit {e['commit']}",
+        "",
+        "| case | implementation | batch | ms / batch | img/s | vs torchaug | note |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    best = {}
+    for r in rows:
+        if r["impl"].startswith("torchaug"):
+            best[r["case"]] = max(best.get(r["case"], 0), r["img_per_s"])
+    for r in rows:
+        ref = best.get(r["case"])
+        rel = f"{r['img_per_s'] / ref:.3g}x" if ref else ""
+        note = r["note"]
+        if "target_img_per_s" in r:
+            ok = "met" if r["img_per_s"] >= r["target_img_per_s"] else "MISSED"
+            note = (note + "; " if note else "") + f"target {r['target_img_per_s']:,.0f} img/s: {ok}"
+        lines.append(f"| {r['case']} | {r['impl']} | {r['batch']} | {r['ms']:.3f} | {r['img_per_s']:,.0f} | {rel} | {note} |")
+    return "\n".join(lines) + "\n"
+
+
 class Results:
     def __init__(self, title: str):
         self.title = title
@@ -194,29 +189,7 @@ class Results:
         return row
 
     def markdown(self) -> str:
-        e = self.env
-        lines = [
-            f"### {self.title}",
-            "",
-            f"{e['date']} · {e['device']} · torch {e['torch']} · torchvision {e['torchvision']} · "
-            f"Python {e['python']} · {e['cpus']} CPUs · commit {e['commit']}",
-            "",
-            "| case | implementation | batch | ms / batch | img/s | vs torchaug | note |",
-            "| --- | --- | ---: | ---: | ---: | ---: | --- |",
-        ]
-        best = {}
-        for r in self.rows:
-            if r["impl"].startswith("torchaug"):
-                best[r["case"]] = max(best.get(r["case"], 0), r["img_per_s"])
-        for r in self.rows:
-            ref = best.get(r["case"])
-            rel = f"{r['img_per_s'] / ref:.3g}x" if ref else ""
-            note = r["note"]
-            if "target_img_per_s" in r:
-                ok = "met" if r["img_per_s"] >= r["target_img_per_s"] else "MISSED"
-                note = (note + "; " if note else "") + f"target {r['target_img_per_s']:,.0f} img/s: {ok}"
-            lines.append(f"| {r['case']} | {r['impl']} | {r['batch']} | {r['ms']:.3f} | {r['img_per_s']:,.0f} | {rel} | {note} |")
-        return "\n".join(lines) + "\n"
+        return markdown_table(self.title, self.env, self.rows)
 
     def save(self, json_path: Optional[str], md_path: Optional[str]):
         if json_path:

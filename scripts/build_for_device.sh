@@ -8,9 +8,7 @@
 # DEVICE_PYTHON (3.12) and DEVICE_TORCH (2.11.0, PyPI's build of which is the cu130 one the device
 # has) must match the device machine; the venv and the build tree live under BUILD_ROOT
 # (/tmp/torchaug-device-build). CUDA_HOME: the CUDA 13 toolkit here (default /usr/local/cuda-13.0).
-# Checked in session 38: the library imports here under that torch and the CPU tests of test_decode,
-# test_prefetch and test_script pass with it, and on 2 H200s it ran the CUDA tests and training
-# of scripts/gpu_ddp.sh.
+# The script checks that the built library imports under that torch here (library_loads).
 set -euo pipefail
 JOBS=${MAX_JOBS:-$(nproc)}   # device_env.sh sets the device's 16 otherwise
 source "$(dirname "$0")/device_env.sh"   # the repository root; library_sources_hash, library_loads
@@ -29,8 +27,11 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import torch, sys; sy
 fi
 NV=$("$VENV/bin/python" -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13'))")
 mkdir -p "$ROOT/lib" && ln -sf "$NV/lib/libnvjpeg.so.13" "$ROOT/lib/libnvjpeg.so"  # -lnvjpeg finds the wheel's
-SRC="$ROOT/src" && rm -rf "$SRC" && mkdir -p "$SRC"
-git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$SRC"   # the working tree's tracked files, as they are
+# the working tree's tracked files, as they are, in a fresh copy; the build folder of the last run is
+# kept, so that ninja recompiles only what changed (tar keeps the files' times)
+SRC="$ROOT/src" && { [ -d "$SRC/build" ] && mv "$SRC/build" "$ROOT/build.keep"; rm -rf "$SRC"; mkdir -p "$SRC"; }
+git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$SRC"
+[ -d "$ROOT/build.keep" ] && mv "$ROOT/build.keep" "$SRC/build"
 hash=$(cd "$SRC" && library_sources_hash)
 ( cd "$SRC" && PATH="$CUDA_HOME/bin:$PATH" LIBRARY_PATH="$ROOT/lib" TORCHAUG_CUDA=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} \
     MAX_JOBS=$JOBS "$VENV/bin/python" setup.py build_ext --inplace > "$ROOT/build.log" 2>&1 ) \

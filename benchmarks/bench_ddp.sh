@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# DDP scaling of examples/train.py on a multi-GPU machine: per model, synthetic data
+# and torchaug (2 byte-reading workers per rank, nvJPEG decode + RRC + flip + RandAugment(2, 9) +
+# normalize on the GPU) on 1 GPU and under torchrun on every GPU; batch 256 per GPU, bf16,
+# channels_last, WARMUP (20) warm-up + STEPS - WARMUP (STEPS 60) timed steps, 1,024 generated 500x375
+# JPEGs repeated. Each run's JSON line goes to $OUT/ddp.jsonl, its stderr to $OUT/ddp_*.err, and the
+# table to $OUT/bench_ddp.json (benchmarks/results/'s format).
+# A library built elsewhere for this machine's torch may be carried in .gl/ (use_carried_or_build).
+#   bash benchmarks/bench_ddp.sh [models...]        (default: efficientnet_b0 resnet50)
+#   (RUN_TIMEOUT: seconds a run may take, default 150; SKIP_TESTS=1 leaves out the decode / prefetch tests)
+set -uo pipefail
+MAX_JOBS=${MAX_JOBS:-32}
+source "$(dirname "$0")/../scripts/device_env.sh"
+NGPU=$(nvidia-smi -L | wc -l)
+nvidia-smi --query-gpu=name --format=csv,noheader | head -1; echo "GPUs: $NGPU"
+nvidia-smi topo -m 2>/dev/null | head -4
+use_carried_or_build
+# the decoder and the Prefetcher on every GPU (tests that need 2 GPUs run here)
+[ -n "${SKIP_TESTS:-}" ] || python3 -m pytest tests/test_decode.py tests/test_prefetch.py -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 \
+  | tee "$OUT/pytest_ddp.log" | grep -E "^(FAILED|ERROR)|passed|failed" | head -20
+DATA=$(mktemp -d)
+python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; print('data: mean %.0f KB' % (make_jpeg_folder('$DATA', n=1024) / 1e3))"
+STEPS=${STEPS:-60} WARMUP=${WARMUP:-20}
+common="--data $DATA --batch-size 256 --warmup $WARMUP --steps $STEPS --length $((NGPU * 256 * (STEPS + 2))) --timeout 60"
+models=${*:-efficientnet_b0 resnet50}
+for m in $models; do
+  for cfg in "synthetic" "torchaug --decode gpu --workers 2"; do
+    for n in 1 "$NGPU"; do
+      if [ "$n" = 1 ]; then launch="python3"; else launch="torchrun --standalone --nproc_per_node $n"; fi
+      t0=$SECONDS
+      r=$(timeout "${RUN_TIMEOUT:-150}" $launch examples/train.py --model "$m" --loader $cfg $common 2> "$OUT/ddp_${m}_${cfg%% *}_$n.err" | grep '^{' | tail -1)
+      echo "$m | ${cfg} | GPUs $n | $((SECONDS - t0)) s | ${r:-FAILED (see ddp_${m}_${cfg%% *}_$n.err)}"
+      if [ -n "$r" ]; then echo "$r" >> "$OUT/ddp.jsonl"; else tail -5 "$OUT/ddp_${m}_${cfg%% *}_$n.err"; fi
+    done
+  done
+done
+python3 - "$OUT/ddp.jsonl" "$OUT/bench_ddp.json" <<'PY'
+import json, sys
+sys.path.insert(0, "benchmarks")
+from harness import Results
+res = Results("DDP training, EfficientNet-b0 and ResNet-50 (bf16, channels_last)")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    n, b = r["world_size"], r["batch_size"]
+    impl = "torchaug, GPU decode, 2 byte-reading workers a rank" if r["loader"] == "torchaug" else "synthetic data"
+    res.add(f"{r['model']}, {n} GPU{'s' if n > 1 else ''}", impl, b * n, {"ms": 1e3 * b * n / r["img_per_s"]},
+            note=f"{r['timed_steps']} timed steps, batch {b} a GPU")
+res.save(sys.argv[2], None)
+PY

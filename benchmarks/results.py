@@ -1,0 +1,117 @@
+"""Rebuilds benchmarks/RESULTS.md from the latest JSON of each benchmark in benchmarks/results/
+(bench_<name>.json, as `python3 benchmarks/bench_<name>.py --json ...` writes it): a summary of
+torchaug against the fastest peer per case, then one table per benchmark with its date, device,
+torch, commit, every implementation measured in that run and the targets.
+
+    python3 benchmarks/results.py [--check]      (--check: exit 1 if RESULTS.md is not up to date)
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from harness import markdown_table  # noqa: E402
+
+# the order of the sections, and what each benchmark measures
+ABOUT = {
+    "geometry": "RandomResizedCrop(224) + RandomHorizontalFlip + ToDtype + Normalize on 256 uint8 500x375 "
+                "images, every sample its own crop and flip, one fused `resized_crop` launch. The torchvision v2 "
+                "batch-wide row gives the whole batch one crop (less work, other semantics); its per-sample loop is "
+                "the same semantics. The memory floor is the copy bandwidth over the bytes the chain must move.",
+    "augment": "Auto-augmentation with a different op and magnitude for every sample (RandAugment, "
+               "TrivialAugmentWide, AutoAugment), alone on 224x224 and in the RandomResizedCrop + flip + policy + "
+               "normalize chain from 500x375. torchvision's and kornia's policies draw one op per batch.",
+    "color": "The color ops and ColorJitter on 256 x 3 x 224 x 224 uint8, a factor (and, for ColorJitter, an order) "
+             "per sample; torchvision's batch-wide ops draw one per batch.",
+    "filter": "Sharpness, blur, noise, erasing and rotation on 256 x 3 x 224 x 224, parameters per sample.",
+    "decode": "JPEG decoding (nvJPEG) of ImageNet-like 500x375 files, the decode + augmentation chain, and the "
+              "whole input pipeline with byte-reading DataLoader workers and the Prefetcher, against torchvision's "
+              "batched decode and a CPU DataLoader.",
+    "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
+    "train": "End-to-end training (examples/train.py: bf16, channels_last, SGD) on generated 500x375 JPEGs: "
+             "torchaug against torchvision's CPU DataLoader and synthetic data (the model's own speed).",
+    "ddp": "examples/train.py under torchrun on every GPU of the machine (benchmarks/bench_ddp.sh): torchaug with "
+           "GPU decode and 2 byte-reading workers per rank against synthetic data.",
+}
+
+
+def load():
+    found = {}
+    for path in sorted(glob.glob(os.path.join(HERE, "results", "bench_*.json"))):
+        name = os.path.basename(path)[len("bench_"):-len(".json")]
+        with open(path) as f:
+            found[name] = json.load(f)
+    order = [n for n in ABOUT if n in found] + sorted(n for n in found if n not in ABOUT)
+    return [(n, found[n]) for n in order]
+
+
+def table(data) -> str:
+    return markdown_table(data["title"], data["env"], data["rows"])
+
+
+def summary(benchmarks) -> str:
+    """Per case: the fastest torchaug row, the fastest peer row measured in the same run (memory floors
+    and ceilings left out) and their ratio, and the targets of the case's torchaug rows."""
+    lines = ["| benchmark | case | torchaug img/s | fastest peer (same run) | peer img/s | torchaug / peer | target |",
+             "| --- | --- | ---: | --- | ---: | ---: | --- |"]
+    for name, data in benchmarks:
+        cases = {}
+        for r in data["rows"]:
+            cases.setdefault(r["case"], []).append(r)
+        for case, rows in cases.items():
+            ours = [r for r in rows if r["impl"].startswith("torchaug")]
+            peers = [r for r in rows if not r["impl"].startswith("torchaug") and "floor" not in r["impl"]
+                     and "memory" not in r["case"]]
+            if not ours:
+                continue
+            best = max(ours, key=lambda r: r["img_per_s"])
+            goal = ""
+            targets = [r for r in ours if "target_img_per_s" in r]
+            if targets:  # the row that comes closest to its target
+                t = max(targets, key=lambda r: r["img_per_s"] / r["target_img_per_s"])
+                met = "met" if t["img_per_s"] >= t["target_img_per_s"] else "MISSED"
+                goal = f"{t['target_img_per_s']:,.0f} img/s: {met}" + (f" ({t['impl']})" if len(targets) > 1 else "")
+            if peers:
+                peer = max(peers, key=lambda r: r["img_per_s"])
+                ratio = best["img_per_s"] / peer["img_per_s"]
+                lines.append(f"| {name} | {case} | {best['img_per_s']:,.0f} | {peer['impl']} | {peer['img_per_s']:,.0f} | "
+                             f"{ratio:.2f}x | {goal} |" if ratio < 10 else
+                             f"| {name} | {case} | {best['img_per_s']:,.0f} | {peer['impl']} | {peer['img_per_s']:,.0f} | "
+                             f"{ratio:,.0f}x | {goal} |")
+            elif goal:
+                lines.append(f"| {name} | {case} | {best['img_per_s']:,.0f} | | | | {goal} |")
+    return "\n".join(lines) + "\n"
+
+
+def render(benchmarks) -> str:
+    out = ["# Benchmark results", "",
+           "The current state, rebuilt by `python3 benchmarks/results.py` from the latest JSON of each benchmark in",
+           "`benchmarks/results/`. Each benchmark measures torchaug and its peers side by side in one run on one GPU",
+           "(CUDA-event timing after warm-up, median of repeats, inputs rotated so that the L2 cache does not",
+           "flatter); a table's heading line gives the date, device, torch and commit of its run. Ratios compare",
+           "rows of the same run only. Earlier figures and how they moved are in the history of this file.", "",
+           "## Summary", "", summary(benchmarks)]
+    for name, data in benchmarks:
+        out += [f"## {name}", "", ABOUT.get(name, ""), "", table(data)]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    text = render(load())
+    path = os.path.join(HERE, "RESULTS.md")
+    if args.check:
+        with open(path) as f:
+            sys.exit(0 if f.read() == text else 1)
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"wrote {path} ({text.count(chr(10))} lines)")
+
+
+if __name__ == "__main__":
+    main()
