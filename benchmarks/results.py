@@ -38,6 +38,20 @@ ABOUT = {
 }
 
 
+HISTORY = """In short (the commits that made each step say more):
+- RandomResizedCrop + flip + cast + normalize fuse into one separable tile kernel that reads each input
+  row once per tile and stores in the output's dtype and layout; uint8 taps are one FMA each.
+- An auto-augmentation program runs in one launch where the image fits a block's shared memory (the
+  resident kernel: statistics, color, sharpness and geometric slots in the block), its blocks taking
+  samples by estimated cost; elsewhere one switch pass per slot.
+- Random parameters are drawn inside the parameter kernels, the chain's kernels are dependent launches
+  (each starts while the one before runs), and the hot ops' autograd kernels are C++.
+- JPEG decoding: nvJPEG's hardware engines with a pool of decoders per GPU, the scan check beside the
+  engines, 32 CUDA work queues so that the decoder does not wait behind the model, and workers that
+  read a batch straight into one reused shared-memory buffer.
+"""
+
+
 def load():
     found = {}
     for path in sorted(glob.glob(os.path.join(HERE, "results", "bench_*.json"))):
@@ -96,6 +110,7 @@ def render(benchmarks) -> str:
            "## Summary", "", summary(benchmarks)]
     for name, data in benchmarks:
         out += [f"## {name}", "", ABOUT.get(name, ""), "", table(data)]
+    out += ["## How the kernels got fast", "", HISTORY]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

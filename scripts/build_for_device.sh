@@ -27,11 +27,33 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import torch, sys; sy
 fi
 NV=$("$VENV/bin/python" -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13'))")
 mkdir -p "$ROOT/lib" && ln -sf "$NV/lib/libnvjpeg.so.13" "$ROOT/lib/libnvjpeg.so"  # -lnvjpeg finds the wheel's
-# the working tree's tracked files, as they are, in a fresh copy; the build folder of the last run is
-# kept, so that ninja recompiles only what changed (tar keeps the files' times)
-SRC="$ROOT/src" && { [ -d "$SRC/build" ] && mv "$SRC/build" "$ROOT/build.keep"; rm -rf "$SRC"; mkdir -p "$SRC"; }
-git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$SRC"
-[ -d "$ROOT/build.keep" ] && mv "$ROOT/build.keep" "$SRC/build"
+# the working tree's tracked files, as they are, in SRC: a file whose content changed since the last
+# run is written anew (a fresh time, which ninja sees), the others are left as they are, files no
+# longer tracked are removed, and the build folder is kept, so that only what changed is recompiled
+SRC="$ROOT/src" && NEW="$ROOT/src.new" && rm -rf "$NEW" && mkdir -p "$SRC" "$NEW"
+git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$NEW"
+python3 - "$NEW" "$SRC" <<'PY'
+import filecmp, os, shutil, sys
+new, src = sys.argv[1:]
+keep = set()
+for d, _, files in os.walk(new):
+    for f in files:
+        rel = os.path.relpath(os.path.join(d, f), new)
+        keep.add(rel)
+        dst = os.path.join(src, rel)
+        if not (os.path.isfile(dst) and filecmp.cmp(os.path.join(new, rel), dst, shallow=False)):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(os.path.join(new, rel), dst)
+            shutil.copymode(os.path.join(new, rel), dst)
+for d, dirs, files in os.walk(src):
+    if os.path.relpath(d, src).split(os.sep)[0] == "build":
+        continue
+    for f in files:
+        rel = os.path.relpath(os.path.join(d, f), src)
+        if rel not in keep and not rel.startswith("build" + os.sep) and not f.endswith(".so"):
+            os.remove(os.path.join(d, f))
+PY
+rm -rf "$NEW"
 hash=$(cd "$SRC" && library_sources_hash)
 ( cd "$SRC" && PATH="$CUDA_HOME/bin:$PATH" LIBRARY_PATH="$ROOT/lib" TORCHAUG_CUDA=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} \
     MAX_JOBS=$JOBS "$VENV/bin/python" setup.py build_ext --inplace > "$ROOT/build.log" 2>&1 ) \

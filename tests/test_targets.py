@@ -1,4 +1,4 @@
-"""Boxes, masks and keypoints that follow the geometric transforms (issue 7): per-sample parity
+"""Boxes, masks and keypoints that follow the geometric transforms: per-sample parity
 with torchvision v2's functional ops applied to tv_tensors with the same parameters."""
 import math
 import zlib

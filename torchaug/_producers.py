@@ -202,8 +202,12 @@ class _PrefetchIterator:
             # freed by a worker's garbage collector, where CUDA cannot run, and the worker would
             # abort; collected here first
             gc.collect()
-        # read before the loader's iterator starts its pin thread, which sets the count of the
-        # threads started after it to 1 (see Prefetcher)
+        # The producers' intra-op thread count is set, not inherited: a thread's torch.set_num_threads
+        # also becomes the count of every thread started after it (a DataLoader's pin thread sets 1,
+        # pytorch/pytorch#60469). On CUDA the producers run with 1 (their CPU work is the decoder's
+        # header parse and the ops' host side, and a team of intra-op threads there takes cores from
+        # the training and loader threads); on the CPU, where the chain runs on them, with this
+        # thread's count, read before the loader's iterator starts its pin thread.
         num_threads = torch.get_num_threads()
         self._it = iter(owner.loader)
         self._stop = threading.Event()

@@ -50,7 +50,6 @@ def _pipeline(transform, mean, std, dtype, memory_format) -> Optional[Callable]:
     return Compose(chain, fuse=fuse)
 
 
-
 class PrefetchStats:
     """Host time a Prefetcher's work took, in seconds summed since it was made, to tell where a
     training step that waits for data loses its time:
