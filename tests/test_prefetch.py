@@ -651,6 +651,29 @@ def _checksums(prefetcher, consumer_sleep=0):
 
 
 @cuda_only
+def test_host_batch_lives_until_its_copy_is_done():
+    """A host batch stays referenced until the work queued from it on the side stream has run (the
+    decoder and the copies read it asynchronously; a batch in a worker's shared-memory buffer gives
+    the buffer back when it dies): here the side stream is held up by a sleep kernel, so the copy
+    cannot have run when the batch is dropped."""
+    import weakref
+    pf = torchaug.Prefetcher([], None, device="cuda")
+    host = (torch.arange(1 << 20, dtype=torch.uint8).pin_memory(), torch.tensor([1, 2]))
+    dropped = []
+    weakref.finalize(host[0].untyped_storage(), dropped.append, True)
+    with torch.cuda.stream(pf._stream):
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the copy
+        out = pf._load_batch(host, 0)
+    del host
+    assert not dropped and len(pf._held) == 1
+    pf._stream.synchronize()
+    assert torch.equal(out[0].cpu(), torch.arange(1 << 20, dtype=torch.uint8))
+    with torch.cuda.stream(pf._stream):
+        pf._load_batch((torch.zeros(4),), 1)  # the next batch lets the first go
+    assert dropped == [True] and len(pf._held) == 1
+
+
+@cuda_only
 @pytest.mark.parametrize("priority", [-1, 0])
 @pytest.mark.parametrize("producer_sleep,consumer_sleep", [(20_000_000, 0), (0, 20_000_000), (2_000_000, 2_000_000)])
 def test_stream_safety_slow_producer_and_slow_consumer(producer_sleep, consumer_sleep, priority):

@@ -5,6 +5,7 @@ copied to the GPU and augmented on a side CUDA stream by producer threads (torch
     for images, labels in Prefetcher(loader, T.Compose([...]), mean=MEAN, std=STD, memory_format=torch.channels_last):
         loss = criterion(model(images), labels)
 """
+import threading
 import weakref
 from typing import Any, Callable, Optional, Sequence
 
@@ -181,6 +182,9 @@ class Prefetcher:
         # would keep an iterator whose loop broke off (and its threads, queued batches and the
         # loader's workers) alive as long as the threads run, that is, for ever
         self._live = None
+        # host batches whose decode and copies to the device may still be running: (event, batch), see _hold
+        self._held = []
+        self._held_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -202,11 +206,24 @@ class Prefetcher:
     def _load_batch(self, batch, index: int):
         """A batch's first stage: decoded (EncodedImages) and copied to the device. It draws nothing at
         random, so producer threads run it for different batches at the same time."""
+        host = batch
         if self._decode.wants(batch):
             batch = self._decode(batch, index)
         if self._stream is not None:
             batch = map_tensors(batch, lambda t: t.to(self.device, non_blocking=True))
+            self._hold(host)
         return batch
+
+    def _hold(self, host) -> None:
+        """Keeps a host batch alive until the work queued from it on the current (side) stream is
+        done: the JPEG decoder's engines and the non_blocking copies read it asynchronously, and a
+        batch in a worker's shared-memory buffer gives the buffer back to the worker when it dies
+        (torchaug/io/_shm.py), which would then write its next batch over memory still being read."""
+        done = torch.cuda.Event()
+        done.record()
+        with self._held_lock:
+            self._held = [(e, b) for e, b in self._held if not e.query()]
+            self._held.append((done, host))
 
     def _transform_batch(self, batch):
         """A batch's second stage: the chain and batch_transform, which draw their random parameters;
