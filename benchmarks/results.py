@@ -1,7 +1,7 @@
 """Rebuilds benchmarks/RESULTS.md from the latest JSON of each benchmark in benchmarks/results/
-(bench_<name>.json, as `python3 benchmarks/bench_<name>.py --json ...` writes it): a summary of
-torchaug against the fastest peer per case, then one table per benchmark with its date, device,
-torch, commit, every implementation measured in that run and the targets.
+(bench_<name>.json, as `python3 benchmarks/bench_<name>.py --json ...` writes it): one table per
+benchmark with its date, device, torch, commit, every implementation measured in that run, each
+one's ratio to torchaug, and the targets.
 
     python3 benchmarks/results.py [--check]      (--check: exit 1 if RESULTS.md is not up to date)
 """
@@ -66,48 +66,14 @@ def table(data) -> str:
     return markdown_table(data["title"], data["env"], data["rows"])
 
 
-def summary(benchmarks) -> str:
-    """Per case: the fastest torchaug row, the fastest peer row measured in the same run (memory floors
-    and ceilings left out) and their ratio, and the targets of the case's torchaug rows."""
-    lines = ["| benchmark | case | torchaug img/s | fastest peer (same run) | peer img/s | torchaug / peer | target |",
-             "| --- | --- | ---: | --- | ---: | ---: | --- |"]
-    for name, data in benchmarks:
-        cases = {}
-        for r in data["rows"]:
-            cases.setdefault(r["case"], []).append(r)
-        for case, rows in cases.items():
-            ours = [r for r in rows if r["impl"].startswith("torchaug")]
-            peers = [r for r in rows if not r["impl"].startswith("torchaug") and "floor" not in r["impl"]
-                     and "memory" not in r["case"]]
-            if not ours:
-                continue
-            best = max(ours, key=lambda r: r["img_per_s"])
-            goal = ""
-            targets = [r for r in ours if "target_img_per_s" in r]
-            if targets:  # the row that comes closest to its target
-                t = max(targets, key=lambda r: r["img_per_s"] / r["target_img_per_s"])
-                met = "met" if t["img_per_s"] >= t["target_img_per_s"] else "MISSED"
-                goal = f"{t['target_img_per_s']:,.0f} img/s: {met}" + (f" ({t['impl']})" if len(targets) > 1 else "")
-            if peers:
-                peer = max(peers, key=lambda r: r["img_per_s"])
-                ratio = best["img_per_s"] / peer["img_per_s"]
-                lines.append(f"| {name} | {case} | {best['img_per_s']:,.0f} | {peer['impl']} | {peer['img_per_s']:,.0f} | "
-                             f"{ratio:.2f}x | {goal} |" if ratio < 10 else
-                             f"| {name} | {case} | {best['img_per_s']:,.0f} | {peer['impl']} | {peer['img_per_s']:,.0f} | "
-                             f"{ratio:,.0f}x | {goal} |")
-            elif goal:
-                lines.append(f"| {name} | {case} | {best['img_per_s']:,.0f} | | | | {goal} |")
-    return "\n".join(lines) + "\n"
-
-
 def render(benchmarks) -> str:
     out = ["# Benchmark results", "",
            "The current state, rebuilt by `python3 benchmarks/results.py` from the latest JSON of each benchmark in",
            "`benchmarks/results/`. Each benchmark measures torchaug and its peers side by side in one run on one GPU",
            "(CUDA-event timing after warm-up, median of repeats, inputs rotated so that the L2 cache does not",
            "flatter); a table's heading line gives the date, device, torch and commit of its run. Ratios compare",
-           "rows of the same run only. Earlier figures and how they moved are in the history of this file.", "",
-           "## Summary", "", summary(benchmarks)]
+           "rows of the same run only; a row with a target says whether it is met. Earlier figures and how they",
+           "moved are in the history of this file.", ""]
     for name, data in benchmarks:
         out += [f"## {name}", "", ABOUT.get(name, ""), "", table(data)]
     out += ["## How the kernels got fast", "", HISTORY]
