@@ -1,18 +1,25 @@
-"""Builds torchaug._C against the torch already installed (no build isolation, torch is never
-reinstalled).
+"""Builds torchaug._C against the torch already installed (pip install --no-build-isolation ., or
+the scripts' in-place build); torch is never installed or upgraded by the build. The package's
+metadata, modules and data are in pyproject.toml.
 
 The CUDA kernels are built when the installed torch has CUDA and nvcc is found; otherwise a
 CPU-only extension. TORCHAUG_CUDA=1 forces the CUDA build, TORCHAUG_CUDA=0 the CPU-only one.
 TORCH_CUDA_ARCH_LIST picks the GPU architectures (e.g. "9.0" for H100/H200); by default torch
-builds for the GPUs it sees.
+builds for the GPUs it sees. The torch and CUDA versions the library is built for are written to
+torchaug/_build_info.py, which names them when the library does not load.
 """
 import glob
 import os
 
-from setuptools import find_packages, setup
+from setuptools import setup
 
-import torch
-from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+try:
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+except ImportError:
+    raise SystemExit("torchaug builds against the torch installed in your environment, and none is importable "
+                     "here. Install torch first, then: pip install --no-build-isolation . (an isolated build "
+                     "environment has no torch)") from None
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -86,9 +93,16 @@ def extension():
                         libraries=libraries, extra_link_args=["-fopenmp"])
 
 
-setup(
-    packages=find_packages(include=["torchaug", "torchaug.*"]),
-    package_data={"torchaug": ["assets/images/*.jpg", "assets/images/*.md"]},
-    ext_modules=[extension()],
-    cmdclass={"build_ext": BuildExtension},
-)
+def write_build_info(cuda: bool) -> None:
+    """torchaug/_build_info.py: the torch (and CUDA) the library is built for."""
+    text = ('"""Written by setup.py: the torch the compiled library torchaug._C was built for."""\n'
+            f"TORCH_VERSION = {torch.__version__!r}\nCUDA_VERSION = {(torch.version.cuda if cuda else None)!r}\n")
+    path = os.path.join(ROOT, "torchaug", "_build_info.py")
+    if not os.path.exists(path) or open(path).read() != text:
+        with open(path, "w") as f:
+            f.write(text)
+
+
+ext = extension()
+write_build_info(any(src.endswith(".cu") for src in ext.sources))
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExtension})

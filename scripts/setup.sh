@@ -32,7 +32,14 @@ if [ "${TORCHAUG_SETUP:-}" = test ] && ! "$PY" -c "import importlib.util as u, s
 fi
 
 jobs=${MAX_JOBS:-$(nproc)}
-echo "setup: building torchaug._C in place (MAX_JOBS=$jobs)"
+echo "setup: building torchaug._C in place (MAX_JOBS=$jobs; the first build takes minutes, a step a line below;"
+echo "       the whole log in build/setup_build.log)"
 mkdir -p build
-MAX_JOBS=$jobs "$PY" setup.py build_ext --inplace > build/setup_build.log 2>&1 || {
-  tail -60 build/setup_build.log; echo "setup: build FAILED"; exit 1; }
+# its own build folder, so that a pip install from the checkout (build/temp.*) does not make the next
+# in-place build start over; ninja's "[k/n] ... -c source" lines shown as "[k/n] source"
+set +e
+MAX_JOBS=$jobs "$PY" setup.py build_ext --inplace --build-temp build/inplace 2>&1 | tee build/setup_build.log \
+  | sed -nEu 's#^(\[[0-9]+/[0-9]+\]) .* -c +(-c +)?([^ ]+) .*#setup: \1 \3#p'
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { tail -60 build/setup_build.log; echo "setup: build FAILED"; exit 1; }

@@ -4,8 +4,7 @@ from . import _cuda_queues  # noqa: F401  (first: asks for CUDA's 32 work queues
 from . import _ops  # noqa: F401  (loads the operators)
 from . import functional, io, ops, transforms
 from .functional import InterpolationMode
+from ._version import __version__
 from .prefetch import PrefetchStats, Prefetcher
-
-__version__ = "0.1.0"
 
 __all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "PrefetchStats", "__version__"]
