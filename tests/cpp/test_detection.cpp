@@ -4,7 +4,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
-#include "kernels/detection.h"
+#include <torchaug/kernels/detection.h>
 
 using namespace torchaug::kernels;
 

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/filter.h"
-#include "kernels/noise.h"
-#include "kernels/random.h"
+#include <torchaug/kernels/filter.h>
+#include <torchaug/kernels/noise.h>
+#include <torchaug/kernels/random.h>
 
 using namespace torchaug::kernels;
 

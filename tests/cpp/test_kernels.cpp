@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "kernels/augment.h"
-#include "kernels/convert.h"
-#include "kernels/geometry.h"
+#include <torchaug/kernels/augment.h>
+#include <torchaug/kernels/convert.h>
+#include <torchaug/kernels/geometry.h>
 
 using namespace torchaug::kernels;
 
