@@ -118,6 +118,8 @@ class JpegBytesDataset(Dataset):
 
 
 def torchvision_cpu_transform():
+    from torchaug._compat import import_torchvision
+    import_torchvision()
     import torchvision.transforms.v2 as V
     return V.Compose([V.RandomResizedCrop(224, antialias=True), V.RandomHorizontalFlip(), V.RandAugment(2, 9),
                       V.ToDtype(torch.float32, scale=True), V.Normalize(MEAN, STD)])
@@ -274,7 +276,8 @@ def main(argv=None):
     classes = args.num_classes or (len(loader.loader.dataset.classes) if hasattr(loader, "loader") and hasattr(loader.loader, "dataset") else 1000)
     model = None
     if args.model != "none":
-        import torchvision
+        from torchaug._compat import import_torchvision  # PyPI's CUDA torchvision beside a CPU-only torch too
+        torchvision = import_torchvision()
         model = torchvision.models.get_model(args.model, num_classes=max(classes, 2)).to(device, memory_format=torch.channels_last)
         if world > 1:
             model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)

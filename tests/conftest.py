@@ -1,7 +1,6 @@
 import contextlib
 import glob
 import os
-import sys
 
 import pytest
 import torch
@@ -13,34 +12,16 @@ ASSETS = sorted(glob.glob(os.path.join(os.path.dirname(torchaug.__file__), "asse
 
 
 def _import_torchvision():
-    """torchvision for parity references. On a CPU-only torch, PyPI's torchvision wheel (a CUDA
-    build) cannot load its compiled ops, and its import then fails registering fake kernels for
-    them; its Python transforms (all the references need) work once the two schemas it registers
-    fakes for exist. On a matching torch (the GPU machine) this is a plain import."""
-    try:
-        import torchvision  # noqa: F401
-
-        return torchvision
-    except RuntimeError as e:
-        if "torchvision::" not in str(e):
-            raise
-    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-        del sys.modules[name]
-    lib = torch.library.Library("torchvision", "FRAGMENT")
-    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    _import_torchvision._keep = lib
-    import torchvision
-
-    return torchvision
+    """torchvision for parity references (torchaug._compat.import_torchvision: on a CPU-only torch,
+    PyPI's CUDA torchvision imports once the schemas its failed library did not define exist)."""
+    from torchaug._compat import import_torchvision
+    return import_torchvision()
 
 
 try:
     torchvision = _import_torchvision()
 except ImportError:  # pragma: no cover - the test command installs it
     torchvision = None
-
-import torchaug  # noqa: E402,F401
 
 CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
