@@ -12,7 +12,12 @@ WORK=$PWD/build/wheel_check
 rm -rf "$WORK" && mkdir -p "$WORK"
 pipi() { "$1" -m pip install -q --disable-pip-version-check "${@:2}"; }
 
-"$PY" -c "import build" 2>/dev/null || pipi "$PY" build
+# what `python -m build --no-isolation` needs beside the installed torch (pyproject's build requirements)
+missing=()
+"$PY" -c "import build" 2>/dev/null || missing+=(build)
+"$PY" -c "import wheel" 2>/dev/null || missing+=(wheel)
+"$PY" -c "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 64)" 2>/dev/null || missing+=("setuptools>=64")
+[ ${#missing[@]} -eq 0 ] || pipi "$PY" "${missing[@]}"
 echo "wheel_check: sdist and wheel (the wheel built from the sdist; the build's log in $WORK/build.log)"
 "$PY" -m build --no-isolation --outdir "$WORK/dist" . > "$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }
 ls "$WORK/dist"
