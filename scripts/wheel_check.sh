@@ -13,13 +13,17 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 pipi() { "$1" -m pip install -q --disable-pip-version-check "${@:2}"; }
 
 # what `python -m build --no-isolation` needs beside the installed torch (pyproject's build requirements)
+# (asked of pip, not by an import here: the checkout's build/ folder would import as a package `build`)
 missing=()
-"$PY" -c "import build" 2>/dev/null || missing+=(build)
-"$PY" -c "import wheel" 2>/dev/null || missing+=(wheel)
-"$PY" -c "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 64)" 2>/dev/null || missing+=("setuptools>=64")
+"$PY" -m pip show -q build > /dev/null 2>&1 || missing+=(build)
+"$PY" -m pip show -q wheel > /dev/null 2>&1 || missing+=(wheel)
+(cd / && "$PY" -c "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 64)") 2>/dev/null || missing+=("setuptools>=64")
 [ ${#missing[@]} -eq 0 ] || pipi "$PY" "${missing[@]}"
 echo "wheel_check: sdist and wheel (the wheel built from the sdist; the build's log in $WORK/build.log)"
-"$PY" -m build --no-isolation --outdir "$WORK/dist" . > "$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }
+# (run from the work folder: in the checkout, its build/ folder would shadow the build package)
+ROOT=$PWD
+(cd "$WORK" && "$PY" -m build --no-isolation --outdir "$WORK/dist" "$ROOT") > "$WORK/build.log" 2>&1 \
+  || { tail -40 "$WORK/build.log"; exit 1; }
 ls "$WORK/dist"
 wheel=$(ls "$WORK"/dist/*.whl)
 
