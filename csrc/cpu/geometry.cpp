@@ -96,7 +96,7 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
   check_warp_affine(op, images, matrices, interpolation, fill);
   auto [oh, ow] = check_out_size(op, out_size);
   const int64_t B = images.size(0);
-  auto out = at::empty({B, images.size(1), oh, ow}, images.options().memory_format(image_memory_format(images)));
+  auto out = empty_output(op, {B, images.size(1), oh, ow}, images.options().memory_format(image_memory_format(images)));
   if (B == 0) return out;
   const auto m = acc_matrices(images, matrices);
   const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
@@ -121,21 +121,18 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& gr
                                                             const at::Tensor& matrices, int64_t interpolation,
                                                             const std::optional<at::Tensor>& fill,
                                                             std::array<bool, 2> output_mask) {
-  const char* op = "_warp_affine_backward";
-  check_warp_affine(op, images, matrices, interpolation, fill);
-  TORCHAUG_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
+  WarpBackwardPlan plan = plan_warp_affine_backward(grad, images, matrices, interpolation, fill);
   const int64_t B = images.size(0);
-  const auto m = acc_matrices(images, matrices);
-  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-  const at::Tensor g = grad.to(images.scalar_type());
-  auto grad_images = at::zeros_like(images, images.options().memory_format(image_memory_format(images)));
-  auto grad_m = at::zeros({B, 2, 3}, m.options());
+  const at::Tensor& g = plan.g;
+  at::Tensor& grad_images = plan.grad_images;
+  at::Tensor& grad_m = plan.grad_m;
+  const at::Tensor& m = plan.m;
+  const WarpAffineParams& p = plan.p;
   if (B == 0) return {grad_images, grad_m.to(matrices.scalar_type())};
-  const WarpAffineParams p = warp_affine_params(images, g, interpolation, f);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, images.scalar_type(), "warp_affine_backward_cpu", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
     const scalar_t* gp = g.data_ptr<scalar_t>();
-    const scalar_t* in = images.data_ptr<scalar_t>();
+    const scalar_t* in = plan.in.data_ptr<scalar_t>();
     scalar_t* gi = grad_images.data_ptr<scalar_t>();
     acc_t* gm = grad_m.data_ptr<acc_t>();
     const acc_t* mp = m.data_ptr<acc_t>();

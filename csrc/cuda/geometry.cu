@@ -41,7 +41,7 @@ at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices
   c10::cuda::CUDAGuard guard(images.device());
   auto [oh, ow] = check_out_size(op, out_size);
   const int64_t B = images.size(0);
-  auto out = at::empty({B, images.size(1), oh, ow}, images.options().memory_format(image_memory_format(images)));
+  auto out = empty_output(op, {B, images.size(1), oh, ow}, images.options().memory_format(image_memory_format(images)));
   if (B == 0) return out;
   const auto m = acc_matrices(images, matrices);
   const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
@@ -96,25 +96,22 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cuda(const at::Tensor& g
                                                              const at::Tensor& matrices, int64_t interpolation,
                                                              const std::optional<at::Tensor>& fill,
                                                              std::array<bool, 2> output_mask) {
-  const char* op = "_warp_affine_backward";
-  check_warp_affine(op, images, matrices, interpolation, fill);
-  TORCHAUG_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating");
   c10::cuda::CUDAGuard guard(images.device());
+  WarpBackwardPlan plan = plan_warp_affine_backward(grad, images, matrices, interpolation, fill);
   const int64_t B = images.size(0);
-  const auto m = acc_matrices(images, matrices);
-  const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-  const at::Tensor g = grad.to(images.scalar_type());
-  auto grad_images = at::zeros_like(images, images.options().memory_format(image_memory_format(images)));
-  auto grad_m = at::zeros({B, 2, 3}, m.options());
+  const at::Tensor& g = plan.g;
+  at::Tensor& grad_images = plan.grad_images;
+  at::Tensor& grad_m = plan.grad_m;
+  const at::Tensor& m = plan.m;
   if (B > 0) {
-    const WarpAffineParams p = warp_affine_params(images, g, interpolation, f);
+    const WarpAffineParams& p = plan.p;
     const auto stream = c10::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, images.scalar_type(), "warp_affine_backward_cuda", [&] {
       using acc_t = typename AccOf<scalar_t>::type;
       with_affine_taps(interpolation, [&](auto taps) {
         warp_affine_backward_kernel<decltype(taps)::value, scalar_t>
             <<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
-                g.data_ptr<scalar_t>(), images.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, strides4(g), B,
+                g.data_ptr<scalar_t>(), plan.in.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, strides4(g), B,
                 output_mask[0], grad_images.data_ptr<scalar_t>(), output_mask[1] ? grad_m.data_ptr<acc_t>() : nullptr);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });

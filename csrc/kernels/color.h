@@ -182,6 +182,14 @@ struct ColorStats {
   const uint8_t* lut;   // 3 x 256 (equalize)
 };
 
+// The equalize bin of a channel value (floating images go through torchvision's uint8 conversion;
+// values outside [0, 1] saturate, NaN counts as 0: the value torch's NaN -> uint8 cast gives, and
+// never an index outside the histogram).
+template <typename acc_t, bool kU8>
+TORCHAUG_HOST_DEVICE inline int equalize_bin(acc_t v) {
+  return kU8 ? static_cast<int>(v) : static_cast<int>(from_unit<acc_t, true>(clamp_of(v == v ? v : acc_t(0), acc_t(0), acc_t(1))));
+}
+
 // Applies op to the C channel values v (C = 1 or 3). p0, p1: the op's parameters; om: 1 - p0 as the
 // caller's Python computes it before the tensor op sees it (the blend of contrast and saturation
 // uses it; one_minus(p0) when p0 is the factor itself, -m when the factor is 1 + m in double).
@@ -264,10 +272,10 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
     case kColorEqualize:
       for (int c = 0; c < C; ++c) {
         if (st.f[c] == 0.0) {  // step == 0: the image is returned as is (after the uint8 round trip)
-          if (!kU8) v[c] = to_unit<acc_t, true>(from_unit<acc_t, true>(clamp_of(v[c], acc_t(0), acc_t(1))));
+          if (!kU8) v[c] = to_unit<acc_t, true>(static_cast<acc_t>(equalize_bin<acc_t, false>(v[c])));
           continue;
         }
-        const int bin = kU8 ? static_cast<int>(v[c]) : static_cast<int>(from_unit<acc_t, true>(clamp_of(v[c], acc_t(0), acc_t(1))));
+        const int bin = equalize_bin<acc_t, kU8>(v[c]);
         const acc_t r = static_cast<acc_t>(st.lut[c * 256 + bin]);
         v[c] = kU8 ? r : to_unit<acc_t, true>(r);
       }
@@ -278,13 +286,6 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
 }
 
 // ---- statistics -----------------------------------------------------------------------------
-// The equalize bin of a channel value (floating images go through torchvision's uint8 conversion;
-// values outside [0, 1] saturate).
-template <typename acc_t, bool kU8>
-TORCHAUG_HOST_DEVICE inline int equalize_bin(acc_t v) {
-  return kU8 ? static_cast<int>(v) : static_cast<int>(from_unit<acc_t, true>(clamp_of(v, acc_t(0), acc_t(1))));
-}
-
 // Order-preserving map of a double to an unsigned 64-bit integer (min/max with integer atomics).
 TORCHAUG_HOST_DEVICE inline uint64_t ordered_bits(double d) {
 #if defined(__CUDA_ARCH__)

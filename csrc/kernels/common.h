@@ -94,10 +94,10 @@ TORCHAUG_HOST_DEVICE inline float trunc_small(float v) {
 #if defined(__CUDA_ARCH__)
   return __fsub_rn(__fadd_rz(fmaxf(v, 0.0f), kTwoPow23), kTwoPow23);
 #else
-  return static_cast<float>(static_cast<int>(v));
+  return v == v ? static_cast<float>(static_cast<int>(v)) : 0.0f;  // int(NaN) is undefined on the host
 #endif
 }
-TORCHAUG_HOST_DEVICE inline double trunc_small(double v) { return static_cast<double>(static_cast<int>(v)); }
+TORCHAUG_HOST_DEVICE inline double trunc_small(double v) { return v == v ? static_cast<double>(static_cast<int>(v)) : 0.0; }
 
 // floor(v) for 0 <= v < 2^23
 TORCHAUG_HOST_DEVICE inline float floor_small(float v) {

@@ -40,6 +40,18 @@ struct RoiGrid {
   acc_t count;
 };
 
+// The most sampling points per bin side: the op refuses a larger sampling_ratio, and the adaptive
+// grid (ceil(bin size), torchvision's) stops there, so a huge or non-finite RoI costs at most
+// kMaxRoiSampling^2 samples a bin (a bin of over 1024 feature-map pixels a side is averaged from
+// 1024 x 1024 points instead of one per pixel).
+constexpr int64_t kMaxRoiSampling = 1024;
+
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline int64_t adaptive_roi_grid(acc_t bin) {
+  const acc_t n = ceil(bin);
+  return n > acc_t(0) ? (n < acc_t(kMaxRoiSampling) ? static_cast<int64_t>(n) : kMaxRoiSampling) : 0;  // NaN: 0
+}
+
 template <typename acc_t, typename T>
 TORCHAUG_HOST_DEVICE inline RoiGrid<acc_t> roi_align_grid(const T* roi, acc_t spatial_scale, int64_t pooled_h,
                                                           int64_t pooled_w, int64_t sampling_ratio, bool aligned) {
@@ -57,8 +69,8 @@ TORCHAUG_HOST_DEVICE inline RoiGrid<acc_t> roi_align_grid(const T* roi, acc_t sp
   }
   g.bin_h = roi_h / static_cast<acc_t>(pooled_h);
   g.bin_w = roi_w / static_cast<acc_t>(pooled_w);
-  g.grid_h = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(ceil(roi_h / static_cast<acc_t>(pooled_h)));
-  g.grid_w = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(ceil(roi_w / static_cast<acc_t>(pooled_w)));
+  g.grid_h = sampling_ratio > 0 ? sampling_ratio : adaptive_roi_grid(roi_h / static_cast<acc_t>(pooled_h));
+  g.grid_w = sampling_ratio > 0 ? sampling_ratio : adaptive_roi_grid(roi_w / static_cast<acc_t>(pooled_w));
   g.count = static_cast<acc_t>(max_of<int64_t>(g.grid_h * g.grid_w, 1));
   return g;
 }

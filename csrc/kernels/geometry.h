@@ -77,6 +77,10 @@ TORCHAUG_HOST_DEVICE inline acc_t axis_aa_raw_weight(const ResampleAxis<acc_t>& 
   return a.kind == kAxisAALinear ? aa_linear_filter(x) : aa_cubic_filter(x);
 }
 
+// The largest crop box edge and offset the resize ops take (2^20 pixels, 16x the largest JPEG's
+// side): an antialiased tap loop spans a whole box edge, so this bounds the work of one output pixel.
+constexpr int64_t kMaxBoxExtent = int64_t(1) << 20;
+
 // Taps of output coordinate `dst` when `in` input pixels are resized to `out`.
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t interpolation, bool antialias,
@@ -102,7 +106,10 @@ TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t inter
     a.center = scale * (static_cast<acc_t>(dst) + acc_t(0.5));
     a.invscale = scale >= acc_t(1) ? acc_t(1) / scale : acc_t(1);
     a.first = max_of(static_cast<int64_t>(a.center - support + acc_t(0.5)), int64_t(0));
-    a.count = min_of(static_cast<int64_t>(a.center + support + acc_t(0.5)), in) - a.first;
+    // at most the taps of a kMaxBoxExtent box (a box beyond the bound on a GPU, where the op does
+    // not read the boxes, costs no more than the largest valid one)
+    a.count = min_of(min_of(static_cast<int64_t>(a.center + support + acc_t(0.5)), in) - a.first,
+                     int64_t(4) * kMaxBoxExtent + 8);
     acc_t total = 0;
     for (int64_t j = 0; j < a.count; ++j) total += axis_aa_raw_weight(a, j);
     a.total = total != acc_t(0) ? total : acc_t(1);

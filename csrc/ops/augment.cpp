@@ -97,6 +97,7 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
                  ops.scalar_type());
   const int64_t n = ops.size(1);
   check_param(op, "magnitudes", magnitudes, images, {B, n}, "(B, n) like ops", {at::kFloat});
+  check_values(op, "magnitudes", magnitudes, -kFiniteMax, kFiniteMax, "finite");
   check_interpolation(op, interpolation, kernels::kBilinear);
   if (fill) check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
   check_op_ids(op, ops, kernels::kAugNumOps);
@@ -133,6 +134,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
     const std::optional<at::Tensor>& sub_prob, const std::optional<at::Tensor>& sub_bins, int64_t batch,
     const std::optional<at::Generator>& generator) {
   const char* op = "_policy_program";
+  check_defined(op, "ids", ids);
+  check_defined(op, "mags", mags);
+  check_defined(op, "signed", signed_);
   const at::Tensor& on = rand ? *rand : ids;  // the op's device
   const c10::OptionalDeviceGuard guard(on.device());
   TORCHAUG_CHECK(kind >= 0 && kind <= 2, "torchaug::", op, ": kind must be 0 (RandAugment), 1 (TrivialAugmentWide) or 2 (AutoAugment), got ", kind);
@@ -147,6 +151,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
   TORCHAUG_CHECK(mags.dim() == 2 && mags.size(0) == K && mags.size(1) > 0 && mags.scalar_type() == at::kFloat, "torchaug::", op,
                  ": mags must be a (K, bins) float32 tensor with K=", K, ", got ", mags.scalar_type(), " of shape ",
                  shape_str(mags.sizes()));
+  check_values(op, "mags", mags, -kFiniteMax, kFiniteMax, "finite");
   TORCHAUG_CHECK(signed_.dim() == 1 && signed_.numel() == K && signed_.scalar_type() == at::kBool, "torchaug::", op,
                  ": signed must be a (K,) bool tensor with K=", K, ", got ", signed_.scalar_type(), " of shape ",
                  shape_str(signed_.sizes()));
@@ -183,9 +188,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
   space.signed_ = sc.data_ptr<bool>();
   if (!rand) draws = resolve_draws(op, rand, generator, batch, R, on.device());
   const auto opts = on.options();
-  at::Tensor choice = at::empty({B, n}, opts.dtype(at::kLong));
-  at::Tensor ops = at::empty({B, n}, opts.dtype(at::kLong));
-  at::Tensor out_mags = at::empty({B, n}, opts.dtype(at::kFloat));
+  at::Tensor choice = empty_output(op, {B, n}, opts.dtype(at::kLong));
+  at::Tensor ops = empty_output(op, {B, n}, opts.dtype(at::kLong));
+  at::Tensor out_mags = empty_output(op, {B, n}, opts.dtype(at::kFloat));
   if (B > 0 && n > 0)
     be.policy(draws, B, nk, nops, magnitude, space, choice.data_ptr<int64_t>(), ops.data_ptr<int64_t>(),
               out_mags.data_ptr<float>());

@@ -6,6 +6,32 @@
 namespace torchaug {
 
 
+namespace {
+// The per-sample parameters of a single color op: their names and the range of the first
+// (torchvision's checks of the same functions).
+struct SingleOpParams {
+  const char* p0 = nullptr;
+  const char* p1 = nullptr;
+  double lo = -kFiniteMax, hi = kFiniteMax;
+  const char* range_doc = "finite";
+};
+
+SingleOpParams single_op_params(int const_op) {
+  using namespace kernels;
+  switch (const_op) {
+    case kColorBrightness:
+    case kColorContrast:
+    case kColorSaturation: return {"factor", nullptr, 0.0, kFiniteMax, "finite and >= 0"};
+    case kColorHue: return {"factor", nullptr, -0.5, 0.5, "in [-0.5, 0.5]"};
+    case kColorGamma: return {"gamma", "gain", 0.0, kFiniteMax, "finite and >= 0"};
+    case kColorPosterize: return {"bits", nullptr, 0.0, 8.0, "in [0, 8]"};
+    case kColorSolarize: return {"threshold", nullptr};
+    case kColorSolarizeAdd: return {"shift", "threshold"};
+    default: return {};
+  }
+}
+}  // namespace
+
 ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor& ops, int const_op,
                      const at::Tensor& p0, const at::Tensor& p1, float p0_default, float p1_default,
                      int64_t out_channels) {
@@ -35,6 +61,7 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
                    ops.scalar_type());
     check_op_ids(op, ops, kernels::kColorNumOps);
     check_param(op, "params", p0, images, {B, n, 2}, "(B, n, 2)", {at::kFloat});
+    check_values(op, "params", p0, -kFiniteMax, kFiniteMax, "finite");
     plan.ops = ops;
     plan.p0 = p0;
     p.n = static_cast<int>(n);
@@ -45,20 +72,20 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
     p.p0_s = p.p1_s = Strides2{plan.p0.stride(0), plan.p0.stride(1)};
   } else {
     p.n = 1;
-    if (p0.defined()) {
-      plan.p0 = sample_param(op, const_op == kernels::kColorGamma ? "gamma" : const_op == kernels::kColorPosterize ? "bits"
-                                : const_op == kernels::kColorSolarize ? "threshold" : const_op == kernels::kColorSolarizeAdd ? "shift" : "factor",
-                            p0, images, p.p0_s);
+    const SingleOpParams sp = single_op_params(const_op);
+    if (sp.p0 != nullptr) {
+      plan.p0 = sample_param(op, sp.p0, p0, images, p.p0_s);
+      check_values(op, sp.p0, p0, sp.lo, sp.hi, sp.range_doc);
       p.p0 = plan.p0.data_ptr<float>();
     }
-    if (p1.defined()) {
-      plan.p1 = sample_param(op, const_op == kernels::kColorGamma ? "gain" : "threshold", p1, images, p.p1_s);
+    if (sp.p1 != nullptr) {
+      plan.p1 = sample_param(op, sp.p1, p1, images, p.p1_s);
       p.p1 = plan.p1.data_ptr<float>();
     }
   }
 
   const at::MemoryFormat fmt = image_memory_format(images);
-  plan.out = at::empty({B, out_channels, H, W}, images.options().memory_format(fmt));
+  plan.out = empty_output(op, {B, out_channels, H, W}, images.options().memory_format(fmt));
   set_image_layout(p, images, plan.out);
   p.out_channels = out_channels;
   p.is_u8 = images.scalar_type() == at::kByte;
@@ -90,6 +117,8 @@ at::Tensor color_single_op(const char* name, ColorRunFn run, const at::Tensor& i
 }
 
 at::Tensor color_program_op(ColorRunFn run, const at::Tensor& images, const at::Tensor& ops, const at::Tensor& params) {
+  check_defined("color_program", "ops", ops);
+  check_defined("color_program", "params", params);
   ColorPlan plan = plan_color("color_program", images, ops, kernels::kColorIdentity, params, at::Tensor(), 0.0f, 1.0f, -1);
   if (images.numel() > 0) run(images, plan);
   return plan.out;

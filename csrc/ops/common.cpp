@@ -39,12 +39,47 @@ Draws resolve_draws(const char* op, const std::optional<at::Tensor>& rand, const
     if (n > 0) d.kernel = cuda_kernel_draws()(generator, n, device);  // torch.rand of 0 values leaves the generator alone
     return d;
   }
-  d.u = at::rand({B, R}, generator, at::TensorOptions().dtype(at::kDouble).device(where));
+  try {
+    d.u = at::rand({B, R}, generator, at::TensorOptions().dtype(at::kDouble).device(where));
+  } catch (const c10::Error& e) {
+    TORCHAUG_CHECK(false, "torchaug::", op, ": cannot draw ", R, " numbers for each of ", B, " samples: ",
+                   e.what_without_backtrace());
+  }
   if (where != device) d.u = d.u.to(device, /*non_blocking=*/true);
   return d;
 }
 
+void check_defined(const char* op, const char* name, const at::Tensor& t) {
+  TORCHAUG_CHECK(t.defined(), "torchaug::", op, ": ", name, " must be a tensor, got None");
+}
+
+void check_values(const char* op, const char* name, const at::Tensor& t, double lo, double hi, const char* range_doc) {
+  if (!t.device().is_cpu() || t.numel() == 0 || !(at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), false))) return;
+  const at::Tensor v = t.to(at::kDouble);
+  const at::Tensor bad = v.isnan() | (v < lo) | (v > hi);
+  if (!bad.any().item<bool>()) return;
+  const at::Tensor idx = bad.flatten().nonzero()[0][0];
+  const double value = v.flatten()[idx.item<int64_t>()].item<double>();
+  TORCHAUG_CHECK(false, "torchaug::", op, ": ", name, " must be ", range_doc, ", got ", value, " at flat index ",
+                 idx.item<int64_t>());
+}
+
+at::Tensor empty_output(const char* op, at::IntArrayRef sizes, const at::TensorOptions& options) {
+  try {
+    return at::empty(sizes, options);
+  } catch (const c10::Error& e) {
+    double n = 1;
+    for (int64_t s : sizes) n *= static_cast<double>(s);
+    const double gib = n * static_cast<double>(c10::elementSize(c10::typeMetaToScalarType(options.dtype()))) /
+                       (1024.0 * 1024.0 * 1024.0);
+    TORCHAUG_CHECK(false, "torchaug::", op, ": cannot allocate the output of shape ", shape_str(sizes), " (", gib, " GiB) on ",
+                   options.device(), ": ", e.what_without_backtrace());
+  }
+  return at::Tensor();
+}
+
 void check_images(const char* op, const at::Tensor& images, const char* name) {
+  check_defined(op, name, images);
   TORCHAUG_CHECK(images.dim() == 4, "torchaug::", op, ": ", name, " must be a 4-D (B, C, H, W) tensor, got ",
               images.dim(), "-D with shape ", shape_str(images.sizes()));
   TORCHAUG_CHECK(is_image_dtype(images.scalar_type()), "torchaug::", op, ": ", name,
@@ -56,6 +91,7 @@ void check_images(const char* op, const at::Tensor& images, const char* name) {
 }
 
 void check_device(const char* op, const char* name, const at::Tensor& t, const at::Tensor& images) {
+  check_defined(op, name, t);
   TORCHAUG_CHECK(t.device() == images.device(), "torchaug::", op, ": ", name, " must be on the images' device ",
               images.device(), ", got ", t.device());
 }
@@ -87,6 +123,7 @@ at::Tensor sample_param(const char* op, const char* name, const at::Tensor& t, c
                  " must have shape (B,) or (1,) with B=", B, ", got ", shape_str(t.sizes()));
   TORCHAUG_CHECK(t.scalar_type() != at::kBool && !at::isComplexType(t.scalar_type()), "torchaug::", op, ": ", name,
                  " must be a real number tensor, got ", t.scalar_type());
+  check_values(op, name, t, -kFiniteMax, kFiniteMax, "finite");
   at::Tensor f = t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
   s = {f.size(0) == 1 ? 0 : f.stride(0), 0};
   return f;
@@ -122,6 +159,8 @@ void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& st
   if (std.device().is_cpu() && std.numel() > 0) {
     TORCHAUG_CHECK(!(std == 0).any().item<bool>(), "torchaug::", op, ": std must not contain zeros");
   }
+  check_values(op, "mean", mean, -kFiniteMax, kFiniteMax, "finite");
+  check_values(op, "std", std, -kFiniteMax, kFiniteMax, "finite and non-zero");
 }
 
 at::ScalarType check_out_dtype(const char* op, std::optional<at::ScalarType> out_dtype,

@@ -65,6 +65,21 @@ inline bool is_image_dtype(at::ScalarType t) {
   return t == at::kByte || t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }
 
+// t is a tensor, not None (an undefined tensor from Python's None or C++'s at::Tensor()).
+void check_defined(const char* op, const char* name, const at::Tensor& t);
+
+// The largest finite double: check_values' bounds for "finite".
+constexpr double kFiniteMax = 1.7976931348623157e308;
+
+// Every value of a real tensor in [lo, hi] and not NaN, read only when t lives on the CPU: on a GPU
+// the read would synchronise, so there kernels stay memory-safe for any value and the result of a
+// non-finite or out-of-range parameter is unspecified (README: Errors).
+void check_values(const char* op, const char* name, const at::Tensor& t, double lo, double hi, const char* range_doc);
+
+// at::empty of an op's output, whose failure (a size the allocator refuses) names the op, the shape
+// and the bytes asked for.
+at::Tensor empty_output(const char* op, at::IntArrayRef sizes, const at::TensorOptions& options);
+
 // images: (B, C, H, W), uint8 or floating, on `device`.
 void check_images(const char* op, const at::Tensor& images, const char* name = "images");
 

@@ -161,7 +161,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> decode_jpeg(const at:
                    ": device is cuda but this torchaug build has no CUDA decoder (built without CUDA or nvJPEG)");
     cuda_decode_backend()(plan, device);  // allocates plan.out (see csrc/cuda/decode.cu)
   } else {
-    plan.out = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
+    plan.out = empty_output(op, {total}, at::TensorOptions().dtype(at::kByte).device(device));
     if (total > 0) decode_cpu(plan);
   }
   at::Tensor offsets = at::zeros({B}, at::kLong);

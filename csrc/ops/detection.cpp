@@ -67,6 +67,11 @@ at::Tensor nms_op(NmsKeepFn keep_fn, const at::Tensor& boxes, const at::Tensor& 
   return order.masked_select(keep_by_rank);
 }
 
+static void check_sampling_ratio(const char* op, int64_t sampling_ratio) {
+  TORCHAUG_CHECK(sampling_ratio <= kernels::kMaxRoiSampling, "torchaug::", op, ": sampling_ratio must be <= ",
+                 kernels::kMaxRoiSampling, " (or <= 0 for the adaptive grid), got ", sampling_ratio);
+}
+
 at::Tensor roi_align_op(RoiAlignFn run, const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
                         int64_t pooled_h, int64_t pooled_w, int64_t sampling_ratio, bool aligned) {
   const char* op = "roi_align";
@@ -83,8 +88,9 @@ at::Tensor roi_align_op(RoiAlignFn run, const at::Tensor& input, const at::Tenso
                  ", ", pooled_w, "]");
   TORCHAUG_CHECK(std::isfinite(spatial_scale) && spatial_scale > 0, "torchaug::", op,
                  ": spatial_scale must be a positive number, got ", spatial_scale);
+  check_sampling_ratio(op, sampling_ratio);
   const int64_t K = rois.size(0), B = input.size(0), C = input.size(1), H = input.size(2), W = input.size(3);
-  at::Tensor out = at::empty({K, C, pooled_h, pooled_w}, input.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor out = empty_output(op, {K, C, pooled_h, pooled_w}, input.options().memory_format(at::MemoryFormat::Contiguous));
   if (out.numel() == 0) return out;
   if (input.numel() == 0) return out.zero_();
   const RoiAlignArgs a{spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned, B, C, H, W};
@@ -111,8 +117,11 @@ at::Tensor roi_align_backward_op(RoiAlignBackwardFn run, const at::Tensor& grad,
   check_same_device(op, "rois", rois, "grad", grad);
   TORCHAUG_CHECK(batch >= 0 && channels >= 0 && height >= 0 && width >= 0, "torchaug::", op,
                  ": the input size must be non-negative");
+  check_sampling_ratio(op, sampling_ratio);
+  TORCHAUG_CHECK(pooled_h > 0 && pooled_w > 0, "torchaug::", op, ": output_size must be positive, got [", pooled_h,
+                 ", ", pooled_w, "]");
   const at::ScalarType acc = grad.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  at::Tensor gi = at::zeros({batch, channels, height, width}, grad.options().dtype(acc));
+  at::Tensor gi = empty_output(op, {batch, channels, height, width}, grad.options().dtype(acc)).zero_();
   if (grad.numel() > 0 && gi.numel() > 0) {
     const RoiAlignArgs a{spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned, batch, channels, height, width};
     run(grad.contiguous(), rois.contiguous(), a, gi);

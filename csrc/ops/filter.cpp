@@ -98,6 +98,7 @@ at::Tensor gaussian_blur_op(FilterRunFn run, const at::Tensor& images, at::IntAr
                  ", got ", shape_str(sigma.sizes()));
   TORCHAUG_CHECK(at::isFloatingType(sigma.scalar_type()) || at::isIntegralType(sigma.scalar_type(), false),
                  "torchaug::", op, ": sigma must be a real number tensor, got ", sigma.scalar_type());
+  check_values(op, "sigma", sigma, 4.9406564584124654e-324, kFiniteMax, "finite and > 0");
   // torchvision's _get_gaussian_kernel1d per sample and axis, in its dtype:
   //   x = linspace(-lim, lim, k); softmax(-(x / sigma)^2); kernel2d = k_y[:, None] * k_x[None, :]
   const at::ScalarType kd = kernel_dtype(images);

@@ -8,6 +8,19 @@
 
 namespace torchaug {
 
+void check_box_values(const char* op, const at::Tensor& boxes) {
+  if (!boxes.device().is_cpu() || boxes.numel() == 0) return;
+  const int64_t lim = kernels::kMaxBoxExtent;
+  const at::Tensor size = boxes.narrow(1, 2, 2), corner = boxes.narrow(1, 0, 2);
+  const at::Tensor bad = ((size <= 0) | (size > lim) | (corner < -lim) | (corner > lim)).any(1);
+  if (!bad.any().item<bool>()) return;
+  const int64_t i = bad.nonzero()[0][0].item<int64_t>();
+  const auto box = boxes[i];
+  TORCHAUG_CHECK(false, "torchaug::", op, ": boxes must have 0 < height, width <= ", lim, " and |top|, |left| <= ", lim,
+                 ", got box ", i, " = [", box[0].item<int64_t>(), ", ", box[1].item<int64_t>(), ", ",
+                 box[2].item<int64_t>(), ", ", box[3].item<int64_t>(), "] (top, left, height, width)");
+}
+
 ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t channels,
                                          at::ScalarType in_dtype, at::MemoryFormat default_format,
                                          const at::Tensor& boxes, c10::SymIntArrayRef out_size,
@@ -31,19 +44,10 @@ ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t
   TORCHAUG_CHECK(!mean || at::isFloatingType(odt), "torchaug::", op,
               ": normalizing (mean/std given) needs a floating out_dtype, got ", odt);
   const at::MemoryFormat fmt = check_memory_format(op, memory_format, default_format);
-  if (boxes.device().is_cpu() && B > 0) {
-    const auto bad = (boxes.narrow(1, 2, 2) <= 0).any(1);
-    if (bad.any().item<bool>()) {
-      const int64_t i = bad.nonzero()[0][0].item<int64_t>();
-      const auto box = boxes[i];
-      TORCHAUG_CHECK(false, "torchaug::", op, ": boxes must have height > 0 and width > 0, got box ", i, " = [",
-                  box[0].item<int64_t>(), ", ", box[1].item<int64_t>(), ", ", box[2].item<int64_t>(), ", ",
-                  box[3].item<int64_t>(), "] (top, left, height, width)");
-    }
-  }
+  check_box_values(op, boxes);
 
   ResizedCropPlan plan;
-  plan.out = at::empty({B, channels, oh, ow}, ref.options().dtype(odt).memory_format(fmt));
+  plan.out = empty_output(op, {B, channels, oh, ow}, ref.options().dtype(odt).memory_format(fmt));
   plan.boxes = boxes.contiguous();
   if (flip) plan.flip = flip->contiguous();
   if (mean) {  // used with their strides: a batch-broadcast (stride 0) mean/std is not copied
@@ -74,12 +78,40 @@ void check_warp_affine(const char* op, const at::Tensor& images, const at::Tenso
   check_images(op, images);
   const int64_t B = images.size(0);
   check_param(op, "matrices", matrices, images, {B, 2, 3}, "(B, 2, 3)", {at::kFloat, at::kDouble});
+  check_values(op, "matrices", matrices, -kFiniteMax, kFiniteMax, "finite");
   check_interpolation(op, interpolation, kernels::kBilinear);
-  if (fill) check_param(op, "fill", *fill, images, {B, images.size(1)}, "(B, C)", {at::kFloat});
+  if (fill) {
+    check_param(op, "fill", *fill, images, {B, images.size(1)}, "(B, C)", {at::kFloat});
+    check_values(op, "fill", *fill, -kFiniteMax, kFiniteMax, "finite");
+  }
 }
 
 at::Tensor acc_matrices(const at::Tensor& images, const at::Tensor& matrices) {
   return matrices.to(images.scalar_type() == at::kDouble ? at::kDouble : at::kFloat).contiguous();
+}
+
+WarpBackwardPlan plan_warp_affine_backward(const at::Tensor& grad, const at::Tensor& images, const at::Tensor& matrices,
+                                           int64_t interpolation, const std::optional<at::Tensor>& fill) {
+  const char* op = "_warp_affine_backward";
+  check_warp_affine(op, images, matrices, interpolation, fill);
+  TORCHAUG_CHECK(at::isFloatingType(images.scalar_type()), "torchaug::", op, ": images must be floating, got ",
+                 images.scalar_type());
+  check_defined(op, "grad", grad);
+  check_device(op, "grad", grad, images);
+  TORCHAUG_CHECK(at::isFloatingType(grad.scalar_type()), "torchaug::", op, ": grad must be floating, got ", grad.scalar_type());
+  TORCHAUG_CHECK(grad.dim() == 4 && grad.size(0) == images.size(0) && grad.size(1) == images.size(1) && grad.size(2) > 0 &&
+                     grad.size(3) > 0,
+                 "torchaug::", op, ": grad must have shape (B, C, H_out, W_out) with B=", images.size(0),
+                 ", C=", images.size(1), ", got ", shape_str(grad.sizes()));
+  WarpBackwardPlan plan;
+  plan.in = images.contiguous(image_memory_format(images));
+  plan.m = acc_matrices(images, matrices);
+  if (fill) plan.fill = fill->contiguous();
+  plan.g = grad.to(images.scalar_type());
+  plan.grad_images = at::zeros_like(plan.in);
+  plan.grad_m = at::zeros({images.size(0), 2, 3}, plan.m.options());
+  plan.p = warp_affine_params(plan.in, plan.g, interpolation, plan.fill);
+  return plan;
 }
 
 WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& out,
@@ -142,6 +174,9 @@ void check_flip(const char* op, const at::Tensor& images, const at::Tensor& hori
 
 std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& data, const at::Tensor& offsets,
                                                      const at::Tensor& sizes, int64_t channels, int64_t* max_height) {
+  check_defined(op, "data", data);
+  check_defined(op, "offsets", offsets);
+  check_defined(op, "sizes", sizes);
   TORCHAUG_CHECK(data.dim() == 1, "torchaug::", op, ": data must be a 1-D tensor (the images' elements back to back), got ",
               data.dim(), "-D with shape ", shape_str(data.sizes()));
   TORCHAUG_CHECK(is_image_dtype(data.scalar_type()), "torchaug::", op,
@@ -150,7 +185,8 @@ std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& 
   TORCHAUG_CHECK(offsets.dim() == 1, "torchaug::", op, ": offsets must have shape (B,), got ", shape_str(offsets.sizes()));
   const int64_t B = offsets.size(0);
   TORCHAUG_CHECK(sizes.dim() == 2 && sizes.size(0) == B && sizes.size(1) == 2, "torchaug::", op,
-              ": sizes must have shape (B, 2) with B=", B, ", got ", shape_str(sizes.sizes()));
+              ": offsets (B,) and sizes (B, 2) must describe the same B images, got offsets of shape ",
+              shape_str(offsets.sizes()), " and sizes of shape ", shape_str(sizes.sizes()));
   TORCHAUG_CHECK(offsets.scalar_type() == at::kLong && sizes.scalar_type() == at::kLong, "torchaug::", op,
               ": offsets and sizes must be int64, got ", offsets.scalar_type(), " and ", sizes.scalar_type());
   TORCHAUG_CHECK(offsets.device().is_cpu() && sizes.device().is_cpu(), "torchaug::", op,
@@ -165,7 +201,11 @@ std::pair<at::Tensor, at::Tensor> plan_ragged(const char* op, const at::Tensor& 
     tallest = std::max(tallest, s[2 * b]);
     TORCHAUG_CHECK(s[2 * b] > 0 && s[2 * b + 1] > 0, "torchaug::", op, ": sizes[", b, "] must be positive, got (",
                 s[2 * b], ", ", s[2 * b + 1], ")");
-    TORCHAUG_CHECK(o[b] >= 0 && o[b] + channels * s[2 * b] * s[2 * b + 1] <= data.numel(), "torchaug::", op,
+    // overflow-checked: sizes and offsets are user numbers up to 2^63
+    int64_t plane = 0, elems = 0, end = 0;
+    const bool fits = !__builtin_mul_overflow(s[2 * b], s[2 * b + 1], &plane) &&
+                      !__builtin_mul_overflow(plane, channels, &elems) && !__builtin_add_overflow(o[b], elems, &end);
+    TORCHAUG_CHECK(fits && o[b] >= 0 && end <= data.numel(), "torchaug::", op,
                 ": image ", b, " (offset ", o[b], ", ", channels, "x", s[2 * b], "x", s[2 * b + 1],
                 ") lies outside data of ", data.numel(), " elements");
   }

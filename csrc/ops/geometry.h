@@ -160,13 +160,34 @@ struct ResizedCropBackwardPlan {
   int64_t batch = 0;
 };
 
+// Crop boxes (B, 4) int64 [top, left, height, width]: height and width > 0 and every edge within
+// kMaxBoxExtent of the image's origin. Read only when the boxes live on the CPU (on a GPU the read
+// would synchronise); the kernels bound their work for any box (kernels::kMaxBoxExtent).
+void check_box_values(const char* op, const at::Tensor& boxes);
+
 inline ResizedCropBackwardPlan plan_resized_crop_backward(const at::Tensor& grad, const at::Tensor& boxes,
                                                           c10::SymIntArrayRef input_size, int64_t interpolation,
                                                           bool antialias, const std::optional<at::Tensor>& flip,
                                                           const std::optional<at::Tensor>& std, bool channels_last) {
-  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::_resized_crop_backward: input_size must be (B, C, H, W)");
+  const char* op = "_resized_crop_backward";
+  TORCHAUG_CHECK(input_size.size() == 4, "torchaug::", op, ": input_size must be (B, C, H, W), got ", input_size.size(),
+                 " values");
   std::vector<int64_t> isz;
   for (const auto& s : input_size) isz.push_back(s.guard_int(__FILE__, __LINE__));
+  TORCHAUG_CHECK(isz[0] >= 0 && isz[1] > 0 && isz[2] > 0 && isz[3] > 0, "torchaug::", op,
+                 ": input_size must have B >= 0 and C, H, W > 0, got ", shape_str(isz));
+  check_defined(op, "grad", grad);
+  TORCHAUG_CHECK(grad.dim() == 4 && grad.size(0) == isz[0] && grad.size(1) == isz[1] && grad.size(2) > 0 &&
+                     grad.size(3) > 0,
+                 "torchaug::", op, ": grad must have shape (B, C, H_out, W_out) with B=", isz[0], ", C=", isz[1],
+                 ", got ", shape_str(grad.sizes()));
+  TORCHAUG_CHECK(at::isFloatingType(grad.scalar_type()), "torchaug::", op, ": grad must be floating, got ",
+                 grad.scalar_type());
+  check_interpolation(op, interpolation, kernels::kBicubic);
+  check_param(op, "boxes", boxes, grad, {isz[0], 4}, "(B, 4)", {at::kLong});
+  check_box_values(op, boxes);
+  if (flip) check_param(op, "flip", *flip, grad, {isz[0]}, "(B,)", {at::kBool});
+  if (std) check_param(op, "std", *std, grad, {isz[0], isz[1]}, "(B, C)", {at::kFloat});
   ResizedCropBackwardPlan plan;
   // at::zeros ignores a memory format in its options: empty (which honours it), then zero_
   plan.grad_in = at::empty(isz, grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
@@ -313,6 +334,17 @@ void check_warp_affine(const char* op, const at::Tensor& images, const at::Tenso
 
 // Matrices in the accumulator dtype of the images, contiguous.
 at::Tensor acc_matrices(const at::Tensor& images, const at::Tensor& matrices);
+
+// The checked operands of _warp_affine_backward, shared by both backends. The kernels index the
+// input and its gradient with the same strides, so the input is made dense (in its own memory
+// format) and grad_images allocated like it: a strided, transposed or stride-0 input would
+// otherwise scatter its gradient outside grad_images.
+struct WarpBackwardPlan {
+  at::Tensor in, g, m, fill, grad_images, grad_m;
+  WarpAffineParams p;
+};
+WarpBackwardPlan plan_warp_affine_backward(const at::Tensor& grad, const at::Tensor& images, const at::Tensor& matrices,
+                                           int64_t interpolation, const std::optional<at::Tensor>& fill);
 
 WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& out,
                                            int64_t interpolation, const at::Tensor& fill);

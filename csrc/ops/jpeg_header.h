@@ -5,6 +5,7 @@
 // zero or absurd dimensions. Both backends therefore report the same error for the same bad file.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -205,6 +206,19 @@ inline Status parse_header(const uint8_t* data, size_t n, Info& info) {
   if (info.sof == 3 || info.sof == 7 || info.sof == 11 || info.sof == 15) return kUnsupported;  // lossless
   if (info.precision != 8) return kUnsupported;
   if (int64_t(info.width) * info.height > kMaxPixels) return kTooLarge;
+  // Every MCU codes at least one Huffman symbol (a DC difference) of at least one bit, so a file
+  // whose bytes after the header are fewer than MCUs / 8 cannot hold the image it declares: refused
+  // here, before the decoders allocate and fill it (a 675-byte file declaring 16384 x 16384 would
+  // otherwise cost a gigabyte and seconds). Arithmetic coding has no such floor.
+  if (!info.arithmetic) {
+    int32_t hmax = 1, vmax = 1;
+    for (int c = 0; c < info.components && c < 4; ++c) {
+      hmax = std::max(hmax, info.h[c]);
+      vmax = std::max(vmax, info.v[c]);
+    }
+    const int64_t mcus = ((int64_t(info.width) + 8 * hmax - 1) / (8 * hmax)) * ((int64_t(info.height) + 8 * vmax - 1) / (8 * vmax));
+    if (pos > n || mcus / 8 > static_cast<int64_t>(n - pos)) return kTruncated;
+  }
   info.scan_pos = pos;
   info.restart_interval = restart_interval;
   return kOk;

@@ -91,9 +91,9 @@ at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& 
   const int64_t B = images.size(0), C = images.size(1);
   NoisePlan plan = make_plan(images, kernels::kNoiseErase);
   check_param(op, "boxes", boxes, images, {B, 4}, "(B, 4)", {at::kLong});
-  plan.boxes = boxes;
-  plan.p_.boxes = boxes.data_ptr<int64_t>();
-  plan.p_.boxes_stride = boxes.stride(0);
+  plan.boxes = boxes.contiguous();  // the kernels read a box's 4 values at stride 1
+  plan.p_.boxes = plan.boxes.data_ptr<int64_t>();
+  plan.p_.boxes_stride = plan.boxes.stride(0);
   TORCHAUG_CHECK(!(value.has_value() && seed.has_value()), "torchaug::", op,
                  ": pass value (a fill) or seed (random fill), not both");
   if (value.has_value()) {
@@ -104,6 +104,7 @@ at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& 
                    " and C=", C, ", got ", shape_str(v.sizes()));
     TORCHAUG_CHECK(v.scalar_type() != at::kBool && !at::isComplexType(v.scalar_type()), "torchaug::", op,
                    ": value must be a real number tensor, got ", v.scalar_type());
+    check_values(op, "value", v, -kFiniteMax, kFiniteMax, "finite");
     plan.values = v.to(at::kFloat);
     plan.p_.values = plan.values.data_ptr<float>();
     plan.p_.values_s = Strides2{plan.values.size(0) == 1 ? 0 : plan.values.stride(0),
