@@ -11,3 +11,31 @@ def image_memory_format(images: torch.Tensor) -> torch.memory_format:
 
 def empty_image(shape, dtype, device, memory_format) -> torch.Tensor:
     return torch.empty(shape, dtype=dtype, device=device).contiguous(memory_format=memory_format)
+
+
+def register_fake(name: str, host_args=("offsets", "sizes")):
+    """torch.library.register_fake for a torchaug op, whose fake kernel first refuses a meta tensor
+    among real ones: the dispatcher sends such a call to the fake kernel (Meta outranks CPU and
+    CUDA), which would return an uninitialised tensor on the real tensors' device. host_args: the
+    arguments that always live on the CPU (a ragged batch's layout)."""
+    op = name.split("::", 1)[1]
+
+    def wrap(fn):
+        def checked(*args, **kwargs):
+            names = [arg.name for arg in getattr(torch.ops.torchaug, op).default._schema.arguments]
+            names = names[:len(args)] + list(kwargs)
+            tensors = [(names[i] if i < len(names) else f"argument {i}", a)
+                       for i, a in enumerate(list(args) + list(kwargs.values())) if isinstance(a, torch.Tensor)]
+            meta = [n for n, a in tensors if a.device.type == "meta"]
+            real = [a.device for n, a in tensors if a.device.type != "meta" and n not in host_args]
+            if meta and real:
+                real = real[0]
+                raise RuntimeError(f"torchaug::{op}: {', '.join(meta)} must be on the device of the other tensors "
+                                   f"({real}), got a meta tensor")
+            return fn(*args, **kwargs)
+
+        checked.__name__ = getattr(fn, "__name__", "fake")
+        checked.__doc__ = fn.__doc__
+        return torch.library.register_fake(name)(checked)
+
+    return wrap

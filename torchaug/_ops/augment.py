@@ -3,11 +3,11 @@ csrc/autograd.cpp: its programs mix ops without a gradient (posterize, equalize,
 nearest sampling), so asking for one raises."""
 import torch
 
-from ._common import empty_image, image_memory_format
+from ._common import empty_image, image_memory_format, register_fake
 from .color import _fake_like
 
 
-@torch.library.register_fake("torchaug::augment")
+@register_fake("torchaug::augment")
 def _augment_fake(images, ops, magnitudes, interpolation=0, fill=None, mean=None, std=None, out_dtype=None,
                   memory_format=None):
     torch._check(ops.dim() == 2 and ops.shape[0] == images.shape[0],
@@ -24,7 +24,7 @@ def _augment_fake(images, ops, magnitudes, interpolation=0, fill=None, mean=None
     return empty_image(tuple(images.shape), dtype, images.device, fmt)
 
 
-@torch.library.register_fake("torchaug::_policy_program")
+@register_fake("torchaug::_policy_program")
 def _policy_program_fake(rand, ids, mags, signed, kind, num_ops, magnitude, sub_idx=None, sub_prob=None, sub_bins=None, batch=-1,
                         generator=None):
     torch._check(kind in (0, 1, 2), lambda: f"torchaug::_policy_program: kind must be 0, 1 or 2, got {kind}")

@@ -2,7 +2,7 @@
 expressions (left to ATen); ops whose math is not differentiable raise when a gradient is asked."""
 import torch
 
-from ._common import empty_image, image_memory_format
+from ._common import empty_image, image_memory_format, register_fake
 
 _LUMA = (0.2989, 0.587, 0.114)
 
@@ -19,21 +19,21 @@ _ONE_PARAM = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adju
 _TWO_PARAMS = ["adjust_gamma", "solarize_add"]
 
 for _name in _UNARY:
-    torch.library.register_fake(f"torchaug::{_name}")(lambda images, _n=_name: _fake_like(_n, images))
+    register_fake(f"torchaug::{_name}")(lambda images, _n=_name: _fake_like(_n, images))
 for _name in _ONE_PARAM:
-    torch.library.register_fake(f"torchaug::{_name}")(lambda images, p, _n=_name: _fake_like(_n, images))
+    register_fake(f"torchaug::{_name}")(lambda images, p, _n=_name: _fake_like(_n, images))
 for _name in _TWO_PARAMS:
-    torch.library.register_fake(f"torchaug::{_name}")(lambda images, p, q, _n=_name: _fake_like(_n, images))
+    register_fake(f"torchaug::{_name}")(lambda images, p, q, _n=_name: _fake_like(_n, images))
 
 
-@torch.library.register_fake("torchaug::rgb_to_grayscale")
+@register_fake("torchaug::rgb_to_grayscale")
 def _rgb_to_grayscale_fake(images, num_output_channels=1):
     torch._check(num_output_channels in (1, images.shape[1]),
                  lambda: f"torchaug::rgb_to_grayscale: num_output_channels must be 1 or {images.shape[1]}, got {num_output_channels}")
     return _fake_like("rgb_to_grayscale", images, num_output_channels)
 
 
-@torch.library.register_fake("torchaug::color_program")
+@register_fake("torchaug::color_program")
 def _color_program_fake(images, ops, params):
     torch._check(ops.dim() == 2 and ops.shape[0] == images.shape[0],
                  lambda: f"torchaug::color_program: ops must have shape (B, n) with B={images.shape[0]}, got {tuple(ops.shape)}")

@@ -1,10 +1,10 @@
 """Fake kernel and autograd of the convert family (normalize)."""
 import torch
 
-from ._common import empty_image, image_memory_format
+from ._common import empty_image, image_memory_format, register_fake
 
 
-@torch.library.register_fake("torchaug::normalize")
+@register_fake("torchaug::normalize")
 def _normalize_fake(images, mean, std, out_dtype=None, memory_format=None):
     torch._check(images.dim() == 4, lambda: f"torchaug::normalize: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
     dtype = torch.float32 if out_dtype is None else out_dtype

@@ -3,8 +3,10 @@ files' contents, so the fake kernel gives it an unbacked size; the metadata tens
 (B, 3) on the CPU, as the real kernel returns them."""
 import torch
 
+from ._common import register_fake
 
-@torch.library.register_fake("torchaug::decode_jpeg")
+
+@register_fake("torchaug::decode_jpeg")
 def _decode_jpeg_fake(data, mode=3, apply_exif_orientation=False, skip_errors=False, device=None, hw_load=None):
     torch._check(mode in (0, 1, 3), lambda: f"torchaug::decode_jpeg: mode must be 0 (unchanged), 1 (gray) or 3 (rgb), got {mode}")
     torch._check(hw_load is None or 0.0 <= hw_load <= 1.0,

@@ -2,6 +2,8 @@
 many indices as boxes survive, so its fake kernel gives the output an unbacked size."""
 import torch
 
+from ._common import register_fake
+
 
 def _nms_fake_common(op, boxes, scores):
     torch._check(boxes.dim() == 2 and boxes.shape[1] == 4,
@@ -12,19 +14,19 @@ def _nms_fake_common(op, boxes, scores):
     return boxes.new_empty((n,), dtype=torch.int64)
 
 
-@torch.library.register_fake("torchaug::nms")
+@register_fake("torchaug::nms")
 def _nms_fake(boxes, scores, iou_threshold):
     return _nms_fake_common("nms", boxes, scores)
 
 
-@torch.library.register_fake("torchaug::batched_nms")
+@register_fake("torchaug::batched_nms")
 def _batched_nms_fake(boxes, scores, idxs, iou_threshold):
     torch._check(idxs.dim() == 1 and idxs.shape[0] == boxes.shape[0],
                  lambda: f"torchaug::batched_nms: idxs must have shape (N,) with N={boxes.shape[0]}, got {tuple(idxs.shape)}")
     return _nms_fake_common("batched_nms", boxes, scores)
 
 
-@torch.library.register_fake("torchaug::roi_align")
+@register_fake("torchaug::roi_align")
 def _roi_align_fake(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
     torch._check(input.dim() == 4, lambda: f"torchaug::roi_align: input must be a 4-D (B, C, H, W) tensor, got {input.dim()}-D")
     torch._check(rois.dim() == 2 and rois.shape[1] == 5,
@@ -33,7 +35,7 @@ def _roi_align_fake(input, rois, spatial_scale, pooled_height, pooled_width, sam
     return input.new_empty((rois.shape[0], input.shape[1], pooled_height, pooled_width))
 
 
-@torch.library.register_fake("torchaug::_roi_align_backward")
+@register_fake("torchaug::_roi_align_backward")
 def _roi_align_backward_fake(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size, channels, height,
                              width, sampling_ratio, aligned):
     return grad.new_empty((batch_size, channels, height, width))

@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as nnf
 
-from ._common import empty_image, image_memory_format
+from ._common import empty_image, image_memory_format, register_fake
 
 
 def _fake(op, images, channels13=False):
@@ -22,16 +22,16 @@ def _fake(op, images, channels13=False):
     return empty_image(tuple(images.shape), images.dtype, images.device, image_memory_format(images))
 
 
-torch.library.register_fake("torchaug::adjust_sharpness")(lambda images, factor: _fake("adjust_sharpness", images, True))
-torch.library.register_fake("torchaug::gaussian_blur")(lambda images, kernel_size, sigma: _fake("gaussian_blur", images))
-torch.library.register_fake("torchaug::laplacian")(
+register_fake("torchaug::adjust_sharpness")(lambda images, factor: _fake("adjust_sharpness", images, True))
+register_fake("torchaug::gaussian_blur")(lambda images, kernel_size, sigma: _fake("gaussian_blur", images))
+register_fake("torchaug::laplacian")(
     lambda images, window_size, smoothing_size, scale, normalized_kernel=False: _fake("laplacian", images))
-torch.library.register_fake("torchaug::gaussian_noise")(
+register_fake("torchaug::gaussian_noise")(
     lambda images, mean, sigma, seed, clip=True: _fake("gaussian_noise", images))
-torch.library.register_fake("torchaug::salt_and_pepper")(
+register_fake("torchaug::salt_and_pepper")(
     lambda images, prob, salt_vs_pepper, seed, per_channel=False, salt_value=None, pepper_value=None:
     _fake("salt_and_pepper", images))
-torch.library.register_fake("torchaug::erase")(lambda images, boxes, value=None, seed=None: _fake("erase", images))
+register_fake("torchaug::erase")(lambda images, boxes, value=None, seed=None: _fake("erase", images))
 
 
 # ---- windows as tensors (the backward's reference computation) -------------------------------

@@ -1,7 +1,7 @@
 """Fake kernels and autograd of the geometry family (warp_affine, resized_crop, flip)."""
 import torch
 
-from ._common import empty_image, image_memory_format
+from ._common import empty_image, image_memory_format, register_fake
 
 def _check_out_size(op, out_size):
     torch._check(len(out_size) == 2, lambda: f"torchaug::{op}: out_size must be [height, width], got {len(out_size)} values")
@@ -10,14 +10,14 @@ def _check_out_size(op, out_size):
 
 # ---- warp_affine ----------------------------------------------------------------------------
 
-@torch.library.register_fake("torchaug::warp_affine")
+@register_fake("torchaug::warp_affine")
 def _warp_affine_fake(images, matrices, out_size, interpolation=1, fill=None):
     torch._check(images.dim() == 4, lambda: f"torchaug::warp_affine: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
     oh, ow = _check_out_size("warp_affine", out_size)
     return empty_image((images.shape[0], images.shape[1], oh, ow), images.dtype, images.device, image_memory_format(images))
 
 
-@torch.library.register_fake("torchaug::_warp_affine_backward")
+@register_fake("torchaug::_warp_affine_backward")
 def _warp_affine_backward_fake(grad, images, matrices, interpolation, fill, output_mask):
     gi = torch.empty_like(images, memory_format=image_memory_format(images)) if output_mask[0] else None
     gm = torch.empty_like(matrices, memory_format=torch.contiguous_format) if output_mask[1] else None
@@ -56,7 +56,7 @@ def _resized_crop_out(op, batch, channels, in_dtype, device, default_format, out
     return empty_image((batch, channels, oh, ow), dtype, device, fmt)
 
 
-@torch.library.register_fake("torchaug::resized_crop")
+@register_fake("torchaug::resized_crop")
 def _resized_crop_fake(images, boxes, out_size, interpolation=1, antialias=True, flip=None, mean=None, std=None,
                        out_dtype=None, memory_format=None):
     torch._check(images.dim() == 4, lambda: f"torchaug::resized_crop: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
@@ -64,7 +64,7 @@ def _resized_crop_fake(images, boxes, out_size, interpolation=1, antialias=True,
                              image_memory_format(images), out_size, mean, out_dtype, memory_format)
 
 
-@torch.library.register_fake("torchaug::resized_crop_ragged")
+@register_fake("torchaug::resized_crop_ragged")
 def _resized_crop_ragged_fake(data, offsets, sizes, channels, channels_last_in, boxes, out_size, interpolation=1,
                               antialias=True, flip=None, mean=None, std=None, out_dtype=None, memory_format=None):
     fmt = torch.channels_last if channels_last_in else torch.contiguous_format
@@ -72,7 +72,7 @@ def _resized_crop_ragged_fake(data, offsets, sizes, channels, channels_last_in, 
                              out_size, mean, out_dtype, memory_format)
 
 
-@torch.library.register_fake("torchaug::_resized_crop_backward")
+@register_fake("torchaug::_resized_crop_backward")
 def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialias, flip, std, channels_last):
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     return empty_image(tuple(input_size), grad.dtype, grad.device, fmt)
@@ -81,7 +81,7 @@ def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialia
 # autograd of resized_crop (_resized_crop_backward) and resized_crop_ragged (none): csrc/autograd.cpp
 
 
-@torch.library.register_fake("torchaug::_random_resized_crop_boxes")
+@register_fake("torchaug::_random_resized_crop_boxes")
 def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch=-1, like=None,
                                     generator=None):
     op = "torchaug::_random_resized_crop_boxes"
@@ -99,7 +99,7 @@ def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale
 
 # ---- flip -----------------------------------------------------------------------------------
 
-@torch.library.register_fake("torchaug::flip")
+@register_fake("torchaug::flip")
 def _flip_fake(images, horizontal, vertical):
     torch._check(images.dim() == 4, lambda: f"torchaug::flip: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
     return torch.empty_like(images, memory_format=image_memory_format(images))

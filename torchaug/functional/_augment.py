@@ -1,6 +1,7 @@
 """Functional auto-augmentation: torchaug.augment runs a per-sample program of the auto-augment ops
 (op ids and magnitudes as (B, n) tensors) with one switch pass per slot; mixup / cutmix mix each
 sample with its neighbour in the batch."""
+import math
 import numbers
 from typing import Optional, Sequence, Union
 
@@ -91,14 +92,20 @@ def augment(
             raise TypeError(f"torchaug.{op}: ops must be an integer tensor of op ids, got {ops.dtype}")
         ops = _as(ops, (b, ops.shape[1]), x.device, torch.int64)
     elif isinstance(ops, Sequence) and not isinstance(ops, str):
+        if not all(isinstance(o, str) or (isinstance(o, numbers.Integral) and not isinstance(o, bool)) for o in ops):
+            raise TypeError(f"torchaug.{op}: ops must be op names or integer op ids, got {list(ops)!r:.120}")
         ids = [augment_op_id(o) if isinstance(o, str) else int(o) for o in ops]
         ops = torch.tensor(ids, dtype=torch.int64).to(x.device, non_blocking=True).expand(b, len(ids))
     else:
         raise TypeError(f"torchaug.{op}: ops must be a (B, n) tensor of op ids or a list of op names, got {type(ops).__name__}")
     n = ops.shape[1]
     if isinstance(magnitudes, numbers.Real) and not isinstance(magnitudes, bool):
+        if not math.isfinite(magnitudes):
+            raise ValueError(f"torchaug.{op}: magnitudes must be finite, got {magnitudes}")
         magnitudes = torch.full((b, n), float(magnitudes), dtype=torch.float32, device=x.device)
     elif isinstance(magnitudes, Sequence) and not isinstance(magnitudes, str):
+        if not all(isinstance(m, numbers.Real) and not isinstance(m, bool) and math.isfinite(m) for m in magnitudes):
+            raise ValueError(f"torchaug.{op}: magnitudes must be finite numbers, got {list(magnitudes)!r:.120}")
         magnitudes = torch.tensor([float(m) for m in magnitudes], dtype=torch.float32).to(x.device).expand(b, -1)
     if not isinstance(magnitudes, torch.Tensor):
         raise TypeError(f"torchaug.{op}: magnitudes must be a number, a sequence or a (B, n) tensor, got {type(magnitudes).__name__}")
@@ -146,13 +153,29 @@ def _soft_labels(labels: torch.Tensor, num_classes: Optional[int], op: str) -> t
 
 
 def _lam_column(lam, b: int, device, op: str) -> torch.Tensor:
-    """(B,) float64 lambda from a number or a (B,)/(1,) tensor."""
+    """(B,) float64 lambda in [0, 1] from a number or a (B,)/(1,) tensor (values read where they
+    live on the CPU)."""
     if isinstance(lam, torch.Tensor):
+        if lam.is_complex() or lam.dtype == torch.bool:
+            raise TypeError(f"torchaug.{op}: lam must be a real number tensor, got {lam.dtype}")
         lam = lam.reshape(-1)
         if lam.shape[0] not in (1, b):
             raise ValueError(f"torchaug.{op}: lam must be a number or have shape (B,) with B={b}, got {tuple(lam.shape)}")
+        _check_lam(lam, op)
         return lam.to(device=device, dtype=torch.float64).expand(b)
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
+        raise TypeError(f"torchaug.{op}: lam must be a number or a tensor, got {type(lam).__name__}")
+    if not 0.0 <= float(lam) <= 1.0:
+        raise ValueError(f"torchaug.{op}: lam must be in [0, 1], got {lam}")
     return torch.full((b,), float(lam), dtype=torch.float64, device=device)
+
+
+def _check_lam(lam: torch.Tensor, op: str) -> None:
+    if lam.device.type == "cpu" and lam.numel() and not torch.compiler.is_compiling():
+        bad = ~((lam >= 0) & (lam <= 1))
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0, 0])
+            raise ValueError(f"torchaug.{op}: lam must be in [0, 1], got {lam[i].item():g} for sample {i}")
 
 
 def _mix_with_previous(t: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
@@ -171,13 +194,42 @@ def mixup(images: torch.Tensor, labels: torch.Tensor, lam, num_classes: Optional
     x, _ = as_batch(images, op)
     if not x.dtype.is_floating_point:
         raise TypeError(f"torchaug.{op}: images must be floating point (mixing uint8 would truncate), got {x.dtype}")
+    _check_labels(labels, x.shape[0], num_classes, op)
     lam = _lam_column(lam, x.shape[0], x.device, op)
     return _mix_with_previous(x, lam), _mix_with_previous(_soft_labels(labels.to(x.device), num_classes, op), lam)
 
 
+def _check_labels(labels, b: int, num_classes, op: str) -> None:
+    """labels: (B,) integer class indices in [0, num_classes) or (B, K) soft labels."""
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"torchaug.{op}: labels must be a tensor, got {type(labels).__name__}")
+    if labels.is_complex() or labels.dtype == torch.bool or labels.device.type == "meta":
+        raise TypeError(f"torchaug.{op}: labels must be real class indices or soft labels with values, got {labels.dtype} "
+                        f"on {labels.device}")
+    if labels.dim() not in (1, 2) or labels.shape[0] != b:
+        raise ValueError(f"torchaug.{op}: labels must have shape (B,) or (B, num_classes) with B={b}, got {tuple(labels.shape)}")
+    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
+                                    or not 0 < num_classes <= 2 ** 31):
+        raise ValueError(f"torchaug.{op}: num_classes must be a positive integer, got {num_classes!r}")
+    if labels.dim() == 1 and not labels.is_floating_point() and labels.device.type == "cpu" and labels.numel() \
+            and num_classes is not None and not bool(((labels >= 0) & (labels < num_classes)).all()):
+        raise ValueError(f"torchaug.{op}: labels must be class indices in [0, {num_classes}), got {labels.tolist()!r:.120}")
+
+
 def cutmix_boxes(lam: torch.Tensor, centers: torch.Tensor, height: int, width: int):
-    """torchvision's CutMix box per sample: lam (B,) float64, centers (B, 2) int64 [r_x, r_y].
-    Returns boxes (B, 4) int64 [x1, y1, x2, y2] (cutmix derives the labels' lam from them)."""
+    """torchvision's CutMix box per sample: lam (B,) float64 in [0, 1], centers (B, 2) int64
+    [r_x, r_y]. Returns boxes (B, 4) int64 [x1, y1, x2, y2] (cutmix derives the labels' lam from
+    them)."""
+    if not isinstance(lam, torch.Tensor) or lam.dim() != 1:
+        raise ValueError(f"torchaug.cutmix_boxes: lam must be a (B,) tensor, got {getattr(lam, 'shape', lam)!r}")
+    if not isinstance(centers, torch.Tensor) or tuple(centers.shape) != (lam.shape[0], 2):
+        raise ValueError(f"torchaug.cutmix_boxes: centers must be a (B, 2) tensor with B={lam.shape[0]}, got {getattr(centers, 'shape', centers)!r}")
+    _check_lam(lam, "cutmix_boxes")
+    return _cutmix_boxes(lam, centers, height, width)
+
+
+def _cutmix_boxes(lam: torch.Tensor, centers: torch.Tensor, height: int, width: int):
+    """cutmix_boxes' arithmetic on checked operands. TorchScript-compatible."""
     r = 0.5 * torch.sqrt(1.0 - lam)
     rw = (r * width).trunc().to(torch.int64)
     rh = (r * height).trunc().to(torch.int64)
@@ -198,6 +250,9 @@ def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_
     b = x.shape[0]
     if not isinstance(boxes, torch.Tensor) or boxes.shape != (b, 4):
         raise ValueError(f"torchaug.{op}: boxes must be a (B, 4) tensor with B={b}, got {getattr(boxes, 'shape', boxes)!r}")
+    if boxes.is_floating_point() or boxes.is_complex() or boxes.dtype == torch.bool or boxes.device.type == "meta":
+        raise TypeError(f"torchaug.{op}: boxes must be integer [x1, y1, x2, y2] with values, got {boxes.dtype} on {boxes.device}")
+    _check_labels(labels, b, num_classes, op)
     return _paste_previous(x, boxes.to(device=x.device, dtype=torch.int64), labels, num_classes)
 
 

@@ -115,8 +115,13 @@ to_grayscale = rgb_to_grayscale
 
 
 def grayscale_to_rgb(images) -> torch.Tensor:
+    """torchvision's grayscale_to_rgb: a 1-channel image repeated to 3 channels; an image of 3 or
+    more channels is returned as it is."""
     x, single = as_batch(images, "grayscale_to_rgb")
-    return unbatch(x if x.shape[1] == 3 else x.repeat(1, 3, 1, 1), single)
+    if x.shape[1] == 2:
+        raise ValueError(f"torchaug.grayscale_to_rgb: images must have 1 channel (or 3 or more, returned as they are), "
+                         f"got {x.shape[1]}")
+    return unbatch(x if x.shape[1] >= 3 else x.repeat(1, 3, 1, 1), single)
 
 
 def invert(images) -> torch.Tensor:
@@ -166,12 +171,21 @@ def color_program(images, ops: torch.Tensor, params: torch.Tensor) -> torch.Tens
     the result of the previous one, its statistics included (contrast mean, autocontrast min/max,
     equalize histograms). Parameters are not range-checked here: the transforms build valid ones."""
     x, single = as_batch(images, "color_program")
-    if not isinstance(ops, torch.Tensor) or not isinstance(params, torch.Tensor):
-        raise TypeError("torchaug.color_program: ops and params must be tensors")
-    if ops.dim() == 1:
-        ops = ops.unsqueeze(1)
+    b = x.shape[0]
+    for name, t in (("ops", ops), ("params", params)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"torchaug.color_program: {name} must be a tensor, got {type(t).__name__}")
+        if t.is_complex() or t.dtype == torch.bool or t.device.type == "meta":
+            raise TypeError(f"torchaug.color_program: {name} must be a real tensor with values, got {t.dtype} on {t.device}")
+    if ops.dim() == 1:  # one op per sample, or one program for a single image
+        ops = ops.unsqueeze(1) if ops.shape[0] == b and not single else ops.unsqueeze(0)
     if params.dim() == 2:
-        params = params.unsqueeze(1)
+        params = params.unsqueeze(1) if params.shape[0] == b and not single and ops.shape[1] == 1 else params.unsqueeze(0)
+    if ops.dim() != 2 or ops.shape[0] not in (1, b):
+        raise ValueError(f"torchaug.color_program: ops must have shape (B, n) with B={b}, got {tuple(ops.shape)}")
+    if params.dim() != 3 or params.shape[0] not in (1, b) or params.shape[1:] != (ops.shape[1], 2):
+        raise ValueError(f"torchaug.color_program: params must have shape (B, n, 2) with B={b}, n={ops.shape[1]}, "
+                         f"got {tuple(params.shape)}")
     ops = ops.to(device=x.device, dtype=torch.int64).expand(x.shape[0], -1)
     params = params.to(device=x.device, dtype=torch.float32).expand(x.shape[0], -1, -1)
     return unbatch(_ops_ns.color_program(x, ops, params), single)

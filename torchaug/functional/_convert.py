@@ -33,6 +33,10 @@ def normalize(
 
 def to_dtype(images, dtype: torch.dtype = torch.float32, scale: bool = False) -> torch.Tensor:
     """torchvision.transforms.v2.functional.to_dtype for images (uint8 <-> floating)."""
+    if not isinstance(images, torch.Tensor):
+        raise TypeError(f"torchaug.to_dtype: images must be a torch.Tensor, got {type(images).__name__}")
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"torchaug.to_dtype: dtype must be a torch.dtype, got {dtype!r}")
     if images.dtype == dtype:
         return images
     if not scale:
@@ -45,7 +49,8 @@ def to_dtype(images, dtype: torch.dtype = torch.float32, scale: bool = False) ->
         # torchvision: multiply by max + 1 - eps and truncate
         return images.mul(255 + 1.0 - 1e-3).to(dtype)
     if images.dtype != torch.uint8 or not dtype.is_floating_point:
-        raise ValueError(f"torchaug.to_dtype: only uint8 and floating dtypes are supported, got {images.dtype} -> {dtype}")
+        raise ValueError(f"torchaug.to_dtype: images must be uint8 or floating and dtype floating (or the reverse), "
+                         f"got {images.dtype} -> {dtype}")
     x, single = as_batch(images, "to_dtype")
     c = x.shape[1]
     zeros = torch.zeros(1, c, dtype=torch.float32, device=x.device).expand(x.shape[0], c)

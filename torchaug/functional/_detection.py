@@ -10,9 +10,26 @@ _ops_ns = torch.ops.torchaug
 
 
 def _check_boxes(boxes, op: str, name: str = "boxes") -> torch.Tensor:
+    """A real tensor with values (NaN and inf are values here: torchvision's semantics apply)."""
     if not isinstance(boxes, torch.Tensor):
         raise TypeError(f"torchaug.{op}: {name} must be a tensor, got {type(boxes).__name__}")
+    if boxes.is_complex() or boxes.dtype == torch.bool:
+        raise TypeError(f"torchaug.{op}: {name} must be a real tensor, got {boxes.dtype}")
+    if boxes.device.type == "meta":
+        raise ValueError(f"torchaug.{op}: {name} must hold values, got a tensor on the meta device")
     return boxes
+
+
+def _check_box_rows(boxes, op: str, name: str) -> None:
+    _check_boxes(boxes, op, name)
+    if boxes.dim() != 2 or boxes.shape[1] != 4:
+        raise ValueError(f"torchaug.{op}: {name} must have shape (N, 4) [x1, y1, x2, y2], got {tuple(boxes.shape)}")
+
+
+def _threshold(value, op: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"torchaug.{op}: iou_threshold must be a number, got {type(value).__name__}")
+    return float(value)
 
 
 def nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
@@ -21,7 +38,7 @@ def nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torc
     box of higher score is > iou_threshold."""
     _check_boxes(boxes, "nms")
     _check_boxes(scores, "nms", "scores")
-    return _ops_ns.nms(boxes, scores, float(iou_threshold))
+    return _ops_ns.nms(boxes, scores, _threshold(iou_threshold, "nms"))
 
 
 def batched_nms(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor, iou_threshold: float) -> torch.Tensor:
@@ -30,7 +47,7 @@ def batched_nms(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor, i
     _check_boxes(boxes, "batched_nms")
     _check_boxes(scores, "batched_nms", "scores")
     _check_boxes(idxs, "batched_nms", "idxs")
-    return _ops_ns.batched_nms(boxes, scores, idxs, float(iou_threshold))
+    return _ops_ns.batched_nms(boxes, scores, idxs, _threshold(iou_threshold, "batched_nms"))
 
 
 def _roi_format(boxes: Union[torch.Tensor, Sequence[torch.Tensor]], dtype, device) -> torch.Tensor:
@@ -38,6 +55,7 @@ def _roi_format(boxes: Union[torch.Tensor, Sequence[torch.Tensor]], dtype, devic
     with their image index."""
     op = "roi_align"
     if isinstance(boxes, torch.Tensor):
+        _check_boxes(boxes, op)
         if boxes.dim() != 2 or boxes.shape[1] != 5:
             raise ValueError(f"torchaug.{op}: boxes must be a (K, 5) tensor [batch_index, x1, y1, x2, y2] or a list of "
                              f"(K_i, 4) tensors, got shape {tuple(boxes.shape)}")
@@ -45,6 +63,7 @@ def _roi_format(boxes: Union[torch.Tensor, Sequence[torch.Tensor]], dtype, devic
     if not isinstance(boxes, (list, tuple)) or not all(isinstance(b, torch.Tensor) for b in boxes):
         raise TypeError(f"torchaug.{op}: boxes must be a (K, 5) tensor or a list of (K_i, 4) tensors, got {type(boxes).__name__}")
     for i, b in enumerate(boxes):
+        _check_boxes(b, op, f"boxes[{i}]")
         if b.dim() != 2 or b.shape[1] != 4:
             raise ValueError(f"torchaug.{op}: boxes[{i}] must have shape (K_i, 4), got {tuple(b.shape)}")
     if len(boxes) == 0:
@@ -65,6 +84,10 @@ def roi_align(input: torch.Tensor, boxes: Union[torch.Tensor, List[torch.Tensor]
     op = "roi_align"
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"torchaug.{op}: input must be a tensor, got {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"torchaug.{op}: input must be floating, got {input.dtype}")
+    if input.device.type == "meta":
+        raise ValueError(f"torchaug.{op}: input must hold values, got a tensor on the meta device")
     if isinstance(output_size, numbers.Integral):
         output_size = (int(output_size), int(output_size))
     if not (isinstance(output_size, Sequence) and len(output_size) == 2 and all(isinstance(s, numbers.Integral) for s in output_size)):
@@ -75,7 +98,7 @@ def roi_align(input: torch.Tensor, boxes: Union[torch.Tensor, List[torch.Tensor]
         bad = (idx < 0) | (idx >= input.shape[0]) | (idx != idx.trunc())
         if bool(bad.any()):
             first = int(bad.nonzero()[0, 0])
-            raise ValueError(f"torchaug.{op}: RoI {first} has batch index {float(idx[first])}, expected an integer in "
+            raise ValueError(f"torchaug.{op}: boxes: RoI {first} has batch index {float(idx[first])}, expected an integer in "
                              f"[0, {input.shape[0]})")
     return _ops_ns.roi_align(input, rois, float(spatial_scale), int(output_size[0]), int(output_size[1]),
                              int(sampling_ratio), bool(aligned))
@@ -83,11 +106,16 @@ def roi_align(input: torch.Tensor, boxes: Union[torch.Tensor, List[torch.Tensor]
 
 def box_area(boxes: torch.Tensor) -> torch.Tensor:
     """torchvision.ops.box_area of (N, 4) [x1, y1, x2, y2] boxes."""
+    _check_box_rows(boxes, "box_area", "boxes")
     return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
 
 
 def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> torch.Tensor:
     """torchvision.ops.box_iou: the (N, M) IoU matrix of two sets of [x1, y1, x2, y2] boxes."""
+    _check_box_rows(boxes1, "box_iou", "boxes1")
+    _check_box_rows(boxes2, "box_iou", "boxes2")
+    if boxes1.device != boxes2.device:
+        raise ValueError(f"torchaug.box_iou: boxes1 and boxes2 must be on one device, got {boxes1.device} and {boxes2.device}")
     area1, area2 = box_area(boxes1), box_area(boxes2)
     lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
     rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])

@@ -36,12 +36,18 @@ def _seed(seed, x: torch.Tensor, op: str, generator=None) -> torch.Tensor:
     return per_sample(seed, x.shape[0], x.device, torch.int64, "seed", op)
 
 
+# The largest window side of the filter ops (csrc/kernels/filter.h: kFilterMaxWindow); torchvision
+# has no such bound, torchaug's kernels keep a window's weights in registers and shared memory.
+MAX_WINDOW = 65
+
+
 def _odd_pair(value, name: str, op: str, lo: int = 1) -> List[int]:
     v = [value, value] if isinstance(value, numbers.Integral) else list(value) if isinstance(value, Sequence) else None
     if v is not None and len(v) == 1:
         v = v * 2
-    if v is None or len(v) != 2 or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= lo and k % 2 == 1 for k in v):
-        raise ValueError(f"torchaug.{op}: {name} must be an odd integer >= {lo} or a sequence of 2 of them, got {value!r}")
+    if v is None or len(v) != 2 or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and lo <= k <= MAX_WINDOW
+                                           and k % 2 == 1 for k in v):
+        raise ValueError(f"torchaug.{op}: {name} must be an odd integer in [{lo}, {MAX_WINDOW}] or a sequence of 2 of them, got {value!r}")
     return [int(k) for k in v]
 
 

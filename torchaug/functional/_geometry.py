@@ -107,7 +107,8 @@ def resized_crop(
     if isinstance(images, RaggedImages):
         batch, device = len(images), images.device
     elif isinstance(images, (list, tuple)):
-        batch, device = len(images), images[0].device if len(images) else torch.device("cpu")
+        imgs, _ = image_list(images, op)
+        batch, device = len(imgs), imgs[0].device
     else:
         x, _ = as_batch(images, op)
         batch, device = x.shape[0], x.device
@@ -135,13 +136,16 @@ def _compute_resized_output_size(height: int, width: int, size, max_size: Option
     # torchvision.transforms.v2.functional._geometry._compute_resized_output_size
     if isinstance(size, numbers.Integral):
         size = [int(size)]
+    elif not isinstance(size, Sequence) or not all(isinstance(s, (numbers.Integral, torch.SymInt)) and not isinstance(s, bool)
+                                                    for s in size):
+        raise ValueError(f"torchaug.resize: size must be an int or a sequence of 1 or 2 ints, got {size!r}")
     elif max_size is not None and len(size) != 1:
         raise ValueError("max_size should only be passed if size is None or specifies the length of the smaller edge")
     if len(size) == 1:
         if max_size is not None and max_size <= size[0]:
             raise ValueError(f"max_size = {max_size} must be strictly greater than the requested size for the smaller edge size = {size}")
         return _short_edge_size(height, width, size[0], max_size)
-    if len(size) != 2:
+    if len(size) != 2 or not all(isinstance(s, (numbers.Integral, torch.SymInt)) and not isinstance(s, bool) for s in size):
         raise ValueError(f"torchaug.resize: size must be an int or a sequence of 1 or 2 ints, got {size!r}")
     return [int(size[0]), int(size[1])]
 
@@ -168,6 +172,8 @@ def resize(images, size, interpolation=InterpolationMode.BILINEAR, max_size: Opt
         return resized_crop_boxes(images, boxes, size, interpolation, antialias, validate=False, **fused)
     x, single = as_batch(images, "resize")
     h, w = x.shape[-2:]
+    if h == 0 or w == 0:
+        raise ValueError(f"torchaug.resize: images must have height and width > 0, got shape {tuple(images.shape)}")
     out_size = _compute_resized_output_size(h, w, size, max_size)
     boxes = torch.tensor([0, 0, h, w], dtype=torch.int64, device=x.device)
     return unbatch(resized_crop_boxes(x, boxes, out_size, interpolation, antialias, validate=False, **fused), single)
@@ -236,7 +242,12 @@ def warp_affine(images, matrices, out_size=None, interpolation=InterpolationMode
     b, c = x.shape[0], x.shape[1]
     code = interpolation_code(interpolation, op, ("nearest", "bilinear"))
     if not isinstance(matrices, torch.Tensor):
-        matrices = torch.as_tensor(matrices, dtype=torch.float32)
+        try:
+            matrices = torch.as_tensor(matrices, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"torchaug.{op}: matrices must be a (B, 2, 3) or (2, 3) tensor, got {matrices!r:.80}") from None
+    if not matrices.dtype.is_floating_point or matrices.device.type == "meta":
+        raise TypeError(f"torchaug.{op}: matrices must be a floating tensor with values, got {matrices.dtype} on {matrices.device}")
     if matrices.dim() == 2:
         matrices = matrices.unsqueeze(0)
     if matrices.dim() != 3 or matrices.shape[1:] != (2, 3) or matrices.shape[0] not in (1, b):
@@ -287,7 +298,11 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
     op = "affine"
     f64 = torch.float64
     angle = per_sample(angle, batch, device, f64, "angle", op)
+    if isinstance(scale, numbers.Real) and not isinstance(scale, bool) and not scale > 0:
+        raise ValueError(f"torchaug.{op}: scale must be positive, got {scale}")
     scale = per_sample(scale, batch, device, f64, "scale", op)
+    if scale.device.type == "cpu" and not torch.compiler.is_compiling() and scale.numel() and not bool((scale > 0).all()):
+        raise ValueError(f"torchaug.{op}: scale must be positive, got {scale.tolist() if scale.numel() <= 8 else scale}")
     translate = per_sample_rows(translate, batch, 2, device, f64, "translate", op)
     if isinstance(shear, numbers.Number):
         shear = [float(shear), 0.0]
@@ -374,9 +389,9 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
     oh, ow = h, w
     if expand and not isinstance(angle, numbers.Real):
         raise ValueError(f"torchaug.{op}: expand=True needs one angle for the batch (a number), got {type(angle).__name__}")
+    if expand:  # from the number itself: an empty batch has no angle row to read
+        oh, ow = rotated_size(float(angle) % 360, None if center is None else [float(v) for v in center], h, w)
     angle = per_sample(angle, b, x.device, torch.float64, "angle", op) % 360
-    if expand:
-        oh, ow = rotated_size(float(angle[0]), None if center is None else [float(v) for v in center], h, w)
     m = _rotation_matrices(angle, _center_offsets(center, b, h, w, x.device, op), center is not None, expand, h, w, oh, ow)
     return unbatch(warp_affine(x, m.to(_matrix_dtype(x)), [oh, ow], interpolation, fill), single)
 
@@ -450,6 +465,14 @@ def translate_y(images, magnitude, interpolation=InterpolationMode.NEAREST, fill
 def _parse_padding(padding) -> List[int]:
     if isinstance(padding, numbers.Integral):
         return [int(padding)] * 4
+    if isinstance(padding, torch.Tensor) and padding.dim() > 1:
+        raise ValueError(f"torchaug.pad: padding must be an int or a sequence of 1, 2 or 4 ints, one for the whole batch "
+                         f"(the output is one tensor), got a tensor of shape {tuple(padding.shape)}")
+    if not isinstance(padding, (Sequence, torch.Tensor)) or not all(
+            isinstance(p, numbers.Integral) or (isinstance(p, torch.Tensor) and p.dim() == 0 and not p.is_floating_point()
+                                                and not p.is_complex()) for p in padding):
+        raise ValueError(f"torchaug.pad: padding must be an int or a sequence of 1, 2 or 4 ints, one for the whole batch "
+                         f"(the output is one tensor), got {padding!r}")
     padding = list(padding)
     if len(padding) == 1:
         return [int(padding[0])] * 4
@@ -488,6 +511,11 @@ def _pad(x: torch.Tensor, padding: List[int], fill: Optional[torch.Tensor], mode
     "constant" (None: zeros). TorchScript-compatible (the scripted Pad and RandomCrop call it)."""
     left, top, right, bottom = padding[0], padding[1], padding[2], padding[3]
     h, w = x.shape[-2], x.shape[-1]
+    if max(abs(left), abs(top), abs(right), abs(bottom)) > 1 << 24:
+        raise ValueError("torchaug.pad: padding must be at most 2^24 pixels a side, got " + str(padding))
+    if h + top + bottom <= 0 or w + left + right <= 0:
+        raise ValueError("torchaug.pad: padding " + str(padding) + " leaves no pixels of the " + str(h) + "x" + str(w)
+                         + " image (the padded size must be positive)")
     if mode == "constant":
         # an integer shift, the fill outside
         m = torch.zeros(x.shape[0], 2, 3, dtype=_matrix_dtype(x), device=x.device)
@@ -500,9 +528,14 @@ def _pad(x: torch.Tensor, padding: List[int], fill: Optional[torch.Tensor], mode
         raise ValueError("torchaug.pad: negative padding needs padding_mode='constant', got " + str(padding))
     if mode == "reflect" and (max(top, bottom) >= h or max(left, right) >= w):
         raise ValueError("torchaug.pad: reflect padding must be smaller than the image (" + str(h) + "x" + str(w) + "), got " + str(padding))
+    if mode == "symmetric" and (max(top, bottom) > h or max(left, right) > w):
+        raise ValueError("torchaug.pad: symmetric padding must be at most the image's size (" + str(h) + "x" + str(w) + "), got " + str(padding))
     rows = _pad_index(h, top, bottom, mode, x.device)
     cols = _pad_index(w, left, right, mode, x.device)
-    return x.index_select(-2, rows).index_select(-1, cols)
+    out = x.index_select(-2, rows).index_select(-1, cols)
+    if x.shape[1] > 1 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        out = out.contiguous(memory_format=torch.channels_last)  # outputs keep the input's memory format
+    return out
 
 
 def _crop_padded(x: torch.Tensor, top: torch.Tensor, left: torch.Tensor, padding: List[int], size: List[int],

@@ -2,6 +2,7 @@
 interpolation modes, and value validation of user-given device parameters."""
 import enum
 import functools
+import math
 import numbers
 from typing import List, Optional, Sequence, Tuple
 
@@ -31,6 +32,13 @@ def as_batch(images, op: str) -> Tuple[torch.Tensor, bool]:
     """(B, C, H, W) from a (C, H, W) or (B, C, H, W) tensor; the flag says to squeeze the result."""
     if not isinstance(images, torch.Tensor):
         raise TypeError(f"torchaug.{op}: images must be a torch.Tensor, got {type(images).__name__}")
+    if images.dtype != torch.uint8 and not images.dtype.is_floating_point:
+        raise TypeError(f"torchaug.{op}: images must be uint8 or floating, got {images.dtype}")
+    if images.device.type == "meta":
+        raise ValueError(f"torchaug.{op}: images must hold values, got a tensor on the meta device "
+                         "(the ops, torch.ops.torchaug.*, take meta tensors)")
+    if images.dim() >= 3 and images.numel() == 0 and any(s == 0 for s in images.shape[-3:]):
+        raise ValueError(f"torchaug.{op}: images must have C, H, W > 0, got shape {tuple(images.shape)}")
     if images.dim() == 3:
         return images.unsqueeze(0), True
     if images.dim() != 4:
@@ -74,6 +82,7 @@ def _as(value: torch.Tensor, shape: Tuple[int, ...], device, dtype) -> torch.Ten
 def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Tensor:
     """A (B,) tensor from a number, a 0-d, (1,) or (B,) tensor (on `device`)."""
     if isinstance(value, torch.Tensor):
+        _check_real(value, dtype, name, op)
         if value.dim() == 0:
             value = value.reshape(1)
         if value.dim() != 1 or value.shape[0] not in (1, batch):
@@ -84,7 +93,22 @@ def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Te
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
         if not (isinstance(value, bool) and dtype == torch.bool):
             raise TypeError(f"torchaug.{op}: {name} must be a number or a tensor, got {type(value).__name__}")
+    if isinstance(value, complex) or not math.isfinite(value):
+        raise ValueError(f"torchaug.{op}: {name} must be a finite real number, got {value}")
     return torch.full((batch,), value, dtype=dtype, device=device)
+
+
+def _check_real(value: torch.Tensor, dtype: torch.dtype, name: str, op: str) -> None:
+    """A tensor parameter is real (a complex one would lose its imaginary part in the cast) and a
+    bool one only where a bool is asked; values on the CPU are finite (a GPU one is not read: that
+    would synchronise)."""
+    if value.is_complex() or (value.dtype == torch.bool) != (dtype == torch.bool):
+        raise TypeError(f"torchaug.{op}: {name} must be a {'bool' if dtype == torch.bool else 'real number'} tensor, got {value.dtype}")
+    if value.device.type == "meta":
+        raise ValueError(f"torchaug.{op}: {name} must hold values, got a tensor on the meta device")
+    if value.is_floating_point() and value.device.type == "cpu" and not torch.compiler.is_compiling() \
+            and value.numel() and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"torchaug.{op}: {name} must be finite, got {value.tolist() if value.numel() <= 8 else value}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,13 +126,23 @@ def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str
         # a transform's constant (Normalize keeps mean and std as lists of floats), without the
         # ABC checks below (~20 us a call in a chain's host time)
         values = tuple(value)
+        if not all(map(math.isfinite, values)):
+            raise ValueError(f"torchaug.{op}: {name} must be finite real numbers, got {list(values)}")
     elif not isinstance(value, torch.Tensor):
         if isinstance(value, numbers.Number):
-            value = [float(value)] * k
+            value = [value] * k
         if isinstance(value, Sequence) and len(value) in (1, k) and all(isinstance(v, numbers.Number) for v in value):
+            if not all(isinstance(v, numbers.Real) and math.isfinite(v) for v in value):
+                raise ValueError(f"torchaug.{op}: {name} must be finite real numbers, got {list(value)}")
             values = tuple(float(v) for v in value) * (k if len(value) == 1 else 1)
         else:
-            value = torch.as_tensor(value, dtype=dtype)
+            try:
+                value = torch.as_tensor(value, dtype=dtype)
+            except (TypeError, ValueError, RuntimeError):
+                raise TypeError(f"torchaug.{op}: {name} must be a number, a sequence of {k} numbers or a tensor, "
+                                f"got {value!r:.80}") from None
+    elif values is None:
+        _check_real(value, dtype, name, op)
     if values is not None:
         if torch.compiler.is_compiling():  # traced: a constant of the graph
             return torch.tensor(values, dtype=dtype, device=device).unsqueeze(0).expand(batch, k)
@@ -139,12 +173,21 @@ def fill_tensor(fill, batch: int, channels: int, device, op: str) -> Optional[to
     return per_sample_rows(fill, batch, channels, device, torch.float32, "fill", op)
 
 
+# The largest crop box edge and offset of the resize ops (csrc/kernels/geometry.h: kMaxBoxExtent).
+MAX_BOX_EXTENT = 1 << 20
+
+
 def check_boxes(boxes: torch.Tensor, op: str) -> None:
     """Value check of user-given crop boxes (a host synchronisation when they live on a GPU; the
     transforms build valid boxes and skip it)."""
-    if boxes.numel() and bool((boxes[:, 2:] <= 0).any()):
-        bad = int((boxes[:, 2:] <= 0).any(1).nonzero()[0, 0])
-        raise ValueError(f"torchaug.{op}: crop height and width must be > 0, got box {bad} = {boxes[bad].tolist()} (top, left, height, width)")
+    if not boxes.numel():
+        return
+    lim = MAX_BOX_EXTENT
+    bad = ((boxes[:, 2:] <= 0) | (boxes[:, 2:] > lim) | (boxes[:, :2].abs() > lim)).any(1)
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(f"torchaug.{op}: crop boxes must have 0 < height, width <= {lim} and |top|, |left| <= {lim}, "
+                         f"got box {i} = {boxes[i].tolist()} (top, left, height, width)")
 
 
 def pair(size, name: str, op: str) -> List[int]:

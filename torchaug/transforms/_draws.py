@@ -8,7 +8,7 @@ from typing import Dict, List, Optional
 import torch
 from torch import Tensor
 
-from ..functional._augment import cutmix_boxes
+from ..functional._augment import _cutmix_boxes
 from ..functional._filter import seeds_on
 from ..functional._utils import draw_device
 
@@ -130,7 +130,7 @@ def cutmix_params(batch: int, height: int, width: int, alpha: float, per_sample:
     u = rand_on([batch, 2], device, generator, gen_device, torch.float64)
     centers = torch.stack([(u[:, 0] * width).floor().clamp(max=width - 1),
                            (u[:, 1] * height).floor().clamp(max=height - 1)], 1).to(torch.int64)
-    return {"lam": lam, "boxes": cutmix_boxes(lam, centers, height, width)}
+    return {"lam": lam, "boxes": _cutmix_boxes(lam, centers, height, width)}
 
 
 def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bins: Tensor, coin: Tensor,

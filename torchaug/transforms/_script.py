@@ -346,13 +346,13 @@ class ScriptRotation(ScriptTransform):
         b, c, h, w = images.shape[0], images.shape[1], images.shape[-2], images.shape[-1]
         dev = images.device
         angle = params["angle"].to(dev, torch.float64)
-        if self.expand:
-            angle = torch.full([b], float(angle[0]), dtype=torch.float64, device=dev)  # one host read, as eager
-        angle = angle.expand(b) % 360
         oh, ow = h, w
         if self.expand:
-            size = rotated_size(float(angle[0]), self.center, h, w)
+            a0 = float(angle[0]) % 360.0  # one host read, as eager
+            angle = torch.full([b], a0, dtype=torch.float64, device=dev)
+            size = rotated_size(a0, self.center, h, w)
             oh, ow = size[0], size[1]
+        angle = angle.expand(b) % 360
         m = _rotation_matrices(angle, _center_rows(self.center, b, h, w, dev), self.center is not None, self.expand,
                                h, w, oh, ow).to(_matrix_dtype(images))
         return torch.ops.torchaug.warp_affine(images, m, [oh, ow], self.interpolation, fill_rows(self.fill, b, c, dev))
