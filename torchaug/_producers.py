@@ -212,8 +212,9 @@ class _PrefetchIterator:
         self._it = iter(owner.loader)
         self._stop = threading.Event()
         self._threads = []
-        # on the CPU with one thread the chain runs inline; else producer threads prepare the batches
-        self._inline = owner._stream is None and owner.threads == 1
+        # on the CPU with one thread and no timeout the chain runs inline; else producer threads
+        # prepare the batches (a timeout needs one: a stalled loader blocks the thread that asks it)
+        self._inline = owner._stream is None and owner.threads == 1 and owner.timeout <= 0
         if not self._inline:
             # the stream the consumer reads on (the main thread's): batches already on the GPU are
             # prepared after the work queued there

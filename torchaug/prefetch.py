@@ -117,7 +117,8 @@ class Prefetcher:
     producer threads are. threads: producer threads (each with its own side stream) that load batches
     beside each other; the chain then runs one batch at a time in the loader's order, so the batches
     and their random draws are those of one thread. priority: the side streams' CUDA priority (lower
-    is more urgent). Without CUDA the chain runs inline on the CPU (on `threads` threads when > 1).
+    is more urgent). Without CUDA the chain runs inline on the CPU (on `threads` threads when > 1, and
+    on one producer thread with a timeout, so that a stalled loader cannot hold the caller).
     `stats` (a PrefetchStats) says where the host time went."""
 
     def __init__(

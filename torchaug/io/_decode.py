@@ -14,7 +14,7 @@ __all__ = ["decode_jpeg", "decode_jpeg_ragged", "read_file", "DecodeFailure"]
 _STATUS = {
     1: "the data is empty (0 bytes)",
     2: "not a JPEG file (it does not start with the SOI marker FF D8)",
-    3: "truncated JPEG (the data ends before the image's EOI marker)",
+    3: "truncated JPEG (the data ends before the image's EOI marker, or is too short for the size its header declares)",
     4: "corrupt JPEG header (a malformed marker segment)",
     5: "unsupported JPEG (12-bit, lossless, 2-component or height given by a DNL marker)",
     6: "image too large (more than 2**28 pixels)",

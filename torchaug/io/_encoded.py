@@ -244,6 +244,46 @@ def write_tar_shards(samples: Sequence[Tuple[str, int]], out_dir: str, samples_p
     return paths
 
 
+def _index_shard(path: str) -> Tuple[Dict[str, Tuple[int, int]], Dict[str, int]]:
+    """The (offset, size) of each image member of a tar shard and the labels of its .cls members.
+    A shard that is cut short is an error naming it and the offset where it breaks: tarfile reads a
+    shard cut between two members as a shorter, valid one, so the end-of-archive blocks (two zero
+    blocks after the last member) are checked, and every member's data must lie inside the file."""
+    images: Dict[str, Tuple[int, int]] = {}
+    labels: Dict[str, int] = {}
+    file_size = os.path.getsize(path)
+    where = 0
+    try:
+        with tarfile.open(path, "r:") as tar:
+            for m in tar:
+                where = m.offset
+                if not m.isfile():
+                    continue
+                if m.offset_data + m.size > file_size:
+                    raise ValueError(f"member {m.name!r} needs bytes {m.offset_data}..{m.offset_data + m.size} of a "
+                                     f"{file_size}-byte file")
+                key, ext = os.path.splitext(m.name)
+                if ext.lower() in (".jpg", ".jpeg"):
+                    images[key] = (m.offset_data, m.size)
+                elif ext == ".cls":
+                    text = tar.extractfile(m).read().decode(errors="replace").strip()
+                    try:
+                        labels[key] = int(text)
+                    except ValueError:
+                        raise ValueError(f"member {m.name!r} must hold an integer label, got {text[:40]!r}") from None
+            end = tar.offset
+    except (tarfile.TarError, EOFError, ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"torchaug.io.TarShards: shard {path} is not a readable tar archive at byte offset {where}: "
+                         f"{e}") from None
+    with open(path, "rb") as f:
+        f.seek(end)
+        trailer = f.read(1024)
+    if len(trailer) < 1024 or trailer.count(0) != 1024:
+        raise ValueError(f"torchaug.io.TarShards: shard {path} is cut short: it ends at byte {file_size} without the "
+                         f"end-of-archive blocks after the member ending at byte offset {end} (a truncated copy?)")
+    return images, labels
+
+
 class TarShards(torch.utils.data.Dataset):
     """A map-style dataset over WebDataset-style tar shards: each sample is the members sharing a key
     ("<key>.jpg" or ".jpeg", and "<key>.cls" with the label as text). The shards are indexed once (tar
@@ -259,18 +299,7 @@ class TarShards(torch.utils.data.Dataset):
             raise ValueError("torchaug.io.TarShards: no shards given")
         self.index: List[Tuple[int, int, int, int]] = []  # (shard, offset, size, label)
         for si, path in enumerate(self.shards):
-            images: Dict[str, Tuple[int, int]] = {}
-            labels: Dict[str, int] = {}
-            with tarfile.open(path, "r:") as tar:
-                for m in tar:
-                    if not m.isfile():
-                        continue
-                    key, ext = os.path.splitext(m.name)
-                    if ext.lower() in (".jpg", ".jpeg"):
-                        images[key] = (m.offset_data, m.size)
-                    elif ext == ".cls":
-                        f = tar.extractfile(m)
-                        labels[key] = int(f.read().decode().strip())
+            images, labels = _index_shard(path)
             for key in sorted(images):
                 offset, size = images[key]
                 self.index.append((si, offset, size, labels.get(key, -1)))
