@@ -2,9 +2,10 @@
 # The one command for the GPU machine: uses the library carried in .gl/ (scripts/build_for_device.sh)
 # when it was built from these sources, else builds in place against the torch already there (sm_90,
 # with the compiler's register and spill report); then the error paths on CUDA, the whole pytest
-# suite, the prefetcher's stream safety under racecheck (and proof that a broken hand-over is
-# caught), compute-sanitizer memcheck and racecheck over every kernel, then the benchmarks, and a
-# short summary. Logs and results (bench_<name>.json, benchmarks/results/'s format) go to $OUT.
+# suite (the bad-input matrix on CUDA among it, and its ops again under memcheck), the prefetcher's
+# stream safety under racecheck (and proof that a broken hand-over is caught), compute-sanitizer
+# memcheck and racecheck over every kernel, then the benchmarks, and a short summary. Logs and
+# results (bench_<name>.json, benchmarks/results/'s format) go to $OUT.
 #   bash scripts/gpu_check.sh [--no-tests] [--no-sanitize] [--no-bench] [--profile]
 #   BENCHES="geometry augment" bash scripts/gpu_check.sh --no-tests     (default: every benchmark)
 set -uo pipefail
@@ -47,6 +48,11 @@ if [ "$TESTS" = 1 ]; then
     tail -20 "$OUT/prefetch_racecheck.log"; summary+=("prefetcher under racecheck: FAILED (see prefetch_racecheck.log)")
   fi
   summary+=("$(python3 scripts/prefetch_mutation.py 2>&1 | tail -1)")
+  # the bad-input matrix's op layer on CUDA under memcheck (the whole matrix ran in pytest above)
+  if command -v compute-sanitizer >/dev/null; then
+    python3 tests/bad_input.py --device cuda --filter "torchaug::" --sanitize memcheck > "$OUT/bad_input_memcheck.log" 2>&1
+    summary+=("bad-input matrix (ops) under memcheck: $(tail -1 "$OUT/bad_input_memcheck.log")")
+  fi
 fi
 
 if [ "$PROFILE" = 1 ]; then

@@ -153,6 +153,10 @@ def _bad_corpus():
     sos = _sos_end(good)
     huge = bytearray(good)
     huge[sof + 5:sof + 9] = (65500).to_bytes(2, "big") + (65500).to_bytes(2, "big")
+    # within the pixel limit (16384 x 16384 = 2**28), but a few hundred bytes cannot hold its 1M MCUs:
+    # refused from the header, before a gigabyte is allocated
+    claims_16k = bytearray(good)
+    claims_16k[sof + 5:sof + 9] = (16384).to_bytes(2, "big") + (16384).to_bytes(2, "big")
     zero_w = bytearray(good)
     zero_w[sof + 7:sof + 9] = b"\x00\x00"
     bad_len = bytearray(good)
@@ -172,6 +176,7 @@ def _bad_corpus():
         "truncated_scan": (good[: (sos + len(good)) // 2], "truncated"),
         "truncated_no_eoi": (good[:-2], "truncated"),
         "absurd_size": (bytes(huge), "image too large"),
+        "header_claims_16384_squared": (bytes(claims_16k), "truncated"),
         "zero_width": (bytes(zero_w), "corrupt JPEG header"),
         "bad_segment_length": (bytes(bad_len), "corrupt JPEG header"),
         "twelve_bit": (bytes(twelve_bit), "unsupported"),
@@ -751,3 +756,56 @@ def test_prefetcher_skips_bad_files_and_their_labels(threads):
     assert sorted((b, i) for b, i, _ in pf.decode_failures) == [(b, i) for b in range(8) for i in (1, 3)]
     with pytest.raises(RuntimeError, match="sample 1"):
         list(torchaug.Prefetcher([batch], torchaug.transforms.Resize([16, 16]), device="cpu"))
+
+
+# ---- stream order of the decoders -------------------------------------------------------------
+# nvJPEG's hardware path has been reported to write its output before earlier work on the stream ran
+# (torchvision PR 9606, torchcodec 1634): a caching-allocator block freed while a queued kernel still
+# reads it, handed to the decode's output, was overwritten under that kernel. These tests free such a
+# block right before a decode and check what the delayed reader saw.
+
+def _pattern_jpegs(seed, n=8, side=256):
+    """n baseline JPEGs of side x side blocks of random colours (the hardware decoder's kind of file)."""
+    g = torch.Generator().manual_seed(seed)
+    files = []
+    for _ in range(n):
+        blocks = (torch.rand(side // 16, side // 16, 3, generator=g) * 255).to(torch.uint8)
+        buf = io.BytesIO()
+        Image.fromarray(blocks.repeat_interleave(16, 0).repeat_interleave(16, 1).numpy()).save(buf, "JPEG", quality=90)
+        files.append(torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8))
+    return files
+
+
+@requires_cuda
+def test_decode_is_ordered_after_queued_reads_of_a_freed_block():
+    sets = [_pattern_jpegs(1), _pattern_jpegs(2)]
+    expected = [[t.clone() for t in decode_jpeg(files, device="cuda")] for files in sets]
+    total = sum(t.numel() for t in expected[0])
+    for k in range(24):
+        src = torch.full((total,), 7, dtype=torch.uint8, device="cuda")  # the decode's output size: its block is reused
+        dst = torch.empty_like(src)
+        torch.cuda._sleep(20_000_000)  # the copy below runs tens of milliseconds later
+        dst.copy_(src)
+        del src
+        out = decode_jpeg(sets[k % 2], device="cuda")
+        torch.cuda.synchronize()
+        assert bool((dst == 7).all()), f"round {k}: the decode wrote into a block that a queued copy still read"
+        assert all(torch.equal(a, b) for a, b in zip(out, expected[k % 2]))
+
+
+@requires_cuda
+def test_prefetcher_decode_is_ordered_after_the_previous_batch_chain():
+    """On the Prefetcher's side stream: batch k's chain reads its decoded images late (a delayed copy);
+    batch k + 1's decode, whose output may take the block batch k freed, must not write under it."""
+    sets = [_pattern_jpegs(3), _pattern_jpegs(4)]
+    batches = [collate_encoded([(f.numpy(), 0) for f in sets[k % 2]]) for k in range(16)]
+
+    def late_reader(images):  # the decoded batch is a RaggedImages over one buffer
+        torch.cuda._sleep(20_000_000)
+        return images.data.clone()
+
+    expected = [torchaug.io.decode_jpeg_ragged(files, device="cuda").data.clone() for files in sets]
+    got = [x for x, _ in torchaug.Prefetcher(batches, late_reader, device="cuda")]
+    torch.cuda.synchronize()
+    for k, x in enumerate(got):
+        assert torch.equal(x, expected[k % 2]), f"batch {k}: a later batch's decode wrote under this batch's chain"

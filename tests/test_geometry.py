@@ -632,11 +632,11 @@ def test_errors_name_the_op_and_argument(device):
 
 def test_value_errors_on_cpu():
     x = random_images(2, 3, 10, 12, torch.uint8)
-    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop: boxes must have height > 0 and width > 0, got box 1 = \[1, 1, 0, 4\]"):
+    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop: boxes must have 0 < height, width <= 1048576 and \|top\|, \|left\| <= 1048576, got box 1 = \[1, 1, 0, 4\]"):
         ops.resized_crop(x, torch.tensor([[0, 0, 5, 5], [1, 1, 0, 4]]), [4, 4], 1, True)
     with pytest.raises(RuntimeError, match=r"torchaug::normalize: std must not contain zeros"):
         ops.normalize(x, torch.zeros(2, 3), torch.tensor([[1.0, 0.0, 1.0]] * 2), None, None)
-    with pytest.raises(ValueError, match=r"torchaug.resized_crop: crop height and width must be > 0, got box 0"):
+    with pytest.raises(ValueError, match=r"torchaug.resized_crop: crop boxes must have 0 < height, width <= 1048576 and \|top\|, \|left\| <= 1048576, got box 0"):
         F.resized_crop(x, 0, 0, 0, 5, [4, 4])
     with pytest.raises(ValueError, match=r"size must be \[height, width\]"):
         F.resized_crop(x, 0, 0, 5, 5, 4)
@@ -649,7 +649,7 @@ def test_ragged_errors():
     boxes = torch.tensor([[0, 0, 2, 2]])
     with pytest.raises(RuntimeError, match=r"torchaug::resized_crop_ragged: image 0 \(offset 0, 3x10x10\) lies outside data of 100 elements"):
         ops.resized_crop_ragged(data, torch.tensor([0]), torch.tensor([[10, 10]]), 3, False, boxes, [2, 2], 1, True)
-    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop_ragged: sizes must have shape \(B, 2\) with B=1, got \(1, 3\)"):
+    with pytest.raises(RuntimeError, match=r"torchaug::resized_crop_ragged: offsets \(B,\) and sizes \(B, 2\) must describe the same B images, got offsets of shape \(1,\) and sizes of shape \(1, 3\)"):
         ops.resized_crop_ragged(data, torch.tensor([0]), torch.tensor([[1, 2, 3]]), 3, False, boxes, [2, 2], 1, True)
     with pytest.raises(ValueError, match=r"torchaug.resized_crop: images\[1\] must have the channels, dtype and device of images\[0\]"):
         F.resized_crop_boxes([torch.zeros(3, 4, 4), torch.zeros(1, 4, 4)], boxes.expand(2, 4), [2, 2])

@@ -377,8 +377,10 @@ def test_timeout_shows_where_the_producer_is():
         stuck.join()
 
 
-@pytest.mark.skipif(not CUDA, reason="the producer thread runs on CUDA only")
-def test_timeout_stops_a_stalled_prefetcher():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_timeout_stops_a_stalled_prefetcher(device, threads):
+    # every configuration, the CPU's default one thread included (its chain then runs on a producer
+    # thread, so that the caller can stop waiting)
     import threading
     release = threading.Event()
 
@@ -389,7 +391,7 @@ def test_timeout_stops_a_stalled_prefetcher():
         return images
     stalls_on_the_second_batch.calls = 0
     x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
-    it = iter(torchaug.Prefetcher([x, x, x], stalls_on_the_second_batch, device="cuda", timeout=0.5))
+    it = iter(torchaug.Prefetcher([x, x, x], stalls_on_the_second_batch, device=device, timeout=0.5, threads=threads))
     try:
         next(it)
         with pytest.raises(RuntimeError, match="(?s)no batch came for 0.5 s.*stalls_on_the_second_batch"):
