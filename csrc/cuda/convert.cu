@@ -62,6 +62,7 @@ int blocks_for(int64_t work) {
 
 at::Tensor normalize_cuda(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
                           std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  check_defined("normalize", "images", images);  // before the guard reads its device
   c10::cuda::CUDAGuard guard(images.device());
   auto plan = plan_normalize(images, mean, std, out_dtype, memory_format);
   const int64_t n = images.numel();

@@ -96,6 +96,7 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cuda(const at::Tensor& g
                                                              const at::Tensor& matrices, int64_t interpolation,
                                                              const std::optional<at::Tensor>& fill,
                                                              std::array<bool, 2> output_mask) {
+  check_defined("_warp_affine_backward", "images", images);  // before the guard reads its device
   c10::cuda::CUDAGuard guard(images.device());
   WarpBackwardPlan plan = plan_warp_affine_backward(grad, images, matrices, interpolation, fill);
   const int64_t B = images.size(0);

@@ -528,6 +528,7 @@ at::Tensor resized_crop_ragged_cuda(const at::Tensor& data, const at::Tensor& of
                                     const std::optional<at::Tensor>& std, std::optional<at::ScalarType> out_dtype,
                                     std::optional<at::MemoryFormat> memory_format) {
   const char* op = "resized_crop_ragged";
+  check_defined(op, "data", data);  // before the guard reads its device
   c10::cuda::CUDAGuard guard(data.device());
   // the tallest image bounds the crops inside the images (from the host metadata plan_ragged
   // checks), as the batch's height does for a dense batch: tiles as tall as that allows
@@ -562,6 +563,7 @@ __global__ void resized_crop_backward_kernel(const scalar_t* __restrict__ grad, 
 at::Tensor resized_crop_backward_cuda(const at::Tensor& grad, const at::Tensor& boxes, c10::SymIntArrayRef input_size,
                                       int64_t interpolation, bool antialias, const std::optional<at::Tensor>& flip,
                                       const std::optional<at::Tensor>& std, bool channels_last) {
+  check_defined("_resized_crop_backward", "grad", grad);  // before the guard reads its device
   c10::cuda::CUDAGuard guard(grad.device());
   const auto plan = plan_resized_crop_backward(grad, boxes, input_size, interpolation, antialias, flip, std, channels_last);
   const at::Tensor& grad_in = plan.grad_in;
