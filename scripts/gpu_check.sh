@@ -50,7 +50,7 @@ if [ "$TESTS" = 1 ]; then
   summary+=("$(python3 scripts/prefetch_mutation.py 2>&1 | tail -1)")
   # the bad-input matrix's op layer on CUDA under memcheck (the whole matrix ran in pytest above)
   if command -v compute-sanitizer >/dev/null; then
-    python3 tests/bad_input.py --device cuda --filter "torchaug::" --sanitize memcheck > "$OUT/bad_input_memcheck.log" 2>&1
+    python3 tests/bad_input.py --device cuda --filter "^torchaug::" --sanitize memcheck > "$OUT/bad_input_memcheck.log" 2>&1
     summary+=("bad-input matrix (ops) under memcheck: $(tail -1 "$OUT/bad_input_memcheck.log")")
   fi
 fi

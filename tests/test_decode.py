@@ -800,11 +800,11 @@ def test_prefetcher_decode_is_ordered_after_the_previous_batch_chain():
     sets = [_pattern_jpegs(3), _pattern_jpegs(4)]
     batches = [collate_encoded([(f.numpy(), 0) for f in sets[k % 2]]) for k in range(16)]
 
-    def late_reader(images):  # the decoded batch is a RaggedImages over one buffer
+    def late_reader(images):  # the decoded batch: a list of (C, H, W) images
         torch.cuda._sleep(20_000_000)
-        return images.data.clone()
+        return torch.cat([t.reshape(-1) for t in images])
 
-    expected = [torchaug.io.decode_jpeg_ragged(files, device="cuda").data.clone() for files in sets]
+    expected = [torch.cat([t.reshape(-1) for t in decode_jpeg(files, device="cuda")]) for files in sets]
     got = [x for x, _ in torchaug.Prefetcher(batches, late_reader, device="cuda")]
     torch.cuda.synchronize()
     for k, x in enumerate(got):
