@@ -3,7 +3,9 @@ math), CPU <-> CUDA agreement (nvJPEG), EXIF orientation, grayscale / CMYK / pro
 generated corpus of bad files, skip mode, the byte readers and the prefetcher's decode stage."""
 import io
 import os
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -809,3 +811,22 @@ def test_prefetcher_decode_is_ordered_after_the_previous_batch_chain():
     torch.cuda.synchronize()
     for k, x in enumerate(got):
         assert torch.equal(x, expected[k % 2]), f"batch {k}: a later batch's decode wrote under this batch's chain"
+
+
+@requires_cuda
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_a_process_that_decoded_on_cuda_exits_cleanly(device):
+    """decode_jpeg on "cuda" without an index made its streams with device index -1; setting one current
+    wrote the thread's current-stream table at [-1], and the process aborted at exit ("double free or
+    corruption" in a thread-local destructor)."""
+    child = textwrap.dedent(f"""
+        import io, torch, torchaug
+        from PIL import Image
+        buf = io.BytesIO()
+        Image.new("RGB", (64, 48), (10, 20, 30)).save(buf, format="JPEG")
+        data = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+        torchaug.io.decode_jpeg([data, data], device={device!r})
+        torch.cuda.synchronize()
+    """)
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]

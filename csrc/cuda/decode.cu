@@ -35,6 +35,7 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <nvjpeg.h>
 
 #include <algorithm>
@@ -255,7 +256,11 @@ void compact_output(DecodePlan& plan, const std::vector<char>& slotted, const c1
   plan.total = total;
 }
 
-void decode_jpeg_cuda(DecodePlan& plan, const at::Device& device) {
+void decode_jpeg_cuda(DecodePlan& plan, const at::Device& requested) {
+  // "cuda" without an index is the current device. Every stream, pool and guard below takes the
+  // index: a stream made with index -1 and set current wrote the thread's current-stream table at
+  // [-1], a heap corruption that aborted the process at exit ("double free or corruption").
+  const at::Device device(at::kCUDA, requested.has_index() ? requested.index() : c10::cuda::current_device());
   const c10::cuda::CUDAGuard guard(device);
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
   const int dev = device.index();
