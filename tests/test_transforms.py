@@ -298,3 +298,32 @@ def test_compose_fuses_todtype_normalize_after_any_transform(device, dtype):
     plain = T.Compose(steps, fuse=False)(x, params=p)
     assert fused.dtype == torch.float32
     torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("with_generator", [False, True])
+def test_compiled_compose_draws_as_eager(device, with_generator, monkeypatch):
+    """Same seed, same output, compiled or not. The uniforms RandomResizedCrop's and the policies' ops
+    draw themselves are drawn by torch.rand under torch.compile: a random op the compiler keeps in
+    program order (hidden inside the op, the crop's draws moved after the flip's). Inductor draws
+    torch.rand's numbers with its own generator unless fallback_random is set: PyTorch's behaviour,
+    set here as the README says. A transform with generator= compiles with graph breaks: dynamo does
+    not trace torch.Generator objects (fullgraph=True refuses it, pinned here)."""
+    import torch._inductor.config as inductor_config
+    monkeypatch.setattr(inductor_config, "fallback_random", True)
+    x = random_images(4, 3, 32, 32, torch.uint8, device)
+
+    def make():
+        g = (lambda s: torch.Generator(device).manual_seed(s)) if with_generator else (lambda s: None)
+        return T.Compose([T.RandomResizedCrop(16, generator=g(1)), T.RandomHorizontalFlip(generator=g(2)),
+                          T.RandAugment(generator=g(3))])
+
+    torch.manual_seed(0)
+    eager = make()(x)
+    torch._dynamo.reset()
+    if with_generator:
+        with pytest.raises(torch._dynamo.exc.Unsupported):
+            torch.compile(make(), fullgraph=True)(x)
+        torch._dynamo.reset()
+    compiled = torch.compile(make(), fullgraph=not with_generator)
+    torch.manual_seed(0)
+    assert torch.equal(compiled(x), eager)

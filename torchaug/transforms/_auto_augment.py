@@ -321,8 +321,9 @@ class _AutoAugmentBase(Transform):
         h, w = info.uniform_size
         dev = torch.device(info.device)
         t = self._tables_for(self._num_bins(), h, w, dev)
+        rand = D.compiled_draws(info.batch, D.policy_draws(self._KIND, self.num_ops), dev, self.generator)
         return D.policy_sample(self._KIND, info.batch, t.ids, t.mags, t.signed, self.num_ops, self.magnitude,
-                               *self._sub_policies(dev), self.generator)
+                               *self._sub_policies(dev), self.generator, rand)
 
     def _scriptable(self):
         name = type(self).__name__

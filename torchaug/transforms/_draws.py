@@ -147,19 +147,39 @@ def policy_program(ids: Tensor, mags: Tensor, signed: Tensor, choice: Tensor, bi
     return {"choice": choice, "ops": ops, "magnitudes": m}
 
 
+def compiled_draws(batch: int, count: int, device: torch.device, generator: Optional[torch.Generator]) -> Optional[Tensor]:
+    """Under torch.compile, the (batch, count) float64 uniforms an op would draw itself
+    (_random_resized_crop_boxes, _policy_program: torch.rand's numbers from the generator, on its
+    device), drawn here by torch.rand and passed to the op as `rand`; None in eager mode. The numbers
+    are the same, but a torch.rand is a random op the compiler sees and keeps in program order, while
+    an op's own draws are hidden from it: it moved them past the other transforms' draws. (Inductor
+    draws torch.rand's numbers with its own generator unless torch._inductor.config.fallback_random
+    is set; README: TorchScript, torch.compile.) Not for TorchScript."""
+    if not torch.compiler.is_compiling():
+        return None
+    where = generator.device if generator is not None else device
+    return torch.rand((batch, count), dtype=torch.float64, device=where, generator=generator).to(device)
+
+
+def policy_draws(kind: int, num_ops: int) -> int:
+    """The uniforms _policy_program draws per sample (csrc/kernels/augment.h: policy_draws)."""
+    return 2 * num_ops if kind == 0 else (3 if kind == 1 else 5)
+
+
 def policy_sample(kind: int, batch: int, ids: Tensor, mags: Tensor, signed: Tensor, num_ops: int, magnitude: int,
                   sub_idx: Optional[Tensor], sub_prob: Optional[Tensor], sub_bins: Optional[Tensor],
-                  generator: Optional[torch.Generator]) -> Dict[str, Tensor]:
+                  generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
     """A policy's programs for `batch` samples in one launch: {"choice", "ops", "magnitudes"} as
     policy_program gives them. torchaug::_policy_program draws their uniforms (B, R) float64 itself,
     the numbers torch.rand((B, R), dtype=torch.float64, generator=generator) gives on the generator's
     device (the tables' device without one; on CUDA inside its kernel), and maps them to
     torchvision's choices. kind 0: RandAugment (2 a slot: op, sign); 1: TrivialAugmentWide (op, bin,
-    sign); 2: AutoAugment (sub-policy, then applied and sign per op)."""
+    sign); 2: AutoAugment (sub-policy, then applied and sign per op). rand: those uniforms drawn by
+    the caller (compiled_draws), the generator then unused."""
     if kind != 2:
         sub_idx, sub_prob, sub_bins = None, None, None
-    choice, ops, m = torch.ops.torchaug._policy_program(None, ids, mags, signed, kind, num_ops, magnitude, sub_idx, sub_prob,
-                                                        sub_bins, batch, generator)
+    choice, ops, m = torch.ops.torchaug._policy_program(rand, ids, mags, signed, kind, num_ops, magnitude, sub_idx, sub_prob,
+                                                        sub_bins, batch, generator if rand is None else None)
     return {"choice": choice, "ops": ops, "magnitudes": m}
 
 

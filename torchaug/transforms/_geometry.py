@@ -12,6 +12,8 @@ from . import _script as S
 from . import _targets as TG
 from ._transform import BatchInfo, Transform, check_probability, script_fill, setup_size
 
+RRC_DRAWS = 22  # uniforms per sample of _random_resized_crop_boxes (csrc/kernels/geometry.h: kRrcDraws)
+
 
 def _mask_fill(fill):
     """The fill a mask gets: the transform's fill when it is one number (torchvision fills masks
@@ -93,8 +95,10 @@ class RandomResizedCrop(_CropLike):
             sizes, (h, w), like = info.sizes(), (0, 0), None
         else:
             sizes, (h, w), like = None, info.uniform_size, images
-        boxes = torch.ops.torchaug._random_resized_crop_boxes(None, sizes, h, w, self.scale[0], self.scale[1], self.ratio[0],
-                                                              self.ratio[1], info.batch, like, self.generator)
+        rand = D.compiled_draws(info.batch, RRC_DRAWS, info.device, self.generator)
+        boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, sizes, h, w, self.scale[0], self.scale[1], self.ratio[0],
+                                                              self.ratio[1], info.batch, like,
+                                                              self.generator if rand is None else None)
         return {"boxes": boxes}
 
     def crop_boxes(self, images, params):
