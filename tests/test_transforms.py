@@ -301,7 +301,7 @@ def test_compose_fuses_todtype_normalize_after_any_transform(device, dtype):
 
 
 @pytest.mark.parametrize("with_generator", [False, True])
-def test_compiled_compose_draws_as_eager(device, with_generator, monkeypatch):
+def test_compiled_compose_draws_as_eager(device, with_generator):
     """Same seed, same output, compiled or not. The uniforms RandomResizedCrop's and the policies' ops
     draw themselves are drawn by torch.rand under torch.compile: a random op the compiler keeps in
     program order (hidden inside the op, the crop's draws moved after the flip's). Inductor draws
@@ -309,7 +309,6 @@ def test_compiled_compose_draws_as_eager(device, with_generator, monkeypatch):
     set here as the README says. A transform with generator= compiles with graph breaks: dynamo does
     not trace torch.Generator objects (fullgraph=True refuses it, pinned here)."""
     import torch._inductor.config as inductor_config
-    monkeypatch.setattr(inductor_config, "fallback_random", True)
     x = random_images(4, 3, 32, 32, torch.uint8, device)
 
     def make():
@@ -319,11 +318,12 @@ def test_compiled_compose_draws_as_eager(device, with_generator, monkeypatch):
 
     torch.manual_seed(0)
     eager = make()(x)
-    torch._dynamo.reset()
-    if with_generator:
-        with pytest.raises(torch._dynamo.exc.Unsupported):
-            torch.compile(make(), fullgraph=True)(x)
+    with inductor_config.patch(fallback_random=True):
         torch._dynamo.reset()
-    compiled = torch.compile(make(), fullgraph=not with_generator)
-    torch.manual_seed(0)
-    assert torch.equal(compiled(x), eager)
+        if with_generator:
+            with pytest.raises(torch._dynamo.exc.Unsupported):
+                torch.compile(make(), fullgraph=True)(x)
+            torch._dynamo.reset()
+        compiled = torch.compile(make(), fullgraph=not with_generator)
+        torch.manual_seed(0)
+        assert torch.equal(compiled(x), eager)
