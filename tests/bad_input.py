@@ -474,8 +474,9 @@ def run_matrix(device: str = "cpu", indices: Optional[List[int]] = None, prefix:
     """Runs the cases (all, or those indices) in child processes; a child that dies or hangs is
     recorded as the case's crash or hang and replaced by a fresh one for the remaining cases; a child
     that ends its cases with a non-zero exit status (a sanitizer's error exit code) is a failure
-    recorded under -1 with the end of its stderr. prefix: a command put before the child's python
-    (compute-sanitizer)."""
+    recorded under -1 with the end of its stderr and of the lines on its stdout that are not the
+    protocol's. prefix: a command put before the child's python (compute-sanitizer, which reports on
+    the child's stdout)."""
     cases = _cases(device, _extra)
     todo = list(range(len(cases))) if indices is None else list(indices)
     results: Dict[int, Dict[str, str]] = {}
@@ -490,6 +491,7 @@ def run_matrix(device: str = "cpu", indices: Optional[List[int]] = None, prefix:
         proc.stdin.write("".join(f"{i}\n" for i in todo))
         proc.stdin.close()
         current, deadline = None, time.monotonic() + START_TIMEOUT
+        other_lines: List[str] = []  # what the prefix's tool prints between the protocol's lines
         while True:
             ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
             line = proc.stdout.readline() if ready else None
@@ -501,6 +503,9 @@ def run_matrix(device: str = "cpu", indices: Optional[List[int]] = None, prefix:
                     what = f"hang (no result in {CASE_TIMEOUT:g} s)" if line is None else f"crash (exit status {rc})"
                     results[current] = {"outcome": "fail", "what": what}
                 break
+            if not line.startswith("{"):
+                other_lines.append(line)
+                continue
             msg = json.loads(line)
             if msg.get("start"):
                 current, deadline = msg["i"], time.monotonic() + CASE_TIMEOUT
@@ -511,7 +516,7 @@ def run_matrix(device: str = "cpu", indices: Optional[List[int]] = None, prefix:
         todo = [i for i in todo if i not in results]
         if ended_between_cases and not todo and proc.returncode:
             log.seek(0)
-            tail = log.read()[-3000:]
+            tail = (log.read() + "".join(other_lines))[-3000:]
             results[-1] = {"outcome": "fail", "what": f"the child exited with status {proc.returncode} after its cases:\n{tail}"}
         log.close()
         if ended_between_cases and todo:  # the child failed before a case (its import, the cases' setup)
