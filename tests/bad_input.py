@@ -261,6 +261,7 @@ def _function_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
         "rgb_to_grayscale": dict(images=img, num_output_channels=1),
         "to_grayscale": dict(images=img, num_output_channels=3),
         "grayscale_to_rgb": dict(images=img[:, :1]),
+        "permute_channels": dict(images=img8, permutation=torch.tensor([[2, 0, 1], [0, 1, 2]], device=d)),
         "color_program": dict(images=img8, ops=torch.tensor([[1], [4]], device=d),
                               params=torch.tensor([[[1.2, 0.0]], [[0.1, 0.0]]], device=d)),
         "augment": dict(images=img8, ops=["rotate", "equalize"], magnitudes=[10.0, 0.0]),

@@ -139,3 +139,118 @@ def test_compose_with_color_transforms(device):
     y, params = pipe(T.ToDtype(torch.float32, scale=True)(x), return_params=True)
     assert y.shape == (8, 3, 8, 8)
     assert torch.equal(pipe(T.ToDtype(torch.float32, scale=True)(x), params=params), y)
+
+
+# ---- channel permutation and photometric distortion ---------------------------------------------
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_permute_channels_matches_torchvision_per_sample(device, dtype):
+    import torchaug.functional as F
+    x = random_images(4, 3, 7, 9, dtype, device, channels_last=dtype == torch.float32)
+    perms = [[2, 0, 1], [0, 1, 2], [1, 2, 0], [2, 1, 0]]
+    out = F.permute_channels(x, torch.tensor(perms, device=device))
+    assert out.is_contiguous(memory_format=torch.channels_last) == (dtype == torch.float32)
+    for i, p in enumerate(perms):
+        assert torch.equal(out[i], TF.permute_channels(x[i], p))
+    assert torch.equal(F.permute_channels(x[0], [1, 2, 0]), TF.permute_channels(x[0], [1, 2, 0]))
+    assert torch.equal(F.permute_channels(x, [2, 1, 0]), x.flip(1))
+
+
+def test_permute_channels_refuses_what_is_not_a_permutation(device):
+    import torchaug.functional as F
+    x = _x(b=2, device=device)
+    with pytest.raises(ValueError, match=r"permute_channels: permutation must be a permutation of 0..2 in every row, got \[0, 0, 1\] for sample 1"):
+        F.permute_channels(x, torch.tensor([[0, 1, 2], [0, 0, 1]], device=device))
+    with pytest.raises(ValueError, match=r"permutation must be a permutation of 0..2 in every row, got \[0, 1, 3\]"):
+        F.permute_channels(x, [0, 1, 3])
+    with pytest.raises(ValueError, match=r"permutation must have shape \(3,\) or \(B, 3\) with B=2"):
+        F.permute_channels(x, [1, 0])
+    with pytest.raises(TypeError, match=r"permutation must be an integer tensor, got torch.float32"):
+        F.permute_channels(x, torch.tensor([0.0, 1.0, 2.0]))
+
+
+def test_random_channel_permutation_draws_every_permutation_evenly():
+    import itertools
+    t = T.RandomChannelPermutation(generator=torch.Generator().manual_seed(0))
+    n = 6000
+    perms = t.make_params(_x(b=n))["permutation"]
+    counts = {p: 0 for p in itertools.permutations(range(3))}
+    for row in perms.tolist():
+        counts[tuple(row)] += 1
+    assert all(abs(c - n / 6) < 5 * math.sqrt(n / 6) for c in counts.values()), counts
+
+
+def test_random_channel_permutation_applies_its_draws(device):
+    x = _x(b=6, device=device)
+    out, p = T.RandomChannelPermutation()(x, return_params=True)
+    for i in range(6):
+        assert torch.equal(out[i], x[i][p["permutation"][i]])
+    ragged = [x[0], x[1, :, :5]]
+    out, p = T.RandomChannelPermutation()(ragged, return_params=True)
+    assert torch.equal(out[1], ragged[1][p["permutation"][1]])
+
+
+def _distort_reference(img, ops, params, perm):
+    """torchvision's RandomPhotometricDistort.transform on one image, with the drawn decisions."""
+    fns = {"brightness": TF.adjust_brightness, "contrast": TF.adjust_contrast, "saturation": TF.adjust_saturation,
+           "hue": TF.adjust_hue}
+    for k in range(ops.shape[0]):
+        name = NAMES[int(ops[k])]
+        if name != "identity":
+            img = fns[name](img, params[k, 0].item())
+    return TF.permute_channels(img, perm.tolist())
+
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_photometric_distort_matches_torchvision_per_sample(device, dtype):
+    x = _x(b=24, dtype=dtype, device=device)
+    t = T.RandomPhotometricDistort(generator=torch.Generator().manual_seed(4))
+    out, p = t(x, return_params=True)
+    assert p["ops"].shape == (24, 5)
+    # the program is torchvision's order: brightness, contrast or not, saturation, hue, contrast or not
+    ops = p["ops"].cpu()
+    assert set(ops[:, 0].tolist()) <= {0, COLOR_OPS["brightness"]} and set(ops[:, 2].tolist()) <= {0, COLOR_OPS["saturation"]}
+    assert not ((ops[:, 1] != 0) & (ops[:, 4] != 0)).any()
+    for i in range(x.shape[0]):
+        ref = _distort_reference(x[i], p["ops"][i], p["params"][i], p["permutation"][i])
+        assert_close_images(out[i], ref, dtype, f"sample {i}")
+    assert torch.equal(t(x, params=p), out)
+
+
+def test_photometric_distort_decisions_follow_p():
+    n, prob = 8000, 0.3
+    t = T.RandomPhotometricDistort(brightness=(0.5, 0.7), hue=(-0.2, 0.1), p=prob, generator=torch.Generator().manual_seed(2))
+    p = t.make_params(_x(b=n))
+    ops, f = p["ops"], p["params"][..., 0]
+    tol = 5 * math.sqrt(prob * (1 - prob) / n)
+    made = {"brightness": ops[:, 0] != 0, "contrast": (ops[:, 1] != 0) | (ops[:, 4] != 0), "saturation": ops[:, 2] != 0,
+            "hue": ops[:, 3] != 0, "permutation": (p["permutation"] != torch.arange(3)).any(1)}
+    for name, m in made.items():
+        frac = m.float().mean().item()
+        expected = prob * (5 / 6 if name == "permutation" else 1)  # one permutation in 6 is the identity
+        assert abs(frac - expected) < tol, (name, frac)
+    before = (ops[:, 1] != 0).sum().item() / made["contrast"].sum().item()
+    assert abs(before - 0.5) < 0.06
+    assert f[:, 0][made["brightness"]].min() >= 0.5 and f[:, 0][made["brightness"]].max() <= 0.7
+    assert f[:, 3][made["hue"]].min() >= -0.2 and f[:, 3][made["hue"]].max() <= 0.1
+
+
+def test_photometric_distort_p0_is_identity_and_arguments_are_checked(device):
+    x = _x(device=device)
+    assert torch.equal(T.RandomPhotometricDistort(p=0.0)(x), x)
+    with pytest.raises(ValueError, match=r"RandomPhotometricDistort: hue values should be between \(-0.5, 0.5\)"):
+        T.RandomPhotometricDistort(hue=(-0.7, 0.1))
+    with pytest.raises(ValueError, match=r"RandomPhotometricDistort: contrast values should be between"):
+        T.RandomPhotometricDistort(contrast=(1.5, 0.5))
+    with pytest.raises(ValueError, match=r"RandomPhotometricDistort: p must be a probability in \[0, 1\]"):
+        T.RandomPhotometricDistort(p=2)
+
+
+@requires_cuda
+def test_photometric_distort_same_generator_same_output_on_cpu_and_cuda():
+    x = _x(b=16)
+    a = T.RandomPhotometricDistort(generator=torch.Generator().manual_seed(9))(x)
+    b = T.RandomPhotometricDistort(generator=torch.Generator().manual_seed(9))(x.cuda()).cpu()
+    assert (a.int() - b.int()).abs().max() <= 1

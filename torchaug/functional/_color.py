@@ -189,3 +189,47 @@ def color_program(images, ops: torch.Tensor, params: torch.Tensor) -> torch.Tens
     ops = ops.to(device=x.device, dtype=torch.int64).expand(x.shape[0], -1)
     params = params.to(device=x.device, dtype=torch.float32).expand(x.shape[0], -1, -1)
     return unbatch(_ops_ns.color_program(x, ops, params), single)
+
+
+def _permute_channels(x: torch.Tensor, permutation: torch.Tensor) -> torch.Tensor:
+    """Output channel c of sample b is input channel permutation[b, c]: one gather over the batch
+    (x (B, C, H, W), permutation (B, C) int64 on x's device), in x's memory format. TorchScript-
+    compatible: the scripted transforms call it too."""
+    b, c = x.shape[0], x.shape[1]
+    index = permutation.reshape(b, c, 1, 1).expand(x.shape)
+    out = torch.empty_like(x)
+    return torch.gather(x, 1, index, out=out)
+
+
+def permute_channels(images, permutation, validate: bool = True) -> torch.Tensor:
+    """torchvision's permute_channels with a permutation per sample: output channel c of sample b is
+    input channel permutation[b][c]. permutation: C ints (every sample), or a (C,) or (B, C) integer
+    tensor; each row a permutation of 0..C-1 (checked; a tensor on the GPU is checked with a
+    synchronisation unless validate=False, which the transforms pass for the permutations they
+    draw themselves)."""
+    x, single = as_batch(images, "permute_channels")
+    b, c = x.shape[0], x.shape[1]
+    if not isinstance(permutation, torch.Tensor):
+        if isinstance(permutation, (str, bytes)) or not isinstance(permutation, (list, tuple)) \
+                or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in permutation):
+            raise TypeError(f"torchaug.permute_channels: permutation must be a sequence of ints or an integer tensor, "
+                            f"got {permutation!r:.80}")
+        permutation = torch.tensor(permutation, dtype=torch.int64)
+    if permutation.dtype in (torch.bool,) or permutation.is_floating_point() or permutation.is_complex():
+        raise TypeError(f"torchaug.permute_channels: permutation must be an integer tensor, got {permutation.dtype}")
+    if permutation.device.type == "meta":
+        raise ValueError("torchaug.permute_channels: permutation must hold values, got a tensor on the meta device")
+    if permutation.dim() == 1:
+        permutation = permutation.unsqueeze(0)
+    if permutation.dim() != 2 or permutation.shape[1] != c or permutation.shape[0] not in (1, b):
+        raise ValueError(f"torchaug.permute_channels: permutation must have shape ({c},) or (B, {c}) with B={b} "
+                         f"(one index per channel of the images), got {tuple(permutation.shape)}")
+    permutation = permutation.to(device=x.device, dtype=torch.int64).expand(b, c)
+    if validate and permutation.numel() and not torch.compiler.is_compiling():
+        ok = torch.equal(permutation.sort(dim=1).values, torch.arange(c, device=x.device).expand(b, c))
+        if not ok:
+            rows = permutation.cpu()
+            bad = next(i for i in range(b) if not torch.equal(rows[i].sort().values, torch.arange(c)))
+            raise ValueError(f"torchaug.permute_channels: permutation must be a permutation of 0..{c - 1} in every row, "
+                             f"got {rows[bad].tolist()} for sample {bad}")
+    return unbatch(_permute_channels(x, permutation), single)

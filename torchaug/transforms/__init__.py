@@ -4,13 +4,15 @@ from ._color import (
     ColorJitter,
     Grayscale,
     RandomAutocontrast,
+    RandomChannelPermutation,
     RandomEqualize,
     RandomGrayscale,
     RandomInvert,
+    RandomPhotometricDistort,
     RandomPosterize,
     RandomSolarize,
 )
-from ._container import Compose
+from ._container import Compose, RandomApply, RandomChoice, RandomOrder
 from ._filter import GaussianBlur, GaussianNoise, RandomAdjustSharpness, RandomErasing, RandomRotation
 from ._geometry import (
     CenterCrop,
@@ -22,7 +24,7 @@ from ._geometry import (
     RandomVerticalFlip,
     Resize,
 )
-from ._misc import Normalize, ToDtype
+from ._misc import RGB, ConvertImageDtype, Identity, Lambda, Normalize, ToDtype, ToPureTensor
 from ._mix import CutMix, MixUp
 from ._sanitize import SanitizeBoundingBoxes
 from ._targets import BoundingBoxes, KeyPoints, Mask
@@ -40,9 +42,11 @@ __all__ = [
     "ColorJitter",
     "Grayscale",
     "RandomAutocontrast",
+    "RandomChannelPermutation",
     "RandomEqualize",
     "RandomGrayscale",
     "RandomInvert",
+    "RandomPhotometricDistort",
     "RandomPosterize",
     "RandomSolarize",
     "GaussianBlur",
@@ -52,6 +56,14 @@ __all__ = [
     "RandomRotation",
     "CenterCrop",
     "Compose",
+    "RandomApply",
+    "RandomChoice",
+    "RandomOrder",
+    "ConvertImageDtype",
+    "Identity",
+    "Lambda",
+    "RGB",
+    "ToPureTensor",
     "Normalize",
     "Pad",
     "RandomAffine",

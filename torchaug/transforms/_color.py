@@ -15,22 +15,22 @@ from ._transform import BatchInfo, Transform, check_probability
 
 
 def _jitter_range(value, name: str, center: float = 1.0, bound: Tuple[float, float] = (0.0, float("inf")),
-                  clip_first_on_zero: bool = True) -> Optional[Tuple[float, float]]:
-    """torchvision's ColorJitter._check_input."""
+                  clip_first_on_zero: bool = True, where: str = "ColorJitter") -> Optional[Tuple[float, float]]:
+    """torchvision's ColorJitter._check_input (None: the adjustment is not made)."""
     if value is None:
         return None
     if isinstance(value, numbers.Number) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError(f"torchaug.transforms.ColorJitter: if {name} is a single number, it must be non negative, got {value}")
+            raise ValueError(f"torchaug.transforms.{where}: if {name} is a single number, it must be non negative, got {value}")
         lo, hi = center - float(value), center + float(value)
         if clip_first_on_zero:
             lo = max(lo, 0.0)
     elif isinstance(value, Sequence) and len(value) == 2 and all(isinstance(v, numbers.Number) for v in value):
         lo, hi = float(value[0]), float(value[1])
     else:
-        raise TypeError(f"torchaug.transforms.ColorJitter: {name} should be a single number or a sequence of length 2, got {value!r}")
+        raise TypeError(f"torchaug.transforms.{where}: {name} should be a single number or a sequence of length 2, got {value!r}")
     if not bound[0] <= lo <= hi <= bound[1]:
-        raise ValueError(f"torchaug.transforms.ColorJitter: {name} values should be between {bound}, but got {[lo, hi]}")
+        raise ValueError(f"torchaug.transforms.{where}: {name} values should be between {bound}, but got {[lo, hi]}")
     return None if lo == hi == center else (lo, hi)
 
 
@@ -149,15 +149,76 @@ class ColorJitter(_ColorProgram):
         return D.jitter_params(_constant_row(self._const(), torch.device(dev), torch.float64), u)  # constants cached on the device
 
     def _const(self) -> Tuple[float, ...]:
-        """[lo (4), span (4), op codes (4)] of brightness, contrast, saturation, hue."""
-        ranges = [self.brightness, self.contrast, self.saturation, self.hue]
-        codes = [float(COLOR_OPS[n]) if r is not None else 0.0 for n, r in zip(("brightness", "contrast", "saturation", "hue"), ranges)]
-        lo = [r[0] if r is not None else 0.0 for r in ranges]
-        span = [r[1] - r[0] if r is not None else 0.0 for r in ranges]
-        return tuple(lo + span + codes)
+        return _jitter_const([self.brightness, self.contrast, self.saturation, self.hue])
 
     def _scriptable(self):
         return S.ScriptColorJitter(list(self._const()), self.generator)
+
+
+def _jitter_const(ranges) -> Tuple[float, ...]:
+    """[lo (4), span (4), op codes (4)] of brightness, contrast, saturation, hue (code 0, the
+    identity, for an adjustment not made)."""
+    codes = [float(COLOR_OPS[n]) if r is not None else 0.0 for n, r in zip(("brightness", "contrast", "saturation", "hue"), ranges)]
+    lo = [r[0] if r is not None else 0.0 for r in ranges]
+    span = [r[1] - r[0] if r is not None else 0.0 for r in ranges]
+    return tuple(lo + span + codes)
+
+
+class RandomChannelPermutation(Transform):
+    """torchvision.transforms.v2.RandomChannelPermutation with a uniformly random permutation of the
+    channels per sample (one gather over the batch)."""
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        return D.channel_permutation(self._rand((info.batch, info.channels), info.device))
+
+    def transform(self, images, params: Dict[str, Any]):
+        return _permuted(images, params["permutation"])
+
+    def _scriptable(self):
+        return S.ScriptPhotometricDistort(list(_jitter_const([None] * 4)), 1.0, self.generator, permute_only=True)
+
+
+def _permuted(images, permutation: torch.Tensor):
+    """images (a tensor, or a list of (C, H_i, W_i) images) with their channels permuted per sample."""
+    if isinstance(images, (list, tuple)):
+        return [F.permute_channels(img, permutation[i], validate=False) for i, img in enumerate(images)]
+    return F.permute_channels(images, permutation, validate=False)
+
+
+class RandomPhotometricDistort(_ColorProgram):
+    """torchvision.transforms.v2.RandomPhotometricDistort (SSD's distortion), per sample: each of
+    brightness, contrast, saturation and hue applied with probability p with its own factor, contrast
+    before saturation and hue or after them (even odds), then the channels permuted with
+    probability p; every decision and factor drawn for each image. The four adjustments run as one
+    color program (5 slots: brightness, contrast, saturation, hue, contrast), the permutation as one
+    gather."""
+
+    def __init__(self, brightness: Tuple[float, float] = (0.875, 1.125), contrast: Tuple[float, float] = (0.5, 1.5),
+                 saturation: Tuple[float, float] = (0.5, 1.5), hue: Tuple[float, float] = (-0.05, 0.05), p: float = 0.5,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        name = "RandomPhotometricDistort"
+        self.brightness = _jitter_range(brightness, "brightness", where=name)
+        self.contrast = _jitter_range(contrast, "contrast", where=name)
+        self.saturation = _jitter_range(saturation, "saturation", where=name)
+        self.hue = _jitter_range(hue, "hue", center=0.0, bound=(-0.5, 0.5), clip_first_on_zero=False, where=name)
+        self.p = check_probability(p, name)
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        dev = torch.device(info.device)
+        u = self._rand((info.batch, 10 + info.channels), dev, torch.float64)
+        const = _constant_row(_jitter_const([self.brightness, self.contrast, self.saturation, self.hue]), dev, torch.float64)
+        return D.photometric_distort_params(const, self.p, u)
+
+    def transform(self, images, params: Dict[str, Any]):
+        out = super().transform(images, params)
+        return _permuted(out, params["permutation"]) if self.p > 0 else out
+
+    def _scriptable(self):
+        const = _jitter_const([self.brightness, self.contrast, self.saturation, self.hue])
+        return S.ScriptPhotometricDistort(list(const), self.p, self.generator)
 
 
 class Grayscale(_ColorProgram):

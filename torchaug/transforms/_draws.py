@@ -207,6 +207,33 @@ def jitter_params(const: Tensor, u: Tensor) -> Dict[str, Tensor]:
     return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1)}
 
 
+def channel_permutation(u: Tensor) -> Dict[str, Tensor]:
+    """A uniformly random permutation of the channels per sample from u (B, C) uniform draws (the
+    argsort of each row): {"permutation": (B, C) int64}."""
+    return {"permutation": u.argsort(dim=1)}
+
+
+def photometric_distort_params(const: Tensor, p: float, u: Tensor) -> Dict[str, Tensor]:
+    """RandomPhotometricDistort's program from const (1, 12) float64 [lo (4), span (4), op codes (4)]
+    of brightness, contrast, saturation, hue (code 0: not made) and u (B, 10 + C) uniform draws:
+    each adjustment made with probability p (u[:, :4]) with the factor lo + span * u[:, 4:8];
+    contrast before saturation and hue where u[:, 8] < 0.5, after them otherwise (torchvision's
+    contrast_before); the channels permuted with probability p (u[:, 9]) by the argsort of
+    u[:, 10:]. {"ops" (B, 5), "params" (B, 5, 2)}: a 5-slot color program (brightness, contrast,
+    saturation, hue, contrast; slots not made hold the identity), and "permutation" (B, C)."""
+    b, c = u.shape[0], u.shape[1] - 10
+    codes = torch.where(u[:, :4] < p, const[:, 8:12].expand(b, 4), torch.zeros_like(u[:, :4]))
+    factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:8]).to(torch.float32)
+    before = u[:, 8] < 0.5
+    contrast_before = torch.where(before, codes[:, 1], torch.zeros_like(codes[:, 1]))
+    contrast_after = torch.where(before, torch.zeros_like(codes[:, 1]), codes[:, 1])
+    ops = torch.stack([codes[:, 0], contrast_before, codes[:, 2], codes[:, 3], contrast_after], dim=1).to(torch.int64)
+    p0 = torch.stack([factors[:, 0], factors[:, 1], factors[:, 2], factors[:, 3], factors[:, 1]], dim=1)
+    identity = torch.arange(c, device=u.device).expand(b, c)
+    permutation = torch.where(u[:, 9:10] < p, u[:, 10:].argsort(dim=1), identity)
+    return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1), "permutation": permutation}
+
+
 def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool, h: int, w: int) -> List[int]:
     """RandomCrop's padding [left, top, right, bottom] of an h x w image: the given padding, grown on
     both sides where pad_if_needed and the padded image is still smaller than the crop."""

@@ -1,10 +1,12 @@
-"""Normalize and ToDtype with torchvision.transforms.v2 names and signatures."""
-from typing import Optional, Sequence
+"""Normalize, ToDtype and the conversions and pass-throughs (ConvertImageDtype, Identity, Lambda,
+RGB, ToPureTensor) with torchvision.transforms.v2 names and signatures."""
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
 
 from .. import functional as F
 from . import _script as S
+from . import _targets
 from ._transform import Transform
 
 
@@ -45,3 +47,77 @@ class ToDtype(Transform):
 
     def _scriptable(self):
         return S.ScriptToDtype(self.dtype, bool(self.scale), self.dtype.is_floating_point)
+
+
+class ConvertImageDtype(ToDtype):
+    """torchvision.transforms.v2.ConvertImageDtype: ToDtype(dtype, scale=True)."""
+
+    def __init__(self, dtype: torch.dtype = torch.float32):
+        super().__init__(dtype, scale=True)
+
+
+class Identity(Transform):
+    """torchvision.transforms.v2.Identity: returns its input (targets included) as it is."""
+
+    def transform(self, images, params):
+        return images
+
+    def _scriptable(self):
+        return S.ScriptTransform()
+
+
+class Lambda(Transform):
+    """torchvision.transforms.v2.Lambda(lambd): lambd applied to the images (the whole batch, or the
+    single image); targets pass through it unchanged."""
+
+    def __init__(self, lambd: Callable[[Any], Any]):
+        super().__init__()
+        if not callable(lambd):
+            raise TypeError(f"torchaug.transforms.Lambda: lambd should be callable, got {type(lambd).__name__}")
+        self.lambd = lambd
+
+    def transform(self, images, params):
+        return self.lambd(images)
+
+
+class RGB(Transform):
+    """torchvision.transforms.v2.RGB: a 1-channel image repeated to 3 channels, a 3-channel one as it is."""
+
+    def transform(self, images, params):
+        if isinstance(images, (list, tuple)):
+            return [F.grayscale_to_rgb(img) for img in images]
+        return F.grayscale_to_rgb(images)
+
+    def _scriptable(self):
+        return S.ScriptRGB()
+
+
+class ToPureTensor(Transform):
+    """torchvision.transforms.v2.ToPureTensor: torchvision's tv_tensors (images, and the boxes, masks
+    and keypoints among the targets) become plain torch.Tensors; torchaug's target wrappers give
+    their data."""
+
+    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        out = _pure(images)
+        if targets:
+            out = (out,) + tuple(_pure(t) for t in targets)
+        return (out, {}) if return_params else out
+
+    def transform(self, images, params):
+        return _pure(images)
+
+    def _scriptable(self):
+        return S.ScriptTransform()
+
+
+def _pure(obj):
+    if isinstance(obj, (_targets.BoundingBoxes, _targets.Mask, _targets.KeyPoints)):
+        return obj.data
+    if isinstance(obj, torch.Tensor):
+        return obj.as_subclass(torch.Tensor) if type(obj) is not torch.Tensor else obj
+    if isinstance(obj, dict):
+        return type(obj)((k, _pure(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and not isinstance(obj, str):
+        out = [_pure(v) for v in obj]
+        return tuple(out) if isinstance(obj, tuple) else out
+    return obj

@@ -17,13 +17,14 @@ import torch
 from torch import Tensor, nn
 
 from ..functional._augment import _mix_with_previous, _paste_previous, _soft_labels
+from ..functional._color import _permute_channels
 from ..functional._filter import seeds_on
 from ..functional._geometry import (_center_offset, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
                                     _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import generator_device
-from ._draws import (affine_params, augmix_mix, augmix_program, bernoulli_on, cutmix_params, erasing_params, fill_rows,
-                     jitter_params, mix_lam, policy_sample, rand_on, random_color_op_params, random_crop_offsets,
-                     random_crop_padding, uniform_on)
+from ._draws import (affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
+                     erasing_params, fill_rows, jitter_params, mix_lam, photometric_distort_params, policy_sample, rand_on,
+                     random_color_op_params, random_crop_offsets, random_crop_padding, uniform_on)
 
 
 MEMORY_FORMATS = [torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d]
@@ -215,6 +216,41 @@ class ScriptColorJitter(ScriptTransform):
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
         return torch.ops.torchaug.color_program(images, params["ops"], params["params"])
+
+
+class ScriptPhotometricDistort(ScriptTransform):
+    """RandomPhotometricDistort (const as ScriptColorJitter's, p), or with permute_only
+    RandomChannelPermutation (a permutation per sample, nothing else)."""
+
+    def __init__(self, const: List[float], p: float, generator: Optional[torch.Generator] = None, permute_only: bool = False):
+        super().__init__(generator)
+        self.const = torch.tensor(const, dtype=torch.float64)
+        self.p = p
+        self.permute_only = permute_only
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        b, c = images.shape[0], images.shape[1]
+        if self.permute_only:
+            return channel_permutation(rand_on([b, c], images.device, self.generator, self.gen_device))
+        u = rand_on([b, 10 + c], images.device, self.generator, self.gen_device, torch.float64)
+        return photometric_distort_params(self.const.to(images.device).unsqueeze(0), self.p, u)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        if not self.permute_only:
+            images = torch.ops.torchaug.color_program(images, params["ops"], params["params"])
+            if self.p == 0:
+                return images
+        return _permute_channels(images, params["permutation"])
+
+
+class ScriptRGB(ScriptTransform):
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        if images.shape[1] == 2:
+            raise ValueError("torchaug.grayscale_to_rgb: images must have 1 channel (or 3 or more, returned as they are)")
+        return images.repeat(1, 3, 1, 1) if images.shape[1] == 1 else images
 
 
 class ScriptGrayscale(ScriptTransform):
@@ -593,4 +629,64 @@ class ScriptCompose(nn.Module):
         x = images
         for t in self.transforms:
             x = t(x)
+        return x
+
+
+class ScriptRandomContainer(nn.Module):
+    """RandomApply (kind 0), RandomChoice (1), RandomOrder (2) over scripted forms: the Python
+    containers' draws, in their order, and their per-sample choice by torch.where (or, with
+    per_sample False, one decision per call)."""
+
+    generator: Optional[torch.Generator]
+
+    def __init__(self, kind: int, transforms: List[nn.Module], p: float, edges: List[float], per_sample: bool,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__()
+        self.kind = kind
+        self.transforms = nn.ModuleList(transforms)
+        self.n = len(transforms)
+        self.p = p
+        self.edges = torch.tensor(edges, dtype=torch.float64)  # RandomChoice's cumulative weights
+        self.per_sample = per_sample
+        self.generator = generator
+        self.gen_device = generator_device(generator)
+
+    def _pick(self, take: Tensor, a: Tensor, o: Tensor) -> Tensor:
+        if a.shape != o.shape or a.dtype != o.dtype:
+            raise ValueError("torchaug.transforms: a per-sample choice needs transforms that keep each image's shape and dtype")
+        t = take.to(o.device)
+        return torch.where(t.view(-1, 1, 1, 1)[0] if o.dim() == 3 else t.view(-1, 1, 1, 1), a, o)
+
+    def forward(self, images: Tensor) -> Tensor:
+        n = (images.shape[0] if images.dim() == 4 else 1) if self.per_sample else 1
+        if self.kind == 0:
+            apply = bernoulli_on([n], self.p, images.device, self.generator, self.gen_device)
+            if not self.per_sample and not bool(apply[0]):
+                return images
+            x = images
+            for t in self.transforms:
+                x = t(x)
+            return self._pick(apply, x, images) if self.per_sample else x
+        if self.kind == 1:
+            u = rand_on([n, 1], images.device, self.generator, self.gen_device, torch.float64)
+            choice = (u >= self.edges.to(images.device).unsqueeze(0)).sum(dim=1)
+            out = images
+            for k, t in enumerate(self.transforms):
+                if self.per_sample:
+                    y = t(images)
+                    out = y if k == 0 else self._pick(choice == k, y, out)
+                elif k == int(choice[0]):
+                    out = t(images)
+            return out
+        order = rand_on([n, self.n], images.device, self.generator, self.gen_device).argsort(dim=1)
+        x = images
+        for s in range(self.n):
+            out = x
+            for k, t in enumerate(self.transforms):
+                if self.per_sample:
+                    y = t(x)
+                    out = y if k == 0 else self._pick(order[:, s] == k, y, out)
+                elif k == int(order[0, s]):
+                    out = t(x)
+            x = out
         return x

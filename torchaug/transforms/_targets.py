@@ -471,6 +471,44 @@ def follow(transform, images, targets: Tuple[Any, ...], params, info, name: str)
     return rebuild(structure)
 
 
+def select(take: torch.Tensor, applied: Tuple[Any, ...], original: Tuple[Any, ...], batch: int, single: bool, name: str):
+    """Per sample, the targets of `applied` where take (B,) bool is True, those of `original`
+    elsewhere: two results of the same targets (the per-sample containers). A target of one sample
+    is taken whole (the decisions are read on the host, once); a batched target (first dimension the
+    batch) row by row, in one torch.where."""
+    host: List[bool] = []
+
+    def taken(sample: int) -> bool:
+        if not host:
+            host.extend(bool(v) for v in take.tolist())
+        return host[sample]
+
+    def walk(a, o, sample: Optional[int], top: bool):
+        kind = _kind(o)
+        if kind is not None:
+            if sample is not None:
+                return a if taken(sample) else o
+            ra, ro = _raw(a), _raw(o)
+            if ra.shape != ro.shape:
+                raise ValueError(f"torchaug.transforms.{name}: a batched {kind} target changed shape from {tuple(ro.shape)} "
+                                 f"to {tuple(ra.shape)}; a per-sample choice needs the same shape (pass per_sample=False)")
+            data = torch.where(take.to(ra.device).view(-1, *[1] * (ra.dim() - 1)), ra, ro)
+            it = _Item(kind, a, data, [], 0, True)
+            it.result_data = data
+            return wrap(it, tuple(getattr(a, "canvas_size", ())))
+        if isinstance(o, dict):
+            return type(o)((k, walk(a[k], v, sample, top)) for k, v in o.items())
+        if isinstance(o, (list, tuple)) and not isinstance(o, str):
+            if sample is None and len(o) == batch and top:
+                out = [walk(va, vo, i, False) for i, (va, vo) in enumerate(zip(a, o))]
+            else:
+                out = [walk(va, vo, sample, top) for va, vo in zip(a, o)]
+            return tuple(out) if isinstance(o, tuple) else out
+        return o
+
+    return tuple(walk(a, o, 0 if single else None, True) for a, o in zip(applied, original))
+
+
 def warp_affine_boxes(boxes, matrices: torch.Tensor, out_size, format: str = "XYXY", clamp: bool = True):
     """Boxes that follow torchaug.functional.warp_affine(images, matrices, out_size): boxes a list of
     B tensors (N_i, 4) (one per sample) or the (N, 4) boxes of a single image, in `format`; matrices (B, 2, 3) the same inverse maps (output pixel -> input pixel, pixel
