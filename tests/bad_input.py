@@ -278,6 +278,8 @@ def _function_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
         "translate_y": dict(images=img, magnitude=2.0),
         "center_crop": dict(images=img, output_size=[4, 6]),
         "crop": dict(images=img, top=1, left=2, height=4, width=5),
+        "five_crop": dict(images=img, size=[4, 6]),
+        "ten_crop": dict(images=img, size=[4, 6], vertical_flip=True),
         "flip": dict(images=img, horizontal=True, vertical=False),
         "horizontal_flip": dict(images=img),
         "vertical_flip": dict(images=img),

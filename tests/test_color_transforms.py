@@ -254,3 +254,51 @@ def test_photometric_distort_same_generator_same_output_on_cpu_and_cuda():
     a = T.RandomPhotometricDistort(generator=torch.Generator().manual_seed(9))(x)
     b = T.RandomPhotometricDistort(generator=torch.Generator().manual_seed(9))(x.cuda()).cpu()
     assert (a.int() - b.int()).abs().max() <= 1
+
+
+# ---- random classes of the ops torchvision has no transform for ---------------------------------
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_random_gamma_matches_torchvision_per_sample(device, dtype):
+    x = _x(b=16, dtype=dtype, device=device)
+    t = T.RandomGamma(gamma=(0.4, 2.0), gain=(0.8, 1.2), p=0.7, generator=torch.Generator().manual_seed(1))
+    out, p = t(x, return_params=True)
+    ops = p["ops"][:, 0].cpu()
+    assert set(ops.tolist()) == {0, COLOR_OPS["gamma"]}
+    for i in range(16):
+        g, k = p["params"][i, 0].tolist()
+        assert 0.4 <= g <= 2.0 and 0.8 <= k <= 1.2
+        ref = TF.adjust_gamma(x[i], g, k) if ops[i] else x[i]
+        assert_close_images(out[i], ref, dtype, f"sample {i}")
+    assert torch.equal(t(x, params=p), out)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_random_solarize_add_per_sample(device, dtype):
+    x = _x(b=16, dtype=dtype, device=device)
+    top = 255 if dtype == torch.uint8 else 1.0
+    t = T.RandomSolarizeAdd((0.1 * top, 0.4 * top), p=0.6, generator=torch.Generator().manual_seed(2))
+    out, p = t(x, return_params=True)
+    ops = p["ops"][:, 0].cpu()
+    assert set(ops.tolist()) == {0, COLOR_OPS["solarize_add"]}
+    threshold = 128 if dtype == torch.uint8 else 128 / 255
+    for i in range(16):
+        shift, thr = p["params"][i, 0].tolist()
+        assert 0.1 * top <= shift <= 0.4 * top and thr == pytest.approx(threshold)
+        if dtype == torch.uint8:
+            ref = torch.where(x[i] < thr, (x[i].int() + int(shift)).clamp(max=255), x[i].int()).to(torch.uint8)
+        else:
+            ref = torch.where(x[i] < thr, (x[i] + shift).clamp(max=1.0), x[i])
+        assert_close_images(out[i], ref if ops[i] else x[i], dtype, f"sample {i}")
+
+
+def test_random_range_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"RandomGamma: gamma must be a \(min, max\) pair with 0 <= min <= max"):
+        T.RandomGamma(gamma=(-1.0, 1.0))
+    with pytest.raises(TypeError, match=r"RandomGamma: gain must be a finite number or a \(min, max\) pair"):
+        T.RandomGamma(gain=(1.0, float("nan")))
+    with pytest.raises(ValueError, match=r"RandomSolarizeAdd: shift must lie within \[-1, 1\] for torch.float32 images"):
+        T.RandomSolarizeAdd((0, 110))(_x(dtype=torch.float32))
+    with pytest.raises(ValueError, match=r"RandomSaltAndPepper: amount must be a \(min, max\) pair with 0 <= min <= max <= 1"):
+        T.RandomSaltAndPepper(amount=(0.1, 1.5))

@@ -146,3 +146,22 @@ def test_errors():
         T.RandomErasing(p=1.0, value=(1.0, 2.0))(_x())
     with pytest.raises(ValueError, match=r"torchaug.transforms.GaussianNoise: sigma shouldn't be negative"):
         T.GaussianNoise(sigma=-1.0)
+
+
+def test_random_salt_and_pepper_per_sample(device):
+    import torchaug.functional as F
+    x = torch.full((400, 3, 16, 16), 100, dtype=torch.uint8, device=device)
+    t = T.RandomSaltAndPepper(amount=(0.1, 0.3), salt_vs_pepper=(0.2, 0.8), p=0.5, generator=torch.Generator().manual_seed(3))
+    out, p = t(x, return_params=True)
+    amount = p["amount"].cpu()
+    drawn = amount > 0
+    assert abs(drawn.float().mean().item() - 0.5) < 0.13
+    assert amount[drawn].min() >= 0.1 and amount[drawn].max() <= 0.3
+    changed = (out != 100).any(1).flatten(1).float().mean(1).cpu()  # per pixel, all channels together
+    assert (changed[~drawn] == 0).all()
+    assert (changed[drawn] - amount[drawn]).abs().max() < 0.12
+    salt = ((out == 255).any(1).flatten(1).float().sum(1) / (out != 100).any(1).flatten(1).float().sum(1).clamp(min=1)).cpu()
+    svp = p["salt_vs_pepper"].cpu()
+    assert (salt[drawn] - svp[drawn]).abs().mean() < 0.1
+    assert torch.equal(out, F.salt_and_pepper(x, p["amount"], p["salt_vs_pepper"], seed=p["seed"]))
+    assert torch.equal(t(x, params=p), out)

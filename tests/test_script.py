@@ -44,7 +44,8 @@ def scriptable_cases():
         T.RandomPhotometricDistort(), T.RandomPhotometricDistort((0.5, 1.5), hue=(-0.2, 0.2), p=0.8), T.RandomChannelPermutation(),
         T.RandomApply([T.RandomInvert(1.0), T.ColorJitter(0.3)]), T.RandomChoice([T.RandomEqualize(1.0), T.RandomHorizontalFlip()]),
         T.RandomOrder([T.RandomInvert(), T.RandomAutocontrast()], per_sample=False), T.Identity(), T.RGB(), T.ToPureTensor(),
-        T.ConvertImageDtype(torch.float16),
+        T.ConvertImageDtype(torch.float16), T.RandomGamma((0.5, 2.0), (0.9, 1.1), p=0.7), T.RandomSolarizeAdd((10, 100)),
+        T.RandomSaltAndPepper(), T.RandomSaltAndPepper(0.2, (0.0, 1.0), p=0.9, per_channel=True),
         T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.RandAugment(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)]),
     ]

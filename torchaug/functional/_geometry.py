@@ -212,6 +212,34 @@ def center_crop(images, output_size, **fused) -> torch.Tensor:
     return unbatch(resized_crop_boxes(x, box, [ch, cw], InterpolationMode.NEAREST, False, validate=False, **fused), single)
 
 
+def _five_crop(x: torch.Tensor, ch: int, cw: int, op: str = "five_crop") -> List[torch.Tensor]:
+    """The four corners and the centre (torchvision's order) of (..., H, W) as views, torchvision's
+    five_crop. TorchScript-compatible (the scripted FiveCrop and TenCrop call it)."""
+    h, w = x.shape[-2], x.shape[-1]
+    if ch > h or cw > w or ch <= 0 or cw <= 0:
+        raise ValueError("torchaug." + op + ": size must be positive and at most the images' size " + str([h, w])
+                         + ", got " + str([ch, cw]))
+    top, left = _center_offset(h, ch), _center_offset(w, cw)
+    return [x[..., :ch, :cw], x[..., :ch, w - cw:], x[..., h - ch:, :cw], x[..., h - ch:, w - cw:],
+            x[..., top:top + ch, left:left + cw]]
+
+
+def five_crop(images, size) -> Sequence[torch.Tensor]:
+    """torchvision's five_crop: (top-left, top-right, bottom-left, bottom-right, centre) crops of
+    size, views of the images (a (C, H, W) image or a (B, C, H, W) batch)."""
+    x, _ = as_batch(images, "five_crop")
+    ch, cw = pair(size, "size", "five_crop")
+    return tuple(_five_crop(images, ch, cw))
+
+
+def ten_crop(images, size, vertical_flip: bool = False) -> Sequence[torch.Tensor]:
+    """torchvision's ten_crop: five_crop of the images, then five_crop of the images flipped
+    horizontally (vertically with vertical_flip)."""
+    x, _ = as_batch(images, "ten_crop")
+    ch, cw = pair(size, "size", "ten_crop")
+    return tuple(_five_crop(images, ch, cw, "ten_crop") + _five_crop(images.flip(-2 if vertical_flip else -1), ch, cw, "ten_crop"))
+
+
 # ---- flips ----------------------------------------------------------------------------------
 
 def flip(images, horizontal=False, vertical=False) -> torch.Tensor:

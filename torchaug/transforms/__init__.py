@@ -6,16 +6,20 @@ from ._color import (
     RandomAutocontrast,
     RandomChannelPermutation,
     RandomEqualize,
+    RandomGamma,
     RandomGrayscale,
     RandomInvert,
     RandomPhotometricDistort,
     RandomPosterize,
+    RandomSaltAndPepper,
     RandomSolarize,
+    RandomSolarizeAdd,
 )
 from ._container import Compose, RandomApply, RandomChoice, RandomOrder
 from ._filter import GaussianBlur, GaussianNoise, RandomAdjustSharpness, RandomErasing, RandomRotation
 from ._geometry import (
     CenterCrop,
+    FiveCrop,
     Pad,
     RandomAffine,
     RandomCrop,
@@ -23,6 +27,7 @@ from ._geometry import (
     RandomResizedCrop,
     RandomVerticalFlip,
     Resize,
+    TenCrop,
 )
 from ._misc import RGB, ConvertImageDtype, Identity, Lambda, Normalize, ToDtype, ToPureTensor
 from ._mix import CutMix, MixUp
@@ -44,17 +49,22 @@ __all__ = [
     "RandomAutocontrast",
     "RandomChannelPermutation",
     "RandomEqualize",
+    "RandomGamma",
     "RandomGrayscale",
     "RandomInvert",
     "RandomPhotometricDistort",
     "RandomPosterize",
+    "RandomSaltAndPepper",
     "RandomSolarize",
+    "RandomSolarizeAdd",
     "GaussianBlur",
     "GaussianNoise",
     "RandomAdjustSharpness",
     "RandomErasing",
     "RandomRotation",
     "CenterCrop",
+    "FiveCrop",
+    "TenCrop",
     "Compose",
     "RandomApply",
     "RandomChoice",

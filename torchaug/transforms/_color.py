@@ -1,6 +1,7 @@
 """Color transforms with torchvision.transforms.v2 names and signatures. Each draws a color
 program per sample (which op, if any, and its parameters) and runs it with one color_program
 call: a different decision, factor and (for ColorJitter) order for every image of the batch."""
+import math
 import numbers
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -235,3 +236,118 @@ class Grayscale(_ColorProgram):
 
     def _scriptable(self):
         return S.ScriptGrayscale(int(self.num_output_channels))
+
+
+def _value_range(value, name: str, where: str, lo: float = -math.inf, hi: float = math.inf) -> Tuple[float, float]:
+    """A number (a range of one value) or a (min, max) pair within [lo, hi]."""
+    pair = (value, value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else value
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2 \
+            or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in pair):
+        raise TypeError(f"torchaug.transforms.{where}: {name} must be a finite number or a (min, max) pair, got {value!r}")
+    a, b = float(pair[0]), float(pair[1])
+    if not lo <= a <= b <= hi:
+        raise ValueError(f"torchaug.transforms.{where}: {name} must be a (min, max) pair with {lo:g} <= min <= max <= {hi:g}, "
+                         f"got {[a, b]}")
+    return a, b
+
+
+class _RandomColorRange(_ColorProgram):
+    """One color op applied to each sample with probability p, its two parameters drawn uniformly
+    from ranges per sample: {"ops" (B, 1), "params" (B, 1, 2)}, one color_program call."""
+
+    op = "identity"
+
+    def __init__(self, p: float, generator: Optional[torch.Generator]):
+        super().__init__(generator)
+        self.p = check_probability(p, type(self).__name__)
+
+    def _const(self, floating: bool) -> Tuple[float, float, float, float]:
+        """[lo0, span0, lo1, span1] for uint8 (floating False) or floating images."""
+        raise NotImplementedError
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        dev = torch.device(info.device)
+        first = images if isinstance(images, torch.Tensor) else images[0]
+        u = self._rand((info.batch, 3), dev, torch.float64)
+        return D.random_color_range_params(COLOR_OPS[self.op], self.p, _constant_row(self._const(first.is_floating_point()), dev,
+                                                                                     torch.float64), u)
+
+    def _scriptable(self):
+        return S.ScriptColorRange(COLOR_OPS[self.op], self.p, list(self._const(False)), list(self._const(True)), self.generator)
+
+
+class RandomGamma(_RandomColorRange):
+    """Kornia's RandomGamma(gamma, gain, p): torchvision's adjust_gamma (gain * x ** gamma) with gamma
+    and gain drawn uniformly per sample from their (min, max) ranges, applied with probability p."""
+
+    op = "gamma"
+
+    def __init__(self, gamma=(1.0, 1.0), gain=(1.0, 1.0), p: float = 1.0, generator: Optional[torch.Generator] = None):
+        super().__init__(p, generator)
+        self.gamma = _value_range(gamma, "gamma", "RandomGamma", lo=0.0)
+        self.gain = _value_range(gain, "gain", "RandomGamma")
+
+    def _const(self, floating: bool):
+        return (self.gamma[0], self.gamma[1] - self.gamma[0], self.gain[0], self.gain[1] - self.gain[0])
+
+
+class RandomSolarizeAdd(_RandomColorRange):
+    """DALI auto_aug's solarize_add as a transform: pixels below threshold get shift added
+    (saturating), with shift drawn uniformly per sample from its (min, max) range (uint8 images add
+    its integer part) and applied with probability p. shift and threshold are in the images' value
+    scale; threshold None is 128 for uint8 and 128 / 255 for floating images (F.solarize_add's)."""
+
+    op = "solarize_add"
+
+    def __init__(self, shift, threshold: Optional[float] = None, p: float = 0.5, generator: Optional[torch.Generator] = None):
+        super().__init__(p, generator)
+        self.shift = _value_range(shift, "shift", "RandomSolarizeAdd", lo=-255.0, hi=255.0)
+        self.threshold = None if threshold is None else _value_range(threshold, "threshold", "RandomSolarizeAdd")[0]
+
+    def _const(self, floating: bool):
+        threshold = self.threshold if self.threshold is not None else (128.0 / 255.0 if floating else 128.0)
+        return (self.shift[0], self.shift[1] - self.shift[0], threshold, 0.0)
+
+    def make_params(self, images) -> Dict[str, Any]:
+        first = images if isinstance(images, torch.Tensor) else images[0]
+        top = 1.0 if first.is_floating_point() else 255.0
+        if max(abs(self.shift[0]), abs(self.shift[1])) > top:
+            raise ValueError(f"torchaug.transforms.RandomSolarizeAdd: shift must lie within [-{top:g}, {top:g}] for "
+                             f"{first.dtype} images, got {list(self.shift)}")
+        return super().make_params(images)
+
+
+class RandomSaltAndPepper(Transform):
+    """Kornia's RandomSaltAndPepperNoise(amount, salt_vs_pepper, p) on torchaug's salt_and_pepper op:
+    applied to each sample with probability p, each pixel (each element with per_channel) replaced
+    with probability amount (drawn per sample from its range) by salt (the dtype's maximum) with
+    probability salt_vs_pepper (drawn per sample), else by pepper (0); noise from a seed per sample."""
+
+    def __init__(self, amount=(0.01, 0.06), salt_vs_pepper=(0.4, 0.6), p: float = 0.5, per_channel: bool = False,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        name = "RandomSaltAndPepper"
+        self.amount = _value_range(amount, "amount", name, 0.0, 1.0)
+        self.salt_vs_pepper = _value_range(salt_vs_pepper, "salt_vs_pepper", name, 0.0, 1.0)
+        self.p = check_probability(p, name)
+        self.per_channel = bool(per_channel)
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        dev = torch.device(info.device)
+        u = self._rand((info.batch, 3), dev, torch.float64)
+        seed = F.draw_seeds(info.batch, dev, self.generator)
+        return D.salt_and_pepper_params(self.p, list(self.amount), list(self.salt_vs_pepper), u, seed)
+
+    def transform(self, images, params):
+        def one(x, i):
+            return F.salt_and_pepper(x, params["amount"][i], params["salt_vs_pepper"][i], self.per_channel,
+                                     seed=params["seed"][i], validate=False)
+        if isinstance(images, (list, tuple)):
+            return [one(img, slice(i, i + 1)) for i, img in enumerate(images)]
+        return F.salt_and_pepper(images, params["amount"], params["salt_vs_pepper"], self.per_channel, seed=params["seed"],
+                                 validate=False)
+
+    def _scriptable(self):
+        return S.ScriptSaltAndPepper(self.p, list(self.amount), list(self.salt_vs_pepper), self.per_channel, self.generator)

@@ -195,6 +195,24 @@ def random_color_op_params(batch: int, op: int, p: float, p0: float, p1: float, 
     return {"ops": ops, "params": params}
 
 
+def random_color_range_params(op: int, p: float, const: Tensor, u: Tensor) -> Dict[str, Tensor]:
+    """The color program of a random op with parameters drawn from ranges: op with probability p per
+    sample (u[:, 0] < p), else the identity, with p0 = lo0 + span0 * u[:, 1] and p1 = lo1 + span1 *
+    u[:, 2] from const (1, 4) float64 [lo0, span0, lo1, span1] and u (B, 3) uniform float64 draws."""
+    ops = (u[:, :1] < p).to(torch.int64) * op
+    p0 = torch.addcmul(const[:, 0:1], const[:, 1:2], u[:, 1:2])
+    p1 = torch.addcmul(const[:, 2:3], const[:, 3:4], u[:, 2:3])
+    return {"ops": ops, "params": torch.stack([p0, p1], dim=-1).to(torch.float32)}
+
+
+def salt_and_pepper_params(p: float, amount: List[float], salt_vs_pepper: List[float], u: Tensor, seed: Tensor) -> Dict[str, Tensor]:
+    """RandomSaltAndPepper's parameters from u (B, 3) uniform float64 draws and seed (B,): the amount
+    (0 for the samples not drawn, u[:, 0] >= p) and the salt fraction drawn from their ranges."""
+    amount_ = (amount[0] + (amount[1] - amount[0]) * u[:, 1]) * (u[:, 0] < p).to(u.dtype)
+    salt = salt_vs_pepper[0] + (salt_vs_pepper[1] - salt_vs_pepper[0]) * u[:, 2]
+    return {"amount": amount_.to(torch.float32), "salt_vs_pepper": salt.to(torch.float32), "seed": seed}
+
+
 def jitter_params(const: Tensor, u: Tensor) -> Dict[str, Tensor]:
     """ColorJitter's program from const (1, 12) float64 [lo (4), span (4), op codes (4)] of
     brightness, contrast, saturation, hue and u (B, 8) uniform float64 draws: a random order per

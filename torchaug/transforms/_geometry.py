@@ -1,6 +1,7 @@
 """Geometric transforms with torchvision.transforms.v2 names and signatures; every sample of a
 batch gets its own parameters."""
 import numbers
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -382,3 +383,38 @@ class RandomCrop(Transform):
     def _transform_masks(self, masks, idx, params, info):
         p = {"top": params["top"][idx], "left": params["left"][idx], "padding": params["padding"]}
         return self._crop(masks, p, _mask_fill(self.fill))
+
+
+class FiveCrop(Transform):
+    """torchvision.transforms.v2.FiveCrop(size): the tuple (top-left, top-right, bottom-left,
+    bottom-right, centre) of crops of every image, views of the input. Targets pass through, with
+    torchvision's warning (a crop of the boxes per output is not what the five crops return)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = setup_size(size, type(self).__name__)
+
+    def transform(self, images, params):
+        return F.five_crop(images, self.size)
+
+    def transform_targets(self, images, targets, params):
+        warnings.warn(f"torchaug.transforms.{type(self).__name__}() passes its targets through unchanged (as torchvision's does)")
+        return targets
+
+    def _scriptable(self):
+        return S.ScriptMultiCrop(self.size, False, False)
+
+
+class TenCrop(FiveCrop):
+    """torchvision.transforms.v2.TenCrop(size, vertical_flip): FiveCrop of the images, then of the
+    images flipped horizontally (vertically with vertical_flip)."""
+
+    def __init__(self, size, vertical_flip: bool = False):
+        super().__init__(size)
+        self.vertical_flip = bool(vertical_flip)
+
+    def transform(self, images, params):
+        return F.ten_crop(images, self.size, self.vertical_flip)
+
+    def _scriptable(self):
+        return S.ScriptMultiCrop(self.size, True, self.vertical_flip)

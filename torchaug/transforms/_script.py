@@ -19,10 +19,10 @@ from torch import Tensor, nn
 from ..functional._augment import _mix_with_previous, _paste_previous, _soft_labels
 from ..functional._color import _permute_channels
 from ..functional._filter import seeds_on
-from ..functional._geometry import (_center_offset, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
+from ..functional._geometry import (_center_offset, _five_crop, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
                                     _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import generator_device
-from ._draws import (affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
+from ._draws import (random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
                      erasing_params, fill_rows, jitter_params, mix_lam, photometric_distort_params, policy_sample, rand_on,
                      random_color_op_params, random_crop_offsets, random_crop_padding, uniform_on)
 
@@ -198,6 +198,50 @@ class ScriptColorOp(ScriptTransform):
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
         return torch.ops.torchaug.color_program(images, params["ops"], params["params"])
+
+
+class ScriptColorRange(ScriptTransform):
+    """RandomGamma / RandomSolarizeAdd: color op `op` with probability p, its parameters drawn from
+    const [lo0, span0, lo1, span1] (const8 for uint8 images, constf for floating ones)."""
+
+    def __init__(self, op: int, p: float, const8: List[float], constf: List[float], generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.op = op
+        self.p = p
+        self.const8 = torch.tensor(const8, dtype=torch.float64)
+        self.constf = torch.tensor(constf, dtype=torch.float64)
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        u = rand_on([images.shape[0], 3], images.device, self.generator, self.gen_device, torch.float64)
+        const = self.constf if images.is_floating_point() else self.const8
+        return random_color_range_params(self.op, self.p, const.to(images.device).unsqueeze(0), u)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        return torch.ops.torchaug.color_program(images, params["ops"], params["params"])
+
+
+class ScriptSaltAndPepper(ScriptTransform):
+    def __init__(self, p: float, amount: List[float], salt_vs_pepper: List[float], per_channel: bool,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.p = p
+        self.amount = amount
+        self.salt_vs_pepper = salt_vs_pepper
+        self.per_channel = per_channel
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        b = images.shape[0]
+        u = rand_on([b, 3], images.device, self.generator, self.gen_device, torch.float64)
+        return salt_and_pepper_params(self.p, self.amount, self.salt_vs_pepper, u,
+                                      seeds_on(b, images.device, self.generator, self.gen_device))
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        return torch.ops.torchaug.salt_and_pepper(images, params["amount"], params["salt_vs_pepper"], params["seed"],
+                                                  self.per_channel, None, None)
 
 
 class ScriptColorJitter(ScriptTransform):
@@ -690,3 +734,20 @@ class ScriptRandomContainer(nn.Module):
                     out = t(x)
             x = out
         return x
+
+
+class ScriptMultiCrop(nn.Module):
+    """FiveCrop, or TenCrop (ten) with its vertical_flip: forward returns the list of crops."""
+
+    def __init__(self, size: List[int], ten: bool, vertical_flip: bool):
+        super().__init__()
+        self.size = size
+        self.ten = ten
+        self.vertical_flip = vertical_flip
+
+    def forward(self, images: Tensor) -> List[Tensor]:
+        op = "ten_crop" if self.ten else "five_crop"
+        crops = _five_crop(images, self.size[0], self.size[1], op)
+        if self.ten:
+            crops = crops + _five_crop(images.flip(-2 if self.vertical_flip else -1), self.size[0], self.size[1], op)
+        return crops
