@@ -85,18 +85,22 @@ def test_harness_reads_a_tools_lines_beside_the_protocol(tmp_path, monkeypatch):
     """A prefix tool that prints on the child's stdout (compute-sanitizer does) does not break the
     reading of results; when the child then exits with an error status, the tool's lines are in the
     failure recorded under -1."""
-    (tmp_path / "extra_cases.py").write_text(textwrap.dedent("""
+    (tmp_path / "tool_cases.py").write_text(textwrap.dedent("""
         import bad_input
 
         def cases(device):
-            return [bad_input.Case("silent", "torchaug::x", "a", "error", lambda: 1)]
+            return [bad_input.Case("silent", "torchaug::x", "a", "error", lambda: 1),
+                    bad_input.Case("reports", "torchaug::y", "a", "error", lambda: __import__("reporting"))]
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     tool = ["sh", "-c", 'echo "== tool starts"; "$@"; echo "== tool found 1 error"; exit 9', "tool"]
-    results = bad_input.run_matrix("cpu", [0], prefix=tool, _extra="extra_cases:cases")
+    # a report inside a case is attributed to it
+    (tmp_path / "reporting.py").write_text("print('========= Invalid __global__ read of size 4', flush=True)\n")
+    results = bad_input.run_matrix("cpu", [0, 1], prefix=tool, _extra="tool_cases:cases")
     assert results[0]["what"] == "accepted silently"
     assert results[-1]["outcome"] == "fail" and "status 9" in results[-1]["what"]
     assert "== tool found 1 error" in results[-1]["what"]
+    assert "during reports: Invalid __global__ read of size 4" in results[-1]["what"]
 
 
 # ---- the cases reported by hand ---------------------------------------------------------------
