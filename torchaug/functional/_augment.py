@@ -9,7 +9,7 @@ import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ._color import COLOR_OPS
-from ._utils import _as, as_batch, fill_tensor, interpolation_code, per_sample_rows, unbatch
+from ._utils import _as, as_batch, check_tensor, fill_tensor, interpolation_code, per_sample_rows, unbatch
 
 _ops_ns = torch.ops.torchaug
 
@@ -156,9 +156,7 @@ def _lam_column(lam, b: int, device, op: str) -> torch.Tensor:
     """(B,) float64 lambda in [0, 1] from a number or a (B,)/(1,) tensor (values read where they
     live on the CPU)."""
     if isinstance(lam, torch.Tensor):
-        if lam.is_complex() or lam.dtype == torch.bool:
-            raise TypeError(f"torchaug.{op}: lam must be a real number tensor, got {lam.dtype}")
-        lam = lam.reshape(-1)
+        lam = check_tensor(lam, "lam", op).reshape(-1)
         if lam.shape[0] not in (1, b):
             raise ValueError(f"torchaug.{op}: lam must be a number or have shape (B,) with B={b}, got {tuple(lam.shape)}")
         _check_lam(lam, op)
@@ -201,11 +199,7 @@ def mixup(images: torch.Tensor, labels: torch.Tensor, lam, num_classes: Optional
 
 def _check_labels(labels, b: int, num_classes, op: str) -> None:
     """labels: (B,) integer class indices in [0, num_classes) or (B, K) soft labels."""
-    if not isinstance(labels, torch.Tensor):
-        raise TypeError(f"torchaug.{op}: labels must be a tensor, got {type(labels).__name__}")
-    if labels.is_complex() or labels.dtype == torch.bool or labels.device.type == "meta":
-        raise TypeError(f"torchaug.{op}: labels must be real class indices or soft labels with values, got {labels.dtype} "
-                        f"on {labels.device}")
+    check_tensor(labels, "labels", op)
     if labels.dim() not in (1, 2) or labels.shape[0] != b:
         raise ValueError(f"torchaug.{op}: labels must have shape (B,) or (B, num_classes) with B={b}, got {tuple(labels.shape)}")
     if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
@@ -250,8 +244,7 @@ def cutmix(images: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor, num_
     b = x.shape[0]
     if not isinstance(boxes, torch.Tensor) or boxes.shape != (b, 4):
         raise ValueError(f"torchaug.{op}: boxes must be a (B, 4) tensor with B={b}, got {getattr(boxes, 'shape', boxes)!r}")
-    if boxes.is_floating_point() or boxes.is_complex() or boxes.dtype == torch.bool or boxes.device.type == "meta":
-        raise TypeError(f"torchaug.{op}: boxes must be integer [x1, y1, x2, y2] with values, got {boxes.dtype} on {boxes.device}")
+    check_tensor(boxes, "boxes", op, integer=True)
     _check_labels(labels, b, num_classes, op)
     return _paste_previous(x, boxes.to(device=x.device, dtype=torch.int64), labels, num_classes)
 

@@ -7,7 +7,7 @@ from typing import Optional
 import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
-from ._utils import as_batch, per_sample, unbatch
+from ._utils import as_batch, check_tensor, per_sample, unbatch
 
 _ops_ns = torch.ops.torchaug
 
@@ -172,11 +172,8 @@ def color_program(images, ops: torch.Tensor, params: torch.Tensor) -> torch.Tens
     equalize histograms). Parameters are not range-checked here: the transforms build valid ones."""
     x, single = as_batch(images, "color_program")
     b = x.shape[0]
-    for name, t in (("ops", ops), ("params", params)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"torchaug.color_program: {name} must be a tensor, got {type(t).__name__}")
-        if t.is_complex() or t.dtype == torch.bool or t.device.type == "meta":
-            raise TypeError(f"torchaug.color_program: {name} must be a real tensor with values, got {t.dtype} on {t.device}")
+    check_tensor(ops, "ops", "color_program")
+    check_tensor(params, "params", "color_program")
     if ops.dim() == 1:  # one op per sample, or one program for a single image
         ops = ops.unsqueeze(1) if ops.shape[0] == b and not single else ops.unsqueeze(0)
     if params.dim() == 2:
@@ -215,10 +212,7 @@ def permute_channels(images, permutation, validate: bool = True) -> torch.Tensor
             raise TypeError(f"torchaug.permute_channels: permutation must be a sequence of ints or an integer tensor, "
                             f"got {permutation!r:.80}")
         permutation = torch.tensor(permutation, dtype=torch.int64)
-    if permutation.dtype in (torch.bool,) or permutation.is_floating_point() or permutation.is_complex():
-        raise TypeError(f"torchaug.permute_channels: permutation must be an integer tensor, got {permutation.dtype}")
-    if permutation.device.type == "meta":
-        raise ValueError("torchaug.permute_channels: permutation must hold values, got a tensor on the meta device")
+    check_tensor(permutation, "permutation", "permute_channels", integer=True)
     if permutation.dim() == 1:
         permutation = permutation.unsqueeze(0)
     if permutation.dim() != 2 or permutation.shape[1] != c or permutation.shape[0] not in (1, b):

@@ -5,19 +5,14 @@ from typing import List, Sequence, Union
 import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
+from ._utils import check_tensor
 
 _ops_ns = torch.ops.torchaug
 
 
 def _check_boxes(boxes, op: str, name: str = "boxes") -> torch.Tensor:
     """A real tensor with values (NaN and inf are values here: torchvision's semantics apply)."""
-    if not isinstance(boxes, torch.Tensor):
-        raise TypeError(f"torchaug.{op}: {name} must be a tensor, got {type(boxes).__name__}")
-    if boxes.is_complex() or boxes.dtype == torch.bool:
-        raise TypeError(f"torchaug.{op}: {name} must be a real tensor, got {boxes.dtype}")
-    if boxes.device.type == "meta":
-        raise ValueError(f"torchaug.{op}: {name} must hold values, got a tensor on the meta device")
-    return boxes
+    return check_tensor(boxes, name, op)
 
 
 def _check_box_rows(boxes, op: str, name: str) -> None:

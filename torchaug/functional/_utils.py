@@ -98,6 +98,18 @@ def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Te
     return torch.full((batch,), value, dtype=dtype, device=device)
 
 
+def check_tensor(value, name: str, op: str, integer: bool = False) -> torch.Tensor:
+    """A tensor argument (other than the images) that holds values, not on the meta device, of a
+    real dtype (an integer one where `integer`): the one type check of the functions' tensors."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"torchaug.{op}: {name} must be a tensor, got {type(value).__name__}")
+    if value.is_complex() or value.dtype == torch.bool or (integer and value.is_floating_point()):
+        raise TypeError(f"torchaug.{op}: {name} must be {'an integer' if integer else 'a real'} tensor, got {value.dtype}")
+    if value.device.type == "meta":
+        raise ValueError(f"torchaug.{op}: {name} must hold values, got a tensor on the meta device")
+    return value
+
+
 def _check_real(value: torch.Tensor, dtype: torch.dtype, name: str, op: str) -> None:
     """A tensor parameter is real (a complex one would lose its imaginary part in the cast) and a
     bool one only where a bool is asked; values on the CPU are finite (a GPU one is not read: that
