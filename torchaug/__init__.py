@@ -4,7 +4,9 @@ from . import _cuda_queues  # noqa: F401  (first: asks for CUDA's 32 work queues
 from . import _ops  # noqa: F401  (loads the operators)
 from . import functional, io, ops, transforms
 from .functional import InterpolationMode
+from ._accelerate import AccelerateError, AcceleratedLoader, accelerate
 from ._version import __version__
 from .prefetch import PrefetchStats, Prefetcher
 
-__all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "PrefetchStats", "__version__"]
+__all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "PrefetchStats", "accelerate",
+           "AcceleratedLoader", "AccelerateError", "__version__"]

@@ -83,6 +83,18 @@ class Transform(nn.Module):
     def make_params(self, images) -> Dict[str, Any]:
         return {}
 
+    def extra_repr(self) -> str:
+        # the constructor's settings that are plain values (what repr(transform) and plans show)
+        scalar = (bool, int, float, str, torch.dtype, type(None))
+
+        def shown(v) -> bool:
+            if isinstance(v, (list, tuple)):
+                return len(v) <= 8 and all(isinstance(e, scalar) for e in v)
+            return isinstance(v, scalar) or isinstance(getattr(v, "name", None), str)  # enums
+
+        return ", ".join(f"{k}={v!r}" if isinstance(v, (list, tuple) + scalar) else f"{k}={v.name}"
+                         for k, v in vars(self).items() if not k.startswith("_") and k not in ("training", "generator") and shown(v))
+
     def transform(self, images, params: Dict[str, Any]):
         raise NotImplementedError
 

@@ -1,0 +1,175 @@
+"""torchaug.accelerate: a torchvision ImageFolder DataLoader with its decoding and transforms moved
+to the device: the translation of torchvision's transforms (v2 and v1) with their arguments, the
+same batches, labels, sampler, length and drop_last, per-sample draws in distribution, the start of
+a chain torchaug cannot take kept in the workers, and the refusals that name what is not taken."""
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+from conftest import requires_torchvision, torchvision
+
+import torchaug
+import torchaug.transforms as T
+
+if torchvision is not None:
+    from torchvision import datasets
+    from torchvision import transforms as v1
+    from torchvision.transforms import v2
+
+pytestmark = requires_torchvision
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """An ImageFolder of 3 classes of JPEGs of different sizes."""
+    from PIL import Image
+    root = tmp_path_factory.mktemp("folder")
+    g = np.random.default_rng(0)
+    for c in ("cat", "dog", "eel"):
+        os.makedirs(root / c)
+        for i in range(9):
+            h, w = int(g.integers(40, 90)), int(g.integers(40, 90))
+            Image.fromarray((g.random((h, w, 3)) * 255).astype(np.uint8)).save(root / c / f"{i}.jpg", quality=90)
+    return str(root)
+
+
+def _loader(folder, transform, **kw):
+    kw.setdefault("batch_size", 4)
+    return torch.utils.data.DataLoader(datasets.ImageFolder(folder, transform=transform), **kw)
+
+
+def test_deterministic_chain_gives_the_original_batches(folder):
+    # no resampling: the device's decode (libjpeg-turbo on the CPU, as PIL) and crop give the same pixels
+    tf = v2.Compose([v2.CenterCrop(32), v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+    dl = _loader(folder, tf, batch_size=5, num_workers=2)
+    fast = torchaug.accelerate(dl, device="cpu")
+    assert len(fast) == len(dl) == 6 and fast.sampler is dl.sampler and fast.dataset is dl.dataset
+    got = list(fast)
+    want = list(dl)
+    assert len(got) == len(want)
+    for (x, y), (xr, yr) in zip(got, want):
+        assert torch.equal(y, yr)
+        torch.testing.assert_close(x, xr, atol=1e-5, rtol=0)
+
+
+def test_resampling_chain_is_close_and_v1_translates(folder):
+    tf = v1.Compose([v1.Resize(36), v1.CenterCrop(32), v1.ToTensor(), v1.Normalize(MEAN, STD)])
+    dl = _loader(folder, tf, batch_size=9, drop_last=True)
+    got, want = list(torchaug.accelerate(dl, device="cpu")), list(dl)
+    assert len(got) == len(want) == 3
+    for (x, y), (xr, yr) in zip(got, want):
+        assert torch.equal(y, yr) and x.shape == xr.shape == (9, 3, 32, 32)
+        # PIL's antialiased resize against torchvision's tensor resize: a level or two apart
+        assert (x - xr).abs().mul(torch.tensor(STD)[:, None, None]).mean() < 2.5 / 255
+
+
+def test_shuffled_order_labels_and_random_shapes(folder):
+    tf = v2.Compose([v2.RandomResizedCrop(24, antialias=True), v2.RandomHorizontalFlip(), v2.RandAugment(), v2.ToImage(),
+                     v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD), v2.RandomErasing(0.5)])
+    dl = _loader(folder, tf, batch_size=4, shuffle=True, drop_last=True)
+    fast = torchaug.accelerate(dl, device="cpu")
+    torch.manual_seed(3)
+    want = [y for _, y in dl]
+    torch.manual_seed(3)
+    got = list(fast)
+    assert len(got) == len(want) == 6
+    for (x, y), yr in zip(got, want):
+        assert x.shape == (4, 3, 24, 24) and x.dtype == torch.float32 and torch.equal(y, yr)
+
+
+def test_per_sample_flip_frequency_matches(folder):
+    # torchvision's per-sample loop flips each image with probability p; so does the device's chain
+    tf = v2.Compose([v2.CenterCrop(32), v2.RandomHorizontalFlip(0.3), v2.PILToTensor()])
+    dl = _loader(folder, tf, batch_size=27)
+    plain = list(torchaug.accelerate(_loader(folder, v2.Compose([v2.CenterCrop(32), v2.PILToTensor()]), batch_size=27),
+                                     device="cpu"))[0][0]
+    fast = torchaug.accelerate(dl, device="cpu")
+    flipped, n = 0, 0
+    for _ in range(40):
+        x = next(iter(fast))[0]
+        same, mirrored = (x == plain).flatten(1).all(1), (x == plain.flip(-1)).flatten(1).all(1)
+        assert (same | mirrored).all()
+        flipped += int(mirrored.sum())
+        n += x.shape[0]
+    assert abs(flipped / n - 0.3) < 5 * math.sqrt(0.21 / n)
+
+
+def test_translation_keeps_the_arguments():
+    cases = [
+        (v2.RandomResizedCrop(20, scale=(0.3, 0.9), ratio=(0.5, 2.0), interpolation=v2.InterpolationMode.BICUBIC),
+         T.RandomResizedCrop, dict(size=[20, 20], scale=(0.3, 0.9), ratio=(0.5, 2.0))),
+        (v2.ColorJitter(0.4, 0.3, 0.2, 0.1), T.ColorJitter, dict(brightness=(0.6, 1.4), hue=(-0.1, 0.1))),
+        (v2.RandAugment(3, 5, 21), T.RandAugment, dict(num_ops=3, magnitude=5, num_magnitude_bins=21)),
+        (v2.AutoAugment(v2.AutoAugmentPolicy.SVHN), T.AutoAugment, {}),
+        (v2.TrivialAugmentWide(11), T.TrivialAugmentWide, dict(num_magnitude_bins=11)),
+        (v2.RandomRotation(30, fill=7), T.RandomRotation, {}),
+        (v2.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2)), T.RandomAffine, {}),
+        (v2.GaussianBlur(5, sigma=(0.2, 1.5)), T.GaussianBlur, {}),
+        (v2.RandomCrop(16, padding=2, pad_if_needed=True, padding_mode="reflect"), T.RandomCrop, {}),
+        (v2.RandomErasing(0.7, value=3), T.RandomErasing, dict(p=0.7)),
+        (v2.RandomPhotometricDistort(p=0.2), T.RandomPhotometricDistort, dict(p=0.2)),
+        (v2.RandomApply([v2.RandomInvert(1.0), v2.RandomPosterize(3, 1.0)], p=0.4), T.RandomApply, dict(p=0.4)),
+        (v2.RandomChoice([v2.RandomEqualize(), v2.RandomSolarize(100)], p=[1, 3]), T.RandomChoice, dict(p=[0.25, 0.75])),
+        (v2.Resize(30, max_size=40), T.Resize, {}),
+        (v1.RandomResizedCrop(20), T.RandomResizedCrop, dict(size=[20, 20])),
+    ]
+    from torchaug._accelerate import _translate
+    for tv, cls, attrs in cases:
+        got = _translate(tv)
+        assert type(got) is cls, (tv, got)
+        for k, v in attrs.items():
+            assert getattr(got, k) == v, (tv, k, getattr(got, k))
+    assert _translate(v2.Lambda(lambda x: x)) is None and _translate(v2.Compose([v2.RandomInvert(), v2.Lambda(abs)])) is None
+
+
+def _rot90(img):  # a step torchaug does not have, for the workers (module-level: the workers pickle it)
+    return img.transpose(2)
+
+
+def test_a_start_torchaug_cannot_take_stays_in_the_workers(folder):
+    tf = v2.Compose([v2.Lambda(_rot90), v2.CenterCrop(32), v2.PILToTensor()])
+    dl = _loader(folder, tf, batch_size=6, num_workers=1)
+    fast = torchaug.accelerate(dl, device="cpu")
+    assert "workers (1): load with the dataset's loader, then Lambda" in fast.plan
+    for (x, y), (xr, yr) in zip(fast, dl):
+        assert torch.equal(x, xr) and torch.equal(y, yr)
+
+
+def test_refusals_name_what_is_not_taken(folder, tmp_path, capsys):
+    with pytest.raises(torchaug.AccelerateError, match=r"no transform for Lambda.*not at the start of the chain"):
+        torchaug.accelerate(_loader(folder, v2.Compose([v2.CenterCrop(32), v2.Lambda(_rot90), v2.PILToTensor()])))
+    own = datasets.ImageFolder(folder, transform=v2.PILToTensor(), loader=lambda p: None)
+    with pytest.raises(torchaug.AccelerateError, match=r"reads its files with <lambda>, not torchvision's default image loader"):
+        torchaug.accelerate(torch.utils.data.DataLoader(own))
+    with pytest.raises(torchaug.AccelerateError, match=r"collate_fn 'mine' is the user's"):
+        def mine(b):
+            return b
+        torchaug.accelerate(_loader(folder, v2.PILToTensor(), collate_fn=mine))
+    from PIL import Image
+    os.makedirs(tmp_path / "a")
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "a" / "x.png")
+    with pytest.raises(torchaug.AccelerateError, match=r"1 of 1 files are not JPEG"):
+        torchaug.accelerate(_loader(str(tmp_path), v2.PILToTensor()))
+    with pytest.raises(torchaug.AccelerateError, match="dataset must be a torchvision ImageFolder or DatasetFolder"):
+        torchaug.accelerate(torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(4))))
+    fast = torchaug.accelerate(_loader(folder, v2.Compose([v2.RandomResizedCrop(24), v2.PILToTensor()])), explain=True,
+                               device="cpu")
+    out = capsys.readouterr().out
+    assert out.strip() == fast.plan and "cpu: decode JPEG (libjpeg-turbo) -> RandomResizedCrop(size=[24, 24]" in out
+
+
+def test_a_corrupt_file_follows_on_decode_error(folder, tmp_path):
+    import shutil
+    root = tmp_path / "data"
+    shutil.copytree(folder, root)
+    with open(root / "dog" / "3.jpg", "r+b") as f:
+        f.truncate(100)
+    tf = v2.Compose([v2.CenterCrop(32), v2.PILToTensor()])
+    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 12 \(100 bytes\): truncated JPEG"):
+        list(torchaug.accelerate(_loader(str(root), tf, batch_size=27), device="cpu"))
+    fast = torchaug.accelerate(_loader(str(root), tf, batch_size=27), device="cpu", on_decode_error="skip")
+    (x, y), = list(fast)
+    assert x.shape[0] == 26 and y.shape[0] == 26 and len(fast.prefetcher.decode_failures) == 1
