@@ -23,7 +23,8 @@ TORCH_LIBRARY(torchaug, m) {
   // Crop boxes (B, 4) int64 [top, left, height, width] of each image resized to out_size, with the
   // optional per-sample horizontal flip and normalize/cast epilogue fused into the same pass:
   //   out = normalize(flip(resize(crop(images))))
-  // where each stage rounds to the input dtype exactly as the unfused chain would.
+  // where each stage rounds to the input dtype exactly as the unfused chain would. interpolation:
+  // 0 nearest, 1 bilinear, 2 bicubic, 3 nearest-exact (the other geometric ops take 0 and 1).
   m.def(
       "resized_crop(Tensor images, Tensor boxes, SymInt[] out_size, int interpolation=1, "
       "bool antialias=True, Tensor? flip=None, Tensor? mean=None, Tensor? std=None, "

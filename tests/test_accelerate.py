@@ -173,3 +173,17 @@ def test_a_corrupt_file_follows_on_decode_error(folder, tmp_path):
     fast = torchaug.accelerate(_loader(str(root), tf, batch_size=27), device="cpu", on_decode_error="skip")
     (x, y), = list(fast)
     assert x.shape[0] == 26 and y.shape[0] == 26 and len(fast.prefetcher.decode_failures) == 1
+
+
+def test_a_distributed_sampler_and_its_epochs_are_kept(folder):
+    from torch.utils.data import DistributedSampler
+    ds = datasets.ImageFolder(folder, transform=v2.Compose([v2.CenterCrop(16), v2.PILToTensor()]))
+    sampler = DistributedSampler(ds, num_replicas=2, rank=1, shuffle=True, seed=5)
+    dl = torch.utils.data.DataLoader(ds, batch_size=3, sampler=sampler, persistent_workers=True, num_workers=1)
+    fast = torchaug.accelerate(dl, device="cpu")
+    assert fast.sampler is sampler and len(fast) == len(dl) == 5 and fast.loader.persistent_workers
+    for epoch in (0, 1):
+        fast.sampler.set_epoch(epoch)
+        got = torch.cat([y for _, y in fast])
+        want = torch.tensor([ds.targets[i] for i in sampler])
+        assert torch.equal(got, want)

@@ -29,12 +29,12 @@ if torchvision is not None:
     from torchvision.transforms.v2 import functional as TF
 
 ops = torch.ops.torchaug
-MODES = ["nearest", "bilinear", "bicubic"]
+MODES = ["nearest", "bilinear", "bicubic", "nearest-exact"]  # the resize family's; affine takes the first two
 IMAGE_DTYPES = [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
 def tv_mode(name):
-    return {"nearest": IM.NEAREST, "bilinear": IM.BILINEAR, "bicubic": IM.BICUBIC}[name]
+    return {"nearest": IM.NEAREST, "bilinear": IM.BILINEAR, "bicubic": IM.BICUBIC, "nearest-exact": IM.NEAREST_EXACT}[name]
 
 
 def tv_resized_crop(img, box, size, mode, antialias):
@@ -43,7 +43,7 @@ def tv_resized_crop(img, box, size, mode, antialias):
     if img.dtype == torch.uint8 and mode == "bicubic":
         out = TF.resized_crop(img.float(), top, left, h, w, size, interpolation=tv_mode(mode), antialias=antialias)
         return out.clamp_(0, 255).round_().to(torch.uint8)
-    if img.dtype in (torch.float16, torch.bfloat16) and mode != "nearest":
+    if img.dtype in (torch.float16, torch.bfloat16) and not mode.startswith("nearest"):
         out = TF.resized_crop(img.float(), top, left, h, w, size, interpolation=tv_mode(mode), antialias=antialias)
         return out.to(img.dtype)
     return TF.resized_crop(img, top, left, h, w, size, interpolation=tv_mode(mode), antialias=antialias)
@@ -197,6 +197,17 @@ def test_resized_crop_identity_and_crop_are_exact(device):
 
 
 @requires_torchvision
+def test_nearest_exact_is_refused_where_torchvision_has_none(device):
+    x = random_images(2, 3, 8, 9, torch.uint8, device)
+    with pytest.raises(ValueError, match="torchaug.affine: interpolation must be one of nearest, bilinear, got"):
+        F.affine(x, 10.0, [0, 0], 1.0, [0.0, 0.0], "nearest-exact")
+    with pytest.raises(RuntimeError, match=r"warp_affine: interpolation must be 0 \(nearest\) or 1 \(bilinear\), got 3"):
+        torch.ops.torchaug.warp_affine(x, torch.eye(2, 3, device=device).expand(2, 2, 3).contiguous(), [8, 9], 3, None)
+    out = F.resize(x, [5, 4], IM.NEAREST_EXACT if torchvision is not None else "nearest-exact")
+    assert out.shape == (2, 3, 5, 4)
+
+
+@requires_torchvision
 def test_resize_and_center_crop_match_torchvision(device):
     x = random_images(2, 3, 37, 50, torch.uint8, device)
     for size, max_size in ((24, None), ([24], 30), ([20, 33], None), (60, None)):
@@ -232,8 +243,8 @@ def test_resized_crop_property(b, c, h, w, oh, ow, mode, antialias, dtype, chann
     for i in range(b):
         top, left, bh, bw = boxes[i].tolist()
         crop = x[i:i + 1, :, top:top + bh, left:left + bw].to(torch.float64)
-        kw = {} if mode == "nearest" else {"align_corners": False, "antialias": antialias}
-        if antialias and mode != "nearest" and ow == 1 and oh > 1:
+        kw = {} if mode.startswith("nearest") else {"align_corners": False, "antialias": antialias}
+        if antialias and not mode.startswith("nearest") and ow == 1 and oh > 1:
             # PyTorch's CPU antialiased interpolate gives every output row the first row's value
             # when the output is one pixel wide (a PyTorch bug, seen in 2.13); the transposed
             # problem is computed correctly there.
@@ -612,7 +623,7 @@ def test_errors_name_the_op_and_argument(device):
         (lambda: ops.resized_crop(x, boxes.float(), [4, 4], 1, True), r"torchaug::resized_crop: boxes must have dtype Long, got Float"),
         (lambda: ops.resized_crop(x, boxes, [0, 4], 1, True), r"torchaug::resized_crop: out_size must be positive, got \[0, 4\]"),
         (lambda: ops.resized_crop(x, boxes, [4], 1, True), r"torchaug::resized_crop: out_size must be \[height, width\]"),
-        (lambda: ops.resized_crop(x, boxes, [4, 4], 5, True), r"torchaug::resized_crop: interpolation must be 0 \(nearest\), 1 \(bilinear\) or 2 \(bicubic\), got 5"),
+        (lambda: ops.resized_crop(x, boxes, [4, 4], 5, True), r"torchaug::resized_crop: interpolation must be 0 \(nearest\), 1 \(bilinear\), 2 \(bicubic\) or 3 \(nearest-exact\), got 5"),
         (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, torch.ones(3, dtype=torch.bool, device=device)), r"torchaug::resized_crop: flip must have shape \(B,\) with B=2, got \(3,\)"),
         (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, None, torch.zeros(2, 4, device=device), torch.ones(2, 4, device=device)), r"torchaug::resized_crop: mean must have shape \(B, C\) with B=2, got \(2, 4\)"),
         (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, None, torch.zeros(2, 3, device=device), None), r"mean and std must be given together"),

@@ -27,7 +27,12 @@ enum Interpolation : int64_t {
   kNearest = 0,
   kBilinear = 1,
   kBicubic = 2,
+  kNearestExact = 3,  // the resize ops only (torchvision's NEAREST_EXACT)
 };
+
+TORCHAUG_HOST_DEVICE inline bool is_nearest(int64_t interpolation) {
+  return interpolation == kNearest || interpolation == kNearestExact;
+}
 
 template <typename T>
 TORCHAUG_HOST_DEVICE inline T min_of(T a, T b) { return a < b ? a : b; }

@@ -45,6 +45,13 @@ TORCHAUG_HOST_DEVICE inline int64_t nearest_source_index(int64_t dst, int64_t in
   return min_of(static_cast<int64_t>(floorf(static_cast<float>(dst) * scale)), in - 1);
 }
 
+TORCHAUG_HOST_DEVICE inline int64_t nearest_exact_source_index(int64_t dst, int64_t in, int64_t out) {
+  // aten/src/ATen/native/UpSample.h: nearest_neighbor_exact_compute_source_index ("nearest-exact":
+  // the pixel whose centre is nearest, (dst + 0.5) * scale in double, floored as a float)
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  return min_of(static_cast<int64_t>(floorf(static_cast<float>((static_cast<double>(dst) + 0.5) * scale))), in - 1);
+}
+
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t aa_linear_filter(acc_t x) {
   if (x < 0) x = -x;
@@ -91,9 +98,9 @@ TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t inter
   a.center = 0;
   a.invscale = 1;
   a.total = 1;
-  if (interpolation == kNearest) {
+  if (is_nearest(interpolation)) {
     a.kind = kAxisNearest;
-    a.first = nearest_source_index(dst, in, out);
+    a.first = interpolation == kNearest ? nearest_source_index(dst, in, out) : nearest_exact_source_index(dst, in, out);
     a.count = 1;
     return a;
   }

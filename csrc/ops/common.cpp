@@ -147,7 +147,9 @@ void check_op_ids(const char* op, const at::Tensor& ops, int num_ops) {
 
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code) {
   TORCHAUG_CHECK(interpolation >= 0 && interpolation <= max_code, "torchaug::", op,
-              ": interpolation must be ", max_code == 2 ? "0 (nearest), 1 (bilinear) or 2 (bicubic)" : "0 (nearest) or 1 (bilinear)",
+              ": interpolation must be ",
+              max_code == 3 ? "0 (nearest), 1 (bilinear), 2 (bicubic) or 3 (nearest-exact)"
+                            : (max_code == 2 ? "0 (nearest), 1 (bilinear) or 2 (bicubic)" : "0 (nearest) or 1 (bilinear)"),
               ", got ", interpolation);
 }
 

@@ -32,7 +32,7 @@ ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t
                                          std::optional<at::MemoryFormat> memory_format) {
   const int64_t B = ref.size(0);
   auto [oh, ow] = check_out_size(op, out_size);
-  check_interpolation(op, interpolation, kernels::kBicubic);
+  check_interpolation(op, interpolation, kernels::kNearestExact);
   check_param(op, "boxes", boxes, ref, {B, 4}, "(B, 4)", {at::kLong});
   if (flip) check_param(op, "flip", *flip, ref, {B}, "(B,)", {at::kBool});
   TORCHAUG_CHECK(mean.has_value() == std.has_value(), "torchaug::", op, ": mean and std must be given together");
@@ -68,7 +68,7 @@ ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t
   p.out_h = oh;
   p.out_w = ow;
   p.interpolation = interpolation;
-  p.antialias = antialias && interpolation != kernels::kNearest;
+  p.antialias = antialias && !kernels::is_nearest(interpolation);
   p.inv_max = (!in_float && at::isFloatingType(odt)) ? static_cast<float>(kernels::PixelRange<uint8_t>::inv_max) : 1.0f;
   return plan;
 }

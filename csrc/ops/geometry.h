@@ -183,7 +183,7 @@ inline ResizedCropBackwardPlan plan_resized_crop_backward(const at::Tensor& grad
                  ", got ", shape_str(grad.sizes()));
   TORCHAUG_CHECK(at::isFloatingType(grad.scalar_type()), "torchaug::", op, ": grad must be floating, got ",
                  grad.scalar_type());
-  check_interpolation(op, interpolation, kernels::kBicubic);
+  check_interpolation(op, interpolation, kernels::kNearestExact);
   check_param(op, "boxes", boxes, grad, {isz[0], 4}, "(B, 4)", {at::kLong});
   check_box_values(op, boxes);
   if (flip) check_param(op, "flip", *flip, grad, {isz[0]}, "(B,)", {at::kBool});
@@ -205,7 +205,7 @@ inline ResizedCropBackwardPlan plan_resized_crop_backward(const at::Tensor& grad
                                      sd.defined() ? strides2(sd) : Strides2{0, 0},
                                      strides4(grad), strides4(plan.grad_in),
                                      isz[1], isz[2], isz[3], grad.size(2), grad.size(3), interpolation,
-                                     antialias && interpolation != kernels::kNearest};
+                                     antialias && !kernels::is_nearest(interpolation)};
   return plan;
 }
 

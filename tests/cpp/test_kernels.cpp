@@ -25,6 +25,14 @@ TEST(Kernels, NearestSourceIndexFollowsPyTorch) {
   EXPECT_EQ(nearest_source_index(2, 3, 3), 2);
 }
 
+TEST(Kernels, NearestExactSourceIndexTakesThePixelWhoseCentreIsNearest) {
+  EXPECT_EQ(nearest_exact_source_index(5, 10, 10), 5);  // same size: identity
+  EXPECT_EQ(nearest_exact_source_index(0, 10, 3), 1);   // floor(0.5 * 10/3), where "nearest" takes 0
+  EXPECT_EQ(nearest_exact_source_index(2, 10, 3), 8);   // floor(2.5 * 10/3)
+  EXPECT_EQ(nearest_exact_source_index(7, 10, 20), 3);  // floor(7.5 / 2)
+  EXPECT_EQ(nearest_exact_source_index(2, 3, 1), 2);    // clamped to the last pixel
+}
+
 class AxisTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(AxisTest, WeightsSumToOneAndTapsStayInside) {

@@ -402,6 +402,7 @@ def affine(images, angle, translate, scale, shear, interpolation=InterpolationMo
     """torchvision.transforms.v2.functional.affine with every parameter optionally per sample:
     angle, scale (B,); translate, shear (B, 2) (or torchvision's numbers and pairs)."""
     x, single = as_batch(images, "affine")
+    interpolation_code(interpolation, "affine", ("nearest", "bilinear"))  # named as this function's
     b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
     m = affine_matrices(angle, translate, scale, shear, center, h, w, b, x.device)
     return unbatch(warp_affine(x, m.to(_matrix_dtype(x)), None, interpolation, fill), single)
@@ -413,6 +414,7 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
     one angle for the batch, a number, since the output size depends on it."""
     op = "rotate"
     x, single = as_batch(images, op)
+    interpolation_code(interpolation, op, ("nearest", "bilinear"))  # named as this function's
     b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
     oh, ow = h, w
     if expand and not isinstance(angle, numbers.Real):

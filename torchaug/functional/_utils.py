@@ -14,14 +14,17 @@ class InterpolationMode(enum.Enum):
     torchvision.transforms.InterpolationMode (or its string value) is accepted wherever this is."""
 
     NEAREST = "nearest"
+    NEAREST_EXACT = "nearest-exact"
     BILINEAR = "bilinear"
     BICUBIC = "bicubic"
 
 
-_INTERP_CODES = {"nearest": 0, "bilinear": 1, "bicubic": 2}
+_INTERP_CODES = {"nearest": 0, "bilinear": 1, "bicubic": 2, "nearest-exact": 3}
 
 
-def interpolation_code(mode, op: str, allowed=("nearest", "bilinear", "bicubic")) -> int:
+def interpolation_code(mode, op: str, allowed=("nearest", "bilinear", "bicubic", "nearest-exact")) -> int:
+    """The ops' interpolation code of a mode (torchaug's or torchvision's InterpolationMode, or its
+    value); `allowed` the modes the op takes (the resize family takes all four)."""
     value = getattr(mode, "value", mode)
     if isinstance(value, str) and value.lower() in allowed:
         return _INTERP_CODES[value.lower()]
