@@ -7,7 +7,7 @@ import torch
 
 from torchaug import ops as tops
 
-from conftest import CUDA, hooked, requires_cuda, torchvision
+from conftest import CUDA, hooked, requires_cuda, requires_torchvision, torchvision
 
 ops = torch.ops.torchaug
 
@@ -410,3 +410,21 @@ def test_torch_compile_nms_and_roi_align(device):
         torch._dynamo.config.capture_dynamic_output_shape_ops = False
     k0, r0 = f(boxes, scores, x, rois)
     assert torch.equal(k, k0) and torch.equal(r, r0)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("fmt", ["xyxy", "xywh", "cxcywh"])
+def test_box_iou_and_area_match_torchvision_in_every_format(device, fmt):
+    import torchvision.ops as tvo
+    g = torch.Generator().manual_seed(3)
+    a = torch.rand(7, 4, generator=g, dtype=torch.float64) * 20
+    b = torch.rand(5, 4, generator=g, dtype=torch.float64) * 20
+    if fmt == "xyxy":  # ordered corners; some boxes apart, some overlapping
+        a[:, 2:] += a[:, :2]
+        b[:, 2:] += b[:, :2]
+    got = tops.box_iou(a.to(device), b.to(device), fmt=fmt).cpu()
+    torch.testing.assert_close(got, tvo.box_iou(a, b, fmt=fmt), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(tops.box_area(a.to(device), fmt=fmt).cpu(), tvo.box_area(a, fmt=fmt))
+    assert (got > 0).any() and (got == 0).any()
+    with pytest.raises(ValueError, match=r"box_iou: fmt must be one of xyxy, xywh, cxcywh \(axis-aligned boxes\), got 'xywhr'"):
+        tops.box_iou(a, b, fmt="xywhr")

@@ -33,13 +33,14 @@ def test_random_resized_crop_boxes_follow_torchvision_rules(device):
 
 
 @requires_torchvision
-def test_random_resized_crop_distribution_matches_torchvision():
+@pytest.mark.parametrize("scale", [(0.08, 1.0), (0.0, 1.0)])  # torchvision's test grid has both
+def test_random_resized_crop_distribution_matches_torchvision(scale):
     """Seeded: the mean and quartiles of the crop area, aspect ratio and position agree with
     torchvision's get_params over 4000 draws (bounds ~5 standard errors)."""
     torch.manual_seed(0)
     n, hh, ww = 4000, 375, 500
-    ref = torch.tensor([TV.RandomResizedCrop.get_params(torch.empty(1, hh, ww), [0.08, 1.0], [3 / 4, 4 / 3]) for _ in range(n)]).double()
-    t = T.RandomResizedCrop(224, generator=torch.Generator().manual_seed(1))
+    ref = torch.tensor([TV.RandomResizedCrop.get_params(torch.empty(1, hh, ww), list(scale), [3 / 4, 4 / 3]) for _ in range(n)]).double()
+    t = T.RandomResizedCrop(224, scale=scale, generator=torch.Generator().manual_seed(1))
     ours = t.make_params(torch.empty(n, 1, hh, ww, dtype=torch.uint8))["boxes"].double()
 
     def stats(b):
@@ -350,6 +351,17 @@ def test_five_and_ten_crop_match_torchvision(device, size):
             assert len(got) == 10 and all(torch.equal(a, b) for a, b in zip(got, want))
             scripted = torch.jit.script(T.TenCrop(size, vertical_flip=vertical))(img)
             assert all(torch.equal(a, b) for a, b in zip(scripted, want))
+
+
+@requires_torchvision
+def test_resized_crop_with_one_size_resizes_the_smaller_edge(device):
+    x = random_images(3, 3, 40, 50, torch.uint8, device)
+    for h, w, size in ((10, 12, 8), (12, 10, [8]), (9, 27, 5)):
+        out = F.resized_crop(x, 1, 2, h, w, size)
+        ref = torch.stack([TF.resized_crop(x[i].cpu(), 1, 2, h, w, size) for i in range(3)])
+        assert_close_images(out.cpu(), ref, torch.uint8, f"{h}x{w} -> {size}")
+    with pytest.raises(ValueError, match="size must be \\[height, width\\] when height or width differ per sample"):
+        F.resized_crop(x, 1, 2, torch.tensor([10, 12, 14], device=device), 12, 8)
 
 
 def test_five_crop_errors_and_targets(device):

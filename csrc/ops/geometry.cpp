@@ -145,8 +145,8 @@ RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::opti
   }
   TORCHAUG_CHECK(sizes || (height > 0 && width > 0), "torchaug::", op, ": height and width must be positive, got ", height,
               " and ", width);
-  TORCHAUG_CHECK(0 < scale_min && scale_min <= scale_max, "torchaug::", op,
-              ": scale must satisfy 0 < scale_min <= scale_max, got ", scale_min, ", ", scale_max);
+  TORCHAUG_CHECK(0 <= scale_min && scale_min <= scale_max, "torchaug::", op,
+              ": scale must satisfy 0 <= scale_min <= scale_max, got ", scale_min, ", ", scale_max);
   TORCHAUG_CHECK(0 < ratio_min && ratio_min <= ratio_max, "torchaug::", op, ": ratio must satisfy 0 < ratio_min <= ratio_max, got ",
               ratio_min, ", ", ratio_max);
   Draws draws;

@@ -99,21 +99,46 @@ def roi_align(input: torch.Tensor, boxes: Union[torch.Tensor, List[torch.Tensor]
                              int(sampling_ratio), bool(aligned))
 
 
-def box_area(boxes: torch.Tensor) -> torch.Tensor:
-    """torchvision.ops.box_area of (N, 4) [x1, y1, x2, y2] boxes."""
+_BOX_FORMATS = ("xyxy", "xywh", "cxcywh")
+
+
+def _box_format(fmt, op: str) -> str:
+    if fmt not in _BOX_FORMATS:
+        raise ValueError(f"torchaug.{op}: fmt must be one of {', '.join(_BOX_FORMATS)} (axis-aligned boxes), got {fmt!r}")
+    return fmt
+
+
+def _corners(boxes: torch.Tensor, fmt: str):
+    """(top-left, bottom-right) (N, 1, 2) of boxes in fmt, as torchvision's _box_inter_union forms them."""
+    if fmt == "xyxy":
+        return boxes[:, None, :2], boxes[:, None, 2:]
+    if fmt == "xywh":
+        return boxes[:, None, :2], boxes[:, None, :2] + boxes[:, None, 2:]
+    return boxes[:, None, :2] - boxes[:, None, 2:] / 2, boxes[:, None, :2] + boxes[:, None, 2:] / 2
+
+
+def box_area(boxes: torch.Tensor, fmt: str = "xyxy") -> torch.Tensor:
+    """torchvision.ops.box_area of (N, 4) boxes in fmt "xyxy" (default), "xywh" or "cxcywh"."""
+    _box_format(fmt, "box_area")
     _check_box_rows(boxes, "box_area", "boxes")
-    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    if fmt == "xyxy":
+        return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    return boxes[:, 2] * boxes[:, 3]
 
 
-def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> torch.Tensor:
-    """torchvision.ops.box_iou: the (N, M) IoU matrix of two sets of [x1, y1, x2, y2] boxes."""
+def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, fmt: str = "xyxy") -> torch.Tensor:
+    """torchvision.ops.box_iou: the (N, M) IoU matrix of two sets of boxes in fmt "xyxy" (default),
+    "xywh" or "cxcywh" (torchvision's rotated formats are not taken)."""
+    _box_format(fmt, "box_iou")
     _check_box_rows(boxes1, "box_iou", "boxes1")
     _check_box_rows(boxes2, "box_iou", "boxes2")
     if boxes1.device != boxes2.device:
         raise ValueError(f"torchaug.box_iou: boxes1 and boxes2 must be on one device, got {boxes1.device} and {boxes2.device}")
-    area1, area2 = box_area(boxes1), box_area(boxes2)
-    lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
-    rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+    area1, area2 = box_area(boxes1, fmt), box_area(boxes2, fmt)
+    lt1, rb1 = _corners(boxes1, fmt)
+    lt2, rb2 = _corners(boxes2, fmt)
+    lt = torch.max(lt1, lt2.transpose(0, 1))
+    rb = torch.min(rb1, rb2.transpose(0, 1))
     wh = (rb - lt).clamp(min=0)
     inter = wh[:, :, 0] * wh[:, :, 1]
     return inter / (area1[:, None] + area2 - inter)

@@ -100,8 +100,8 @@ def resized_crop(
     **fused,
 ) -> torch.Tensor:
     """torchvision.transforms.v2.functional.resized_crop with per-sample top/left/height/width
-    (numbers or (B,) tensors); size must be [height, width] (every sample gets the same output
-    size). Keyword arguments of resized_crop_boxes (flip, mean, std, out_dtype, memory_format)
+    (numbers or (B,) tensors); size [height, width], or one number (the crop's smaller edge, as
+    torchvision) where height and width are numbers (every sample gets the same output size). Keyword arguments of resized_crop_boxes (flip, mean, std, out_dtype, memory_format)
     fuse those stages into the same pass."""
     op = "resized_crop"
     if isinstance(images, RaggedImages):
@@ -113,10 +113,15 @@ def resized_crop(
         x, _ = as_batch(images, op)
         batch, device = x.shape[0], x.device
     if isinstance(size, numbers.Integral) or (isinstance(size, Sequence) and len(size) == 1):
-        raise ValueError(
-            f"torchaug.{op}: size must be [height, width]: with one number torchvision resizes each crop's "
-            f"smaller edge, which gives every sample a different size; got {size!r}"
-        )
+        # torchvision resizes the crop's smaller edge to size: one output size for the batch when the
+        # crop's height and width are numbers (per-sample tensors would give each sample its own)
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (height, width)):
+            raise ValueError(
+                f"torchaug.{op}: size must be [height, width] when height or width differ per sample: with one number "
+                f"torchvision resizes each crop's smaller edge, which would give every sample a different size; got {size!r}")
+        if int(height) <= 0 or int(width) <= 0:
+            raise ValueError(f"torchaug.{op}: height and width must be positive, got {height} and {width}")
+        size = _compute_resized_output_size(int(height), int(width), size)
     boxes = torch.stack([per_sample(v, batch, device, torch.int64, n, op) for v, n in
                          ((top, "top"), (left, "left"), (height, "height"), (width, "width"))], dim=1)
     return resized_crop_boxes(images, boxes, size, interpolation, antialias, **fused)

@@ -77,8 +77,8 @@ class RandomResizedCrop(_CropLike):
     ):
         super().__init__(generator)
         self.size = setup_size(size, "RandomResizedCrop")
-        if not (isinstance(scale, Sequence) and len(scale) == 2 and 0 < scale[0] <= scale[1]):
-            raise ValueError(f"torchaug.transforms.RandomResizedCrop: scale must be (min, max) with 0 < min <= max, got {scale!r}")
+        if not (isinstance(scale, Sequence) and len(scale) == 2 and 0 <= scale[0] <= scale[1]):
+            raise ValueError(f"torchaug.transforms.RandomResizedCrop: scale must be (min, max) with 0 <= min <= max, got {scale!r}")
         if not (isinstance(ratio, Sequence) and len(ratio) == 2 and 0 < ratio[0] <= ratio[1]):
             raise ValueError(f"torchaug.transforms.RandomResizedCrop: ratio must be (min, max) with 0 < min <= max, got {ratio!r}")
         self.scale = (float(scale[0]), float(scale[1]))
