@@ -4,6 +4,8 @@ each sample's output is what its draw names, targets follow their sample, replay
 TorchScript, and the errors for what a per-sample choice cannot do."""
 import math
 
+import numpy as np
+
 import pytest
 import torch
 from conftest import random_images, requires_torchvision, torchvision
@@ -193,3 +195,50 @@ def test_scripted_containers_draw_as_python(device, per_sample):
             assert torch.equal(scripted(x), want), type(t).__name__
     with pytest.raises(RuntimeError, match="no TorchScript form"):
         torch.jit.script(T.Lambda(lambda im: im))
+
+
+@requires_torchvision
+def test_linear_transformation_matches_torchvision(device):
+    from torchvision.transforms import v2
+    g = torch.Generator().manual_seed(0)
+    d = 3 * 4 * 5
+    m, mean = torch.randn(d, d, generator=g), torch.randn(d, generator=g)
+    x = torch.rand(6, 3, 4, 5, generator=g)
+    got = T.LinearTransformation(m.to(device), mean.to(device))(x.to(device)).cpu()
+    torch.testing.assert_close(got, v2.LinearTransformation(m, mean)(x), rtol=1e-5, atol=1e-5)
+    scripted = torch.jit.script(T.LinearTransformation(m, mean))
+    torch.testing.assert_close(scripted(x), got, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="LinearTransformation: transformation_matrix should be square"):
+        T.LinearTransformation(torch.zeros(3, 4), torch.zeros(3))
+    with pytest.raises(ValueError, match=r"images of shape \(..., C, H, W\) = \(6, 3, 4, 4\) flatten to 48 values"):
+        T.LinearTransformation(m, mean)(x[..., :4])
+
+
+@requires_torchvision
+def test_uniform_temporal_subsample_matches_torchvision(device):
+    from torchvision.transforms import v2
+    video = torch.randint(0, 256, (2, 11, 3, 4, 5), dtype=torch.uint8, device=device)
+    for n in (1, 4, 11):
+        got = T.UniformTemporalSubsample(n)(video)
+        assert torch.equal(got.cpu(), v2.UniformTemporalSubsample(n)(video.cpu()))
+        assert torch.equal(torch.jit.script(T.UniformTemporalSubsample(n))(video), got)
+    with pytest.raises(ValueError, match="num_samples must be a positive int"):
+        T.UniformTemporalSubsample(0)
+
+
+def test_pil_conversions_round_trip():
+    from PIL import Image
+    array = np.random.default_rng(0).integers(0, 256, (7, 9, 3), dtype=np.uint8)
+    pil = Image.fromarray(array)
+    chw = T.PILToTensor()(pil)
+    assert chw.shape == (3, 7, 9) and chw.dtype == torch.uint8 and torch.equal(chw, torch.from_numpy(array).permute(2, 0, 1))
+    assert torch.equal(T.ToImage()(array), chw) and torch.equal(T.ToImage()(pil), chw) and T.ToImage()(chw) is not None
+    assert torch.equal(T.ToImage()(Image.fromarray(array[:, :, 0])), chw[:1])
+    back = T.ToPILImage()(chw)
+    assert np.array_equal(np.asarray(back), array)
+    gray = T.ToPILImage()(chw[:1].float() / 255)
+    assert gray.mode == "L" and np.array_equal(np.asarray(gray), array[:, :, 0])
+    batch = T.ToPILImage()(torch.stack([chw, chw]))
+    assert len(batch) == 2 and np.array_equal(np.asarray(batch[1]), array)
+    with pytest.raises(TypeError, match="PILToTensor: expected a PIL image or a numpy array, got int"):
+        T.PILToTensor()(3)

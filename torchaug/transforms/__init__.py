@@ -29,7 +29,20 @@ from ._geometry import (
     Resize,
     TenCrop,
 )
-from ._misc import RGB, ConvertImageDtype, Identity, Lambda, Normalize, ToDtype, ToPureTensor
+from ._misc import (
+    RGB,
+    ConvertImageDtype,
+    Identity,
+    Lambda,
+    LinearTransformation,
+    Normalize,
+    PILToTensor,
+    ToDtype,
+    ToImage,
+    ToPILImage,
+    ToPureTensor,
+    UniformTemporalSubsample,
+)
 from ._mix import CutMix, MixUp
 from ._sanitize import SanitizeBoundingBoxes
 from ._targets import BoundingBoxes, KeyPoints, Mask
@@ -74,6 +87,11 @@ __all__ = [
     "Lambda",
     "RGB",
     "ToPureTensor",
+    "ToImage",
+    "PILToTensor",
+    "ToPILImage",
+    "LinearTransformation",
+    "UniformTemporalSubsample",
     "Normalize",
     "Pad",
     "RandomAffine",

@@ -1,5 +1,6 @@
-"""Normalize, ToDtype and the conversions and pass-throughs (ConvertImageDtype, Identity, Lambda,
-RGB, ToPureTensor) with torchvision.transforms.v2 names and signatures."""
+"""Normalize, ToDtype, LinearTransformation, UniformTemporalSubsample and the conversions and
+pass-throughs (ConvertImageDtype, Identity, Lambda, RGB, ToPureTensor, ToImage, PILToTensor,
+ToPILImage) with torchvision.transforms.v2 names and signatures."""
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
@@ -121,3 +122,142 @@ def _pure(obj):
         out = [_pure(v) for v in obj]
         return tuple(out) if isinstance(obj, tuple) else out
     return obj
+
+
+class LinearTransformation(Transform):
+    """torchvision.transforms.v2.LinearTransformation(transformation_matrix, mean_vector): each image
+    flattened to D = C * H * W values, mean_vector subtracted, multiplied by the (D, D) matrix (one
+    matrix product for the batch), reshaped back (whitening, ZCA)."""
+
+    def __init__(self, transformation_matrix: torch.Tensor, mean_vector: torch.Tensor):
+        super().__init__()
+        name = "torchaug.transforms.LinearTransformation"
+        m, v = transformation_matrix, mean_vector
+        if not isinstance(m, torch.Tensor) or not isinstance(v, torch.Tensor):
+            raise TypeError(f"{name}: transformation_matrix and mean_vector must be tensors")
+        if m.dim() != 2 or m.size(0) != m.size(1):
+            raise ValueError(f"{name}: transformation_matrix should be square, got {tuple(m.shape)}")
+        if v.dim() != 1 or v.size(0) != m.size(0):
+            raise ValueError(f"{name}: mean_vector should have the matrix's size {m.size(0)}, got {tuple(v.shape)}")
+        if m.device != v.device or m.dtype != v.dtype:
+            raise ValueError(f"{name}: transformation_matrix and mean_vector must share device and dtype, got "
+                             f"{m.dtype} on {m.device} and {v.dtype} on {v.device}")
+        if not m.is_floating_point():
+            raise TypeError(f"{name}: transformation_matrix must be floating, got {m.dtype}")
+        self.transformation_matrix, self.mean_vector = m, v
+
+    def transform(self, images, params):
+        name = "torchaug.transforms.LinearTransformation"
+        if not isinstance(images, torch.Tensor):
+            raise TypeError(f"{name}: images must be a tensor, got {type(images).__name__}")
+        shape = images.shape
+        n = shape[-3] * shape[-2] * shape[-1] if images.dim() >= 3 else -1
+        if n != self.transformation_matrix.shape[0]:
+            raise ValueError(f"{name}: images of shape (..., C, H, W) = {tuple(shape)} flatten to {n} values, the "
+                             f"matrix is {tuple(self.transformation_matrix.shape)}")
+        if images.device.type != self.mean_vector.device.type:
+            raise ValueError(f"{name}: images are on {images.device}, the matrix on {self.mean_vector.device}")
+        flat = images.reshape(-1, n) - self.mean_vector
+        return torch.mm(flat, self.transformation_matrix.to(flat.dtype)).reshape(shape)
+
+    def _scriptable(self):
+        return S.ScriptLinearTransformation(self.transformation_matrix, self.mean_vector)
+
+
+class UniformTemporalSubsample(Transform):
+    """torchvision.transforms.v2.UniformTemporalSubsample(num_samples): num_samples frames, evenly
+    spaced, of videos (..., T, C, H, W) (a (B, T, C, H, W) batch keeps the same frames of every clip)."""
+
+    def __init__(self, num_samples: int):
+        super().__init__()
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"torchaug.transforms.UniformTemporalSubsample: num_samples must be a positive int, got {num_samples!r}")
+        self.num_samples = num_samples
+
+    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        out = self.transform(images, {})
+        out = (out,) + tuple(targets) if targets else out
+        return (out, {}) if return_params else out
+
+    def transform(self, images, params):
+        if not isinstance(images, torch.Tensor) or images.dim() < 4:
+            raise ValueError(f"torchaug.transforms.UniformTemporalSubsample: videos must be a (..., T, C, H, W) tensor, got "
+                             f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}")
+        return S.temporal_subsample(images, self.num_samples)
+
+    def _scriptable(self):
+        return S.ScriptTemporalSubsample(self.num_samples)
+
+
+def _to_chw(pic, name: str) -> torch.Tensor:
+    """A PIL image or an (H, W[, C]) numpy array as a (C, H, W) tensor (of the array's dtype)."""
+    import numpy as np
+    if isinstance(pic, np.ndarray):
+        array = pic
+    elif hasattr(pic, "getbands") and hasattr(pic, "size"):  # a PIL image
+        array = np.asarray(pic)
+    else:
+        raise TypeError(f"torchaug.transforms.{name}: expected a PIL image or a numpy array, got {type(pic).__name__}")
+    if array.ndim == 2:
+        array = array[:, :, None]
+    if array.ndim != 3:
+        raise ValueError(f"torchaug.transforms.{name}: expected an (H, W) or (H, W, C) image, got shape {array.shape}")
+    return torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1).contiguous()
+
+
+class PILToTensor(Transform):
+    """torchvision.transforms.v2.PILToTensor: a PIL image as a (C, H, W) tensor of its pixel type
+    (uint8 for L and RGB), for the batch or the GPU afterwards."""
+
+    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        out = self.transform(images, {})
+        out = (out,) + tuple(targets) if targets else out
+        return (out, {}) if return_params else out
+
+    def transform(self, images, params):
+        return _to_chw(images, type(self).__name__)
+
+    def _scriptable(self):
+        return S.ScriptTransform()  # a scripted transform takes tensors: nothing to convert
+
+
+class ToImage(PILToTensor):
+    """torchvision.transforms.v2.ToImage: a PIL image, a numpy (H, W[, C]) array or a tensor as a
+    (C, H, W) (or batched) image tensor; tensors pass as they are (tv_tensors become plain tensors)."""
+
+    def transform(self, images, params):
+        if isinstance(images, torch.Tensor):
+            images = images.as_subclass(torch.Tensor)
+            return images.unsqueeze(0) if images.dim() == 2 else images
+        return _to_chw(images, type(self).__name__)
+
+
+class ToPILImage(Transform):
+    """torchvision.transforms.v2.ToPILImage(mode): a (C, H, W) image (a list of PIL images for a
+    (B, C, H, W) batch) as a PIL image: floating images scaled by 255 as torchvision does, on the CPU."""
+
+    def __init__(self, mode: Optional[str] = None):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        out = self.transform(images, {})
+        out = (out,) + tuple(targets) if targets else out
+        return (out, {}) if return_params else out
+
+    def transform(self, images, params):
+        from PIL import Image
+        if not isinstance(images, torch.Tensor) or images.dim() not in (2, 3, 4):
+            raise TypeError(f"torchaug.transforms.ToPILImage: expected a (C, H, W) or (B, C, H, W) tensor, got "
+                            f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}")
+        if images.dim() == 4:
+            return [self.transform(img, params) for img in images]
+        img = images.detach().cpu()
+        if img.dim() == 2:
+            img = img.unsqueeze(0)
+        if img.is_floating_point() and self.mode != "F":
+            img = img.mul(255).byte()
+        array = img.permute(1, 2, 0).numpy()
+        if array.shape[2] == 1:
+            array = array[:, :, 0]
+        return Image.fromarray(array, mode=self.mode) if self.mode is not None else Image.fromarray(array)

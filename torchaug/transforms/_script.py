@@ -751,3 +751,34 @@ class ScriptMultiCrop(nn.Module):
         if self.ten:
             crops = crops + _five_crop(images.flip(-2 if self.vertical_flip else -1), self.size[0], self.size[1], op)
         return crops
+
+
+def temporal_subsample(videos: Tensor, num_samples: int) -> Tensor:
+    """num_samples evenly spaced frames of (..., T, C, H, W) videos: torchvision's uniform_temporal_subsample."""
+    t_max = videos.shape[-4] - 1
+    indices = torch.linspace(0.0, float(t_max), num_samples, device=videos.device).long()
+    return torch.index_select(videos, -4, indices)
+
+
+class ScriptTemporalSubsample(nn.Module):
+    def __init__(self, num_samples: int):
+        super().__init__()
+        self.num_samples = num_samples
+
+    def forward(self, images: Tensor) -> Tensor:
+        return temporal_subsample(images, self.num_samples)
+
+
+class ScriptLinearTransformation(nn.Module):
+    def __init__(self, transformation_matrix: Tensor, mean_vector: Tensor):
+        super().__init__()
+        self.transformation_matrix = transformation_matrix
+        self.mean_vector = mean_vector
+
+    def forward(self, images: Tensor) -> Tensor:
+        shape = images.shape
+        n = shape[-3] * shape[-2] * shape[-1]
+        if n != self.transformation_matrix.shape[0]:
+            raise ValueError("torchaug.transforms.LinearTransformation: the images do not flatten to the matrix's size")
+        flat = images.reshape(-1, n) - self.mean_vector
+        return torch.mm(flat, self.transformation_matrix.to(flat.dtype)).reshape(shape)
