@@ -8,7 +8,7 @@ import torch
 
 import torchaug.functional as F
 import torchaug.transforms as T
-from conftest import requires_cuda, torchvision
+from conftest import requires_cuda, requires_torchvision, torchvision
 
 if torchvision is not None:
     from torchvision import tv_tensors
@@ -358,3 +358,38 @@ def test_warp_affine_boxes_follow_warp_affine(device):
     assert one.tolist() == [[-3.0, 1.0, 4.0, 3.0]]
     with pytest.raises(ValueError, match=r"matrices must have shape \(B, 2, 3\) with B=3"):
         warp_affine_boxes([b.as_subclass(torch.Tensor) for b in boxes], torch.zeros(2, 2, 3), (H, W))
+
+
+# ---- the targets' representation: ConvertBoundingBoxFormat, ClampBoundingBoxes, ClampKeyPoints --
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_box_format_conversion_and_clamping_match_torchvision(dtype):
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
+    g = torch.Generator().manual_seed(0)
+    raw = (torch.rand(9, 4, generator=g) * 40 - 5)
+    raw[:, 2:] = raw[:, 2:].abs() + 1
+    data = raw.to(dtype)
+    img = torch.zeros(3, 20, 30, dtype=torch.uint8)
+    for old in ("XYXY", "XYWH", "CXCYWH"):
+        for new in ("XYXY", "XYWH", "CXCYWH"):
+            tv_in = tv_tensors.BoundingBoxes(data, format=old, canvas_size=(20, 30))
+            want = v2.ConvertBoundingBoxFormat(new)(tv_in)
+            _, got = T.ConvertBoundingBoxFormat(new)(img, tv_in)
+            assert isinstance(got, tv_tensors.BoundingBoxes) and got.format.name == new
+            assert torch.equal(got.as_subclass(torch.Tensor), want.as_subclass(torch.Tensor)), (old, new)
+            _, mine = T.ConvertBoundingBoxFormat(new.lower())(img, T.BoundingBoxes(data, old, (20, 30)))
+            assert mine.format == new and torch.equal(mine.data, want.as_subclass(torch.Tensor))
+        tv_in = tv_tensors.BoundingBoxes(data, format=old, canvas_size=(20, 30))
+        want = v2.ClampBoundingBoxes("soft")(tv_in)
+        _, got = T.ClampBoundingBoxes("soft")(img, [tv_in])
+        assert torch.equal(got[0].as_subclass(torch.Tensor), want.as_subclass(torch.Tensor)), old
+        _, same = T.ClampBoundingBoxes(None)(img, T.BoundingBoxes(data, old, (20, 30)))
+        assert torch.equal(same.data, data)
+    points = (torch.rand(5, 2, generator=g) * 50 - 10).to(dtype)
+    want = v2.ClampKeyPoints()(tv_tensors.KeyPoints(points, canvas_size=(20, 30)))
+    _, got = T.ClampKeyPoints()(img, {"kp": T.KeyPoints(points, (20, 30))})
+    assert torch.equal(got["kp"].data, want.as_subclass(torch.Tensor))
+    with pytest.raises(ValueError, match="ConvertBoundingBoxFormat: format must be one of XYXY, XYWH, CXCYWH"):
+        T.ConvertBoundingBoxFormat("XYWHR")

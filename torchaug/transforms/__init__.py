@@ -29,6 +29,7 @@ from ._geometry import (
     Resize,
     TenCrop,
 )
+from ._meta import ClampBoundingBoxes, ClampKeyPoints, ConvertBoundingBoxFormat
 from ._misc import (
     RGB,
     ConvertImageDtype,
@@ -103,6 +104,9 @@ __all__ = [
     "ToDtype",
     "Transform",
     "SanitizeBoundingBoxes",
+    "ConvertBoundingBoxFormat",
+    "ClampBoundingBoxes",
+    "ClampKeyPoints",
     "BoundingBoxes",
     "KeyPoints",
     "Mask",
