@@ -5,6 +5,7 @@ is rewritten with torchvision's arithmetic (integer boxes included)."""
 from typing import Any, Dict, Optional
 
 import torch
+from torch.utils._pytree import tree_map
 
 from . import _targets as TG
 from ._transform import Transform
@@ -88,15 +89,10 @@ class _TargetMap(Transform):
         return images
 
     def _walk(self, obj):
-        kind = TG._kind(obj)
-        if kind == self.kind:
-            return self._map(obj, TG._raw(obj))
-        if isinstance(obj, dict):
-            return type(obj)((k, self._walk(v)) for k, v in obj.items())
-        if isinstance(obj, (list, tuple)) and not isinstance(obj, str):
-            out = [self._walk(v) for v in obj]
-            return tuple(out) if isinstance(obj, tuple) else out
-        return obj
+        def leaf(v):
+            return self._map(v, TG._raw(v)) if TG._kind(v) == self.kind else v
+
+        return tree_map(leaf, obj)
 
     def _map(self, obj, data: torch.Tensor):
         raise NotImplementedError

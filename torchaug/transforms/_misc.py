@@ -4,6 +4,7 @@ ToPILImage) with torchvision.transforms.v2 names and signatures."""
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
+from torch.utils._pytree import tree_map
 
 from .. import functional as F
 from . import _script as S
@@ -112,16 +113,24 @@ class ToPureTensor(Transform):
 
 
 def _pure(obj):
-    if isinstance(obj, (_targets.BoundingBoxes, _targets.Mask, _targets.KeyPoints)):
-        return obj.data
-    if isinstance(obj, torch.Tensor):
-        return obj.as_subclass(torch.Tensor) if type(obj) is not torch.Tensor else obj
-    if isinstance(obj, dict):
-        return type(obj)((k, _pure(v)) for k, v in obj.items())
-    if isinstance(obj, (list, tuple)) and not isinstance(obj, str):
-        out = [_pure(v) for v in obj]
-        return tuple(out) if isinstance(obj, tuple) else out
-    return obj
+    """obj (nested in dicts, lists and tuples) with tv_tensors as plain tensors and torchaug's target
+    wrappers as their data."""
+    def leaf(v):
+        if isinstance(v, (_targets.BoundingBoxes, _targets.Mask, _targets.KeyPoints)):
+            return v.data
+        return v.as_subclass(torch.Tensor) if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor else v
+
+    return tree_map(leaf, obj)
+
+
+class _PassTargets(Transform):
+    """A transform without parameters whose targets pass through unchanged, and whose input need not
+    be an image batch (PIL images, videos): forward is transform(images) and the targets as they came."""
+
+    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
+        out = self.transform(images, {})
+        out = (out,) + tuple(targets) if targets else out
+        return (out, {}) if return_params else out
 
 
 class LinearTransformation(Transform):
@@ -164,7 +173,7 @@ class LinearTransformation(Transform):
         return S.ScriptLinearTransformation(self.transformation_matrix, self.mean_vector)
 
 
-class UniformTemporalSubsample(Transform):
+class UniformTemporalSubsample(_PassTargets):
     """torchvision.transforms.v2.UniformTemporalSubsample(num_samples): num_samples frames, evenly
     spaced, of videos (..., T, C, H, W) (a (B, T, C, H, W) batch keeps the same frames of every clip)."""
 
@@ -173,11 +182,6 @@ class UniformTemporalSubsample(Transform):
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
             raise ValueError(f"torchaug.transforms.UniformTemporalSubsample: num_samples must be a positive int, got {num_samples!r}")
         self.num_samples = num_samples
-
-    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
-        out = self.transform(images, {})
-        out = (out,) + tuple(targets) if targets else out
-        return (out, {}) if return_params else out
 
     def transform(self, images, params):
         if not isinstance(images, torch.Tensor) or images.dim() < 4:
@@ -205,14 +209,9 @@ def _to_chw(pic, name: str) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1).contiguous()
 
 
-class PILToTensor(Transform):
+class PILToTensor(_PassTargets):
     """torchvision.transforms.v2.PILToTensor: a PIL image as a (C, H, W) tensor of its pixel type
     (uint8 for L and RGB), for the batch or the GPU afterwards."""
-
-    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
-        out = self.transform(images, {})
-        out = (out,) + tuple(targets) if targets else out
-        return (out, {}) if return_params else out
 
     def transform(self, images, params):
         return _to_chw(images, type(self).__name__)
@@ -232,18 +231,13 @@ class ToImage(PILToTensor):
         return _to_chw(images, type(self).__name__)
 
 
-class ToPILImage(Transform):
+class ToPILImage(_PassTargets):
     """torchvision.transforms.v2.ToPILImage(mode): a (C, H, W) image (a list of PIL images for a
     (B, C, H, W) batch) as a PIL image: floating images scaled by 255 as torchvision does, on the CPU."""
 
     def __init__(self, mode: Optional[str] = None):
         super().__init__()
         self.mode = mode
-
-    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
-        out = self.transform(images, {})
-        out = (out,) + tuple(targets) if targets else out
-        return (out, {}) if return_params else out
 
     def transform(self, images, params):
         from PIL import Image
