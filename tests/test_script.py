@@ -178,9 +178,9 @@ def test_scriptable_list_is_documented_in_the_error():
     names = scriptable_transforms()
     import torchaug.transforms as pkg
     every = [n for n in pkg.__all__ if isinstance(getattr(pkg, n), type) and issubclass(getattr(pkg, n), T.Transform)]
-    # every image transform has a TorchScript form; SanitizeBoundingBoxes works on targets only,
+    # every image transform has a TorchScript form; the Sanitize transforms work on targets only,
     # Lambda holds any Python callable and ToPILImage makes PIL images (torchvision's do not script either)
-    assert sorted(set(every) - set(names)) == ["Lambda", "SanitizeBoundingBoxes", "ToPILImage", "Transform"]
+    assert sorted(set(every) - set(names)) == ["Lambda", "SanitizeBoundingBoxes", "SanitizeKeyPoints", "ToPILImage", "Transform"]
     with pytest.raises(RuntimeError, match="RandomResizedCrop"):
         torch.jit.script(T.SanitizeBoundingBoxes())
 

@@ -264,6 +264,26 @@ def test_sanitize_bounding_boxes(device):
         T.SanitizeBoundingBoxes()(x, [targets[0], {"labels": torch.zeros(1)}])
 
 
+@requires_tv
+def test_sanitize_keypoints(device):
+    x = torch.zeros(2, 3, 20, 30, dtype=torch.uint8, device=device)
+    groups = torch.tensor([[[1.0, 2], [29.5, 19.5]], [[-0.5, 3], [4, 4]], [[5, 20], [1, 1]], [[0, 0], [29.9, 0]]], device=device)
+    points = tv_tensors.KeyPoints(groups, canvas_size=(20, 30))
+    flat = tv_tensors.KeyPoints(groups[:, 0], canvas_size=(20, 30))
+    targets = [{"kp": points, "labels": torch.arange(4, device=device)}, {"kp": flat, "labels": torch.arange(4, device=device)}]
+    _, got = T.SanitizeKeyPoints(labels_getter="default")(x, targets)
+    for mine, theirs in zip(got, targets):
+        want = torchvision.transforms.v2.SanitizeKeyPoints(labels_getter="default")(theirs)
+        assert isinstance(mine["kp"], tv_tensors.KeyPoints)
+        assert torch.equal(mine["kp"].as_subclass(torch.Tensor), want["kp"].as_subclass(torch.Tensor))
+        assert torch.equal(mine["labels"], want["labels"])
+    assert got[0]["labels"].tolist() == [0, 3] and got[1]["labels"].tolist() == [0, 3]
+    _, kept = T.SanitizeKeyPoints()(x[0], {"kp": T.KeyPoints(groups, (20, 30)), "labels": torch.arange(4, device=device)})
+    assert kept["kp"].data.shape == (2, 2, 2) and kept["labels"].shape == (4,)  # labels_getter None: labels kept
+    with pytest.raises(ValueError, match="image 0 must hold exactly one keypoints target, found 0"):
+        T.SanitizeKeyPoints()(x[0], {"labels": torch.zeros(1)})
+
+
 @requires_cuda
 @requires_tv
 @pytest.mark.parametrize("name", ["RandomAffine", "RandAugment", "RandomResizedCrop"])

@@ -45,7 +45,7 @@ from ._misc import (
     UniformTemporalSubsample,
 )
 from ._mix import CutMix, MixUp
-from ._sanitize import SanitizeBoundingBoxes
+from ._sanitize import SanitizeBoundingBoxes, SanitizeKeyPoints
 from ._targets import BoundingBoxes, KeyPoints, Mask
 from ._transform import Transform
 
@@ -104,6 +104,7 @@ __all__ = [
     "ToDtype",
     "Transform",
     "SanitizeBoundingBoxes",
+    "SanitizeKeyPoints",
     "ConvertBoundingBoxFormat",
     "ClampBoundingBoxes",
     "ClampKeyPoints",

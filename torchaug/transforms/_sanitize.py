@@ -1,6 +1,7 @@
-"""SanitizeBoundingBoxes: drops the boxes that the geometric transforms left degenerate (and the
-labels and masks that go with them), torchvision.transforms.v2's rule, for a whole batch with one
-host synchronisation."""
+"""SanitizeBoundingBoxes and SanitizeKeyPoints: drop the boxes that the geometric transforms left
+degenerate (and the labels and masks that go with them) or the keypoints they moved off the
+canvas (and their labels), torchvision.transforms.v2's rules, for a whole batch with one host
+synchronisation."""
 import numbers
 from typing import Any, Callable, Dict, List, Union
 
@@ -44,51 +45,8 @@ class SanitizeBoundingBoxes(Transform):
     def transform(self, images, params):
         return images
 
-    def _labels(self, target: Dict[str, Any]) -> List[torch.Tensor]:
-        if self.labels_getter is None:
-            return []
-        got = _default_labels(target) if self.labels_getter == "default" else self.labels_getter(target)
-        if got is None:
-            return []
-        got = [got] if isinstance(got, torch.Tensor) else list(got)
-        if not all(isinstance(t, torch.Tensor) for t in got):
-            raise ValueError("torchaug.transforms.SanitizeBoundingBoxes: the labels must be a tensor or a tuple of tensors")
-        return got
-
     def transform_targets(self, images, targets, params):
-        name = "SanitizeBoundingBoxes"
-        info = BatchInfo(images)
-        single = isinstance(images, torch.Tensor) and images.dim() == 3
-        if len(targets) != 1:
-            raise TypeError(f"torchaug.transforms.{name}: takes the images and one targets argument (a dict per image), "
-                            f"got {len(targets)} targets arguments")
-        per_image = [targets[0]] if single else targets[0]
-        if not isinstance(per_image, (list, tuple)) or len(per_image) != info.batch or not all(isinstance(d, dict) for d in per_image):
-            raise TypeError(f"torchaug.transforms.{name}: targets must be a list of {info.batch} dicts (one per image)")
-        boxes = []
-        for i, d in enumerate(per_image):
-            found = [k for k, v in d.items() if TG._kind(v) == "boxes"]
-            if len(found) != 1:
-                raise ValueError(f"torchaug.transforms.{name}: the targets of image {i} must hold exactly one bounding-box "
-                                 f"target, found {len(found)}")
-            boxes.append((found[0], d[found[0]]))
-        valid = self._valid([b for _, b in boxes], info.device)
-        out = []
-        for i, (d, (key, obj)) in enumerate(zip(per_image, boxes)):
-            keep = valid[i]
-            n = TG._raw(obj).shape[0]
-            labels = self._labels(d)
-            new = dict(d)
-            for k, v in d.items():
-                raw = TG._raw(v) if TG._kind(v) in ("boxes", "mask") else v
-                is_label = any(v is lab for lab in labels)
-                if TG._kind(v) == "boxes" or is_label or (TG._kind(v) == "mask" and raw.dim() >= 3 and raw.shape[0] == n):
-                    if is_label and raw.shape[0] != n:
-                        raise ValueError(f"torchaug.transforms.{name}: image {i} has {n} boxes but labels {k!r} of shape "
-                                         f"{tuple(raw.shape)}")
-                    new[k] = _take(v, keep.to(raw.device, non_blocking=True))
-            out.append(type(d)(new))
-        return (out[0] if single else out,)
+        return _sanitize(self, images, targets, "boxes", "bounding-box")
 
     def _valid(self, boxes: List[Any], device) -> List[torch.Tensor]:
         """Per image, the int64 indices of the boxes to keep: one pass over all boxes, one host read."""
@@ -106,12 +64,99 @@ class SanitizeBoundingBoxes(Transform):
         return [part.nonzero()[:, 0] for part in torch.split(ok, counts)]
 
 
+def _labels(transform, target: Dict[str, Any]) -> List[torch.Tensor]:
+    """The tensors of a target dict that its labels_getter names (filtered with the rows)."""
+    getter = transform.labels_getter
+    if getter is None:
+        return []
+    got = _default_labels(target) if getter == "default" else getter(target)
+    if got is None:
+        return []
+    got = [got] if isinstance(got, torch.Tensor) else list(got)
+    if not all(isinstance(t, torch.Tensor) for t in got):
+        raise ValueError(f"torchaug.transforms.{type(transform).__name__}: the labels must be a tensor or a tuple of tensors")
+    return got
+
+
+def _sanitize(transform, images, targets, kind: str, what: str):
+    """The targets (one dict per image, each with one `kind` target) with the rows transform._valid
+    rejects removed, with their labels (and, for boxes, their masks)."""
+    name = type(transform).__name__
+    info = BatchInfo(images)
+    single = isinstance(images, torch.Tensor) and images.dim() == 3
+    if len(targets) != 1:
+        raise TypeError(f"torchaug.transforms.{name}: takes the images and one targets argument (a dict per image), "
+                        f"got {len(targets)} targets arguments")
+    per_image = [targets[0]] if single else targets[0]
+    if not isinstance(per_image, (list, tuple)) or len(per_image) != info.batch or not all(isinstance(d, dict) for d in per_image):
+        raise TypeError(f"torchaug.transforms.{name}: targets must be a list of {info.batch} dicts (one per image)")
+    found = []
+    for i, d in enumerate(per_image):
+        keys = [k for k, v in d.items() if TG._kind(v) == kind]
+        if len(keys) != 1:
+            raise ValueError(f"torchaug.transforms.{name}: the targets of image {i} must hold exactly one {what} "
+                             f"target, found {len(keys)}")
+        found.append(d[keys[0]])
+    valid = transform._valid(found, info.device)
+    out = []
+    for i, (d, obj) in enumerate(zip(per_image, found)):
+        keep = valid[i]
+        n = TG._raw(obj).shape[0]
+        labels = _labels(transform, d)
+        new = dict(d)
+        for k, v in d.items():
+            raw = TG._raw(v) if TG._kind(v) in ("boxes", "mask", "keypoints") else v
+            is_label = any(v is lab for lab in labels)
+            rows_of_kind = kind == "boxes" and TG._kind(v) == "mask" and raw.dim() >= 3 and raw.shape[0] == n
+            if TG._kind(v) == kind or is_label or rows_of_kind:
+                if is_label and raw.shape[0] != n:
+                    raise ValueError(f"torchaug.transforms.{name}: image {i} has {n} {what} rows but labels {k!r} of shape "
+                                     f"{tuple(raw.shape)}")
+                new[k] = _take(v, keep.to(raw.device, non_blocking=True))
+        out.append(type(d)(new))
+    return (out[0] if single else out,)
+
+
+class SanitizeKeyPoints(Transform):
+    """torchvision.transforms.v2.SanitizeKeyPoints(labels_getter) over a batch: called as t(images,
+    targets) with one dict per image holding a keypoints target (N, 2) or groups (N, K, 2), it
+    removes the points (whole groups) with a coordinate outside the canvas ([0, W) x [0, H)), and
+    the matching rows of the labels labels_getter names (None, the default: none; "default": the
+    "labels" key; or a callable). The images pass unchanged; one host synchronisation a batch."""
+
+    def __init__(self, labels_getter: Union[Callable[[Any], Any], str, None] = None):
+        super().__init__()
+        if not (labels_getter is None or labels_getter == "default" or callable(labels_getter)):
+            raise ValueError("torchaug.transforms.SanitizeKeyPoints: labels_getter must be 'default', a callable or None, "
+                             f"got {labels_getter!r}")
+        self.labels_getter = labels_getter
+
+    def transform(self, images, params):
+        return images
+
+    def transform_targets(self, images, targets, params):
+        return _sanitize(self, images, targets, "keypoints", "keypoints")
+
+    def _valid(self, points: List[Any], device) -> List[torch.Tensor]:
+        counts = [TG._raw(p).shape[0] for p in points]
+        oks = []
+        for p in points:
+            xy = TG._raw(p).to(device)
+            h, w = (float(v) for v in p.canvas_size)
+            ok = (xy[..., 0] >= 0) & (xy[..., 0] < w) & (xy[..., 1] >= 0) & (xy[..., 1] < h)
+            oks.append(ok.flatten(1).all(1) if ok.dim() > 1 else ok)
+        ok = torch.cat(oks).cpu() if oks else torch.zeros(0, dtype=torch.bool)  # the one synchronisation
+        return [part.nonzero()[:, 0] for part in torch.split(ok, counts)]
+
+
 def _take(obj, keep: torch.Tensor):
     """Rows `keep` of a target (tv_tensor, torchaug wrapper or plain tensor), of the same type."""
     if isinstance(obj, TG.BoundingBoxes):
         return TG.BoundingBoxes(obj.data[keep], obj.format, obj.canvas_size, obj.clamping_mode)
     if isinstance(obj, TG.Mask):
         return TG.Mask(obj.data[keep])
+    if isinstance(obj, TG.KeyPoints):
+        return TG.KeyPoints(obj.data[keep], obj.canvas_size)
     tv = TG._tv()
     if tv is not None and isinstance(obj, tv.TVTensor):
         return tv.wrap(obj.as_subclass(torch.Tensor)[keep], like=obj)
