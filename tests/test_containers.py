@@ -242,3 +242,14 @@ def test_pil_conversions_round_trip():
     assert len(batch) == 2 and np.array_equal(np.asarray(batch[1]), array)
     with pytest.raises(TypeError, match="PILToTensor: expected a PIL image or a numpy array, got int"):
         T.PILToTensor()(3)
+
+
+@requires_torchvision
+def test_to_tensor_matches_torchvision():
+    from PIL import Image
+    from torchvision.transforms import v2
+    array = np.random.default_rng(1).integers(0, 256, (5, 6, 3), dtype=np.uint8)
+    for pic in (array, Image.fromarray(array), Image.fromarray(array[:, :, 0])):
+        want = v2.ToTensor()(pic)
+        got = T.ToTensor()(pic)
+        assert got.dtype == torch.float32 and torch.equal(got, want)

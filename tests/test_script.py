@@ -45,7 +45,8 @@ def scriptable_cases():
         T.RandomApply([T.RandomInvert(1.0), T.ColorJitter(0.3)]), T.RandomChoice([T.RandomEqualize(1.0), T.RandomHorizontalFlip()]),
         T.RandomOrder([T.RandomInvert(), T.RandomAutocontrast()], per_sample=False), T.Identity(), T.RGB(), T.ToPureTensor(),
         T.ConvertImageDtype(torch.float16), T.RandomGamma((0.5, 2.0), (0.9, 1.1), p=0.7), T.RandomSolarizeAdd((10, 100)),
-        T.RandomSaltAndPepper(), T.RandomSaltAndPepper(0.2, (0.0, 1.0), p=0.9, per_channel=True),
+        T.RandomSaltAndPepper(), T.RandomSaltAndPepper(0.2, (0.0, 1.0), p=0.9, per_channel=True), T.SetClampingMode(None),
+        T.ConvertBoundingBoxFormat("XYWH"), T.ClampBoundingBoxes(), T.ClampKeyPoints(),
         T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.RandAugment(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)]),
     ]
@@ -179,8 +180,10 @@ def test_scriptable_list_is_documented_in_the_error():
     import torchaug.transforms as pkg
     every = [n for n in pkg.__all__ if isinstance(getattr(pkg, n), type) and issubclass(getattr(pkg, n), T.Transform)]
     # every image transform has a TorchScript form; the Sanitize transforms work on targets only,
-    # Lambda holds any Python callable and ToPILImage makes PIL images (torchvision's do not script either)
-    assert sorted(set(every) - set(names)) == ["Lambda", "SanitizeBoundingBoxes", "SanitizeKeyPoints", "ToPILImage", "Transform"]
+    # Lambda holds any Python callable, ToPILImage makes PIL images and ToTensor takes them
+    # (torchvision's do not script either)
+    assert sorted(set(every) - set(names)) == ["Lambda", "SanitizeBoundingBoxes", "SanitizeKeyPoints", "ToPILImage", "ToTensor",
+                                               "Transform"]
     with pytest.raises(RuntimeError, match="RandomResizedCrop"):
         torch.jit.script(T.SanitizeBoundingBoxes())
 

@@ -413,3 +413,19 @@ def test_box_format_conversion_and_clamping_match_torchvision(dtype):
     assert torch.equal(got["kp"].data, want.as_subclass(torch.Tensor))
     with pytest.raises(ValueError, match="ConvertBoundingBoxFormat: format must be one of XYXY, XYWH, CXCYWH"):
         T.ConvertBoundingBoxFormat("XYWHR")
+
+
+@requires_tv
+def test_set_clamping_mode():
+    from torchvision.transforms import v2
+    img = torch.zeros(3, 20, 30, dtype=torch.uint8)
+    boxes = tv_tensors.BoundingBoxes(torch.tensor([[1.0, 2, 40, 9]]), format="XYXY", canvas_size=(20, 30))
+    _, got = T.SetClampingMode(None)(img, boxes)
+    assert got.clamping_mode is None and v2.SetClampingMode(None)(boxes).clamping_mode is None
+    _, mine = T.SetClampingMode("hard")(img, T.BoundingBoxes(torch.tensor([[1.0, 2, 40, 9]]), "XYXY", (20, 30)))
+    assert mine.clamping_mode == "hard"
+    # None: a flip leaves the box past the canvas as it is; soft clamps it
+    _, free = T.RandomHorizontalFlip(1.0)(img, T.SetClampingMode(None)(img, T.BoundingBoxes(torch.tensor([[1.0, 2, 40, 9]]), "XYXY", (20, 30)))[1])
+    assert free.data.tolist() == [[-10.0, 2.0, 29.0, 9.0]]
+    with pytest.raises(ValueError, match="SetClampingMode: clamping_mode must be 'soft', 'hard' or None"):
+        T.SetClampingMode("auto")

@@ -29,7 +29,7 @@ from ._geometry import (
     Resize,
     TenCrop,
 )
-from ._meta import ClampBoundingBoxes, ClampKeyPoints, ConvertBoundingBoxFormat
+from ._meta import ClampBoundingBoxes, ClampKeyPoints, ConvertBoundingBoxFormat, SetClampingMode
 from ._misc import (
     RGB,
     ConvertImageDtype,
@@ -42,6 +42,7 @@ from ._misc import (
     ToImage,
     ToPILImage,
     ToPureTensor,
+    ToTensor,
     UniformTemporalSubsample,
 )
 from ._mix import CutMix, MixUp
@@ -89,6 +90,7 @@ __all__ = [
     "RGB",
     "ToPureTensor",
     "ToImage",
+    "ToTensor",
     "PILToTensor",
     "ToPILImage",
     "LinearTransformation",
@@ -108,6 +110,7 @@ __all__ = [
     "ConvertBoundingBoxFormat",
     "ClampBoundingBoxes",
     "ClampKeyPoints",
+    "SetClampingMode",
     "BoundingBoxes",
     "KeyPoints",
     "Mask",

@@ -149,3 +149,21 @@ class ClampKeyPoints(_TargetMap):
         out[..., 0].clamp_(min=0, max=w - 1)
         out[..., 1].clamp_(min=0, max=h - 1)
         return _rewrap(obj, out.to(data.dtype))
+
+
+class SetClampingMode(_TargetMap):
+    """torchvision.transforms.v2.SetClampingMode(clamping_mode): the box targets' clamping_mode
+    ("soft", "hard" or None) for the transforms after it."""
+
+    def __init__(self, clamping_mode: Optional[str]):
+        super().__init__()
+        if clamping_mode not in ("soft", "hard", None):
+            raise ValueError(f"torchaug.transforms.SetClampingMode: clamping_mode must be 'soft', 'hard' or None, got {clamping_mode!r}")
+        self.clamping_mode = clamping_mode
+
+    def _map(self, obj, data):
+        if isinstance(obj, TG.BoundingBoxes):
+            return TG.BoundingBoxes(data.clone(), obj.format, obj.canvas_size, self.clamping_mode)
+        out = obj.clone()
+        out.clamping_mode = self.clamping_mode
+        return out

@@ -231,6 +231,18 @@ class ToImage(PILToTensor):
         return _to_chw(images, type(self).__name__)
 
 
+class ToTensor(PILToTensor):
+    """torchvision.transforms.ToTensor (deprecated in v2 for ToImage + ToDtype): a PIL image or numpy
+    (H, W[, C]) array as a float32 (C, H, W) tensor, uint8 values scaled to [0, 1]."""
+
+    def transform(self, images, params):
+        chw = _to_chw(images, type(self).__name__)
+        return chw.to(torch.float32).div_(255) if chw.dtype == torch.uint8 else chw.to(torch.float32)
+
+    def _scriptable(self):
+        return None  # it takes PIL images and arrays; a scripted transform takes tensors (ToDtype scales those)
+
+
 class ToPILImage(_PassTargets):
     """torchvision.transforms.v2.ToPILImage(mode): a (C, H, W) image (a list of PIL images for a
     (B, C, H, W) batch) as a PIL image: floating images scaled by 255 as torchvision does, on the CPU."""
