@@ -239,8 +239,8 @@ class ToTensor(PILToTensor):
         chw = _to_chw(images, type(self).__name__)
         return chw.to(torch.float32).div_(255) if chw.dtype == torch.uint8 else chw.to(torch.float32)
 
-    def _scriptable(self):
-        return None  # it takes PIL images and arrays; a scripted transform takes tensors (ToDtype scales those)
+    # no TorchScript form: it takes PIL images and arrays, a scripted transform takes tensors (ToDtype scales those)
+    _scriptable = Transform._scriptable
 
 
 class ToPILImage(_PassTargets):
