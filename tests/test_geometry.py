@@ -649,8 +649,8 @@ def test_value_errors_on_cpu():
         ops.normalize(x, torch.zeros(2, 3), torch.tensor([[1.0, 0.0, 1.0]] * 2), None, None)
     with pytest.raises(ValueError, match=r"torchaug.resized_crop: crop boxes must have 0 < height, width <= 1048576 and \|top\|, \|left\| <= 1048576, got box 0"):
         F.resized_crop(x, 0, 0, 0, 5, [4, 4])
-    with pytest.raises(ValueError, match=r"size must be \[height, width\]"):
-        F.resized_crop(x, 0, 0, 5, 5, 4)
+    with pytest.raises(ValueError, match=r"size must be \[height, width\] when height or width differ per sample"):
+        F.resized_crop(x, 0, 0, torch.tensor([5, 6]), 5, 4)
     with pytest.raises(ValueError, match=r"torchaug.flip: images must be \(C, H, W\) or \(B, C, H, W\), got 2-D"):
         F.flip(x[0, 0], True)
 
