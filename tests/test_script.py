@@ -46,7 +46,8 @@ def scriptable_cases():
         T.RandomOrder([T.RandomInvert(), T.RandomAutocontrast()], per_sample=False), T.Identity(), T.RGB(), T.ToPureTensor(),
         T.ConvertImageDtype(torch.float16), T.RandomGamma((0.5, 2.0), (0.9, 1.1), p=0.7), T.RandomSolarizeAdd((10, 100)),
         T.RandomSaltAndPepper(), T.RandomSaltAndPepper(0.2, (0.0, 1.0), p=0.9, per_channel=True), T.SetClampingMode(None),
-        T.ConvertBoundingBoxFormat("XYWH"), T.ClampBoundingBoxes(), T.ClampKeyPoints(),
+        T.ConvertBoundingBoxFormat("XYWH"), T.ClampBoundingBoxes(), T.ClampKeyPoints(), T.ElasticTransform(),
+        T.ElasticTransform([20.0, 40.0], 2.0, "nearest", fill=[1, 2, 3]), T.ElasticTransform(fill=None),
         T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.RandAugment(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)]),
     ]

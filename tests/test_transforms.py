@@ -374,3 +374,45 @@ def test_five_crop_errors_and_targets(device):
     with pytest.warns(UserWarning, match=r"FiveCrop\(\) passes its targets through unchanged"):
         crops, b = T.FiveCrop(4)(x[0], boxes)
     assert len(crops) == 5 and b is boxes
+
+
+# ---- ElasticTransform ---------------------------------------------------------------------------
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float16])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("fill", [None, 0, 7, (10, 200, 30)])
+def test_elastic_matches_torchvision_per_sample(device, dtype, interpolation, fill):
+    channels_last = dtype == torch.float32
+    x = random_images(3, 3, 21, 34, dtype, device, channels_last=channels_last)
+    if dtype != torch.uint8 and fill is not None:
+        fill = tuple(v / 255 for v in fill) if isinstance(fill, tuple) else fill / 255
+    t = T.ElasticTransform(alpha=[30.0, 60.0], sigma=[3.0, 4.0], interpolation=interpolation, fill=fill)
+    out, p = t(x, return_params=True)
+    assert out.shape == x.shape and out.dtype == dtype and out.is_contiguous(memory_format=torch.channels_last) == channels_last
+    mode = IM.NEAREST if interpolation == "nearest" else IM.BILINEAR
+    for i in range(3):
+        ref = TF.elastic(x[i].cpu(), p["displacement"][i:i + 1].cpu(), interpolation=mode,
+                         fill=list(fill) if isinstance(fill, tuple) else fill)
+        assert_close_images(out[i].cpu(), ref, dtype, f"sample {i}")
+    assert torch.equal(t(x, params=p), out)
+    gray = F.elastic(x[:, :1], p["displacement"], interpolation, fill if not isinstance(fill, tuple) else fill[0])
+    assert gray.shape == (3, 1, 21, 34)
+
+
+@requires_torchvision
+def test_elastic_displacement_is_drawn_as_torchvision_draws_it():
+    torch.manual_seed(0)
+    tv = torch.cat([TV.ElasticTransform(alpha=50.0, sigma=5.0).make_params([torch.zeros(3, 48, 64)])["displacement"]
+                    for _ in range(64)])
+    ours = T.ElasticTransform(generator=torch.Generator().manual_seed(1)).make_params(torch.zeros(64, 3, 48, 64))["displacement"]
+    assert ours.shape == tv.shape == (64, 48, 64, 2)
+    for axis in (0, 1):
+        a, b = ours[..., axis].abs().mean().item(), tv[..., axis].abs().mean().item()
+        assert abs(a - b) < 0.1 * b, (axis, a, b)
+    with pytest.raises(ValueError, match="ElasticTransform: sigma must be at most 8"):
+        T.ElasticTransform(sigma=9.0)
+    with pytest.raises(TypeError, match="ElasticTransform: targets"):
+        T.ElasticTransform()(torch.zeros(3, 32, 32), T.BoundingBoxes(torch.tensor([[1.0, 1, 3, 3]]), "XYXY", (32, 32)))
+    with pytest.raises(ValueError, match=r"elastic: displacement must have shape \(B, H, W, 2\) or \(1, H, W, 2\) with B=2"):
+        F.elastic(torch.zeros(2, 3, 8, 8), torch.zeros(1, 8, 7, 2))

@@ -9,8 +9,10 @@ from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ..io._ragged import RaggedImages
 from ._utils import (
     InterpolationMode,
+    _check_real,
     as_batch,
     check_boxes,
+    check_tensor,
     fill_tensor,
     image_list,
     ragged_buffer,
@@ -243,6 +245,58 @@ def ten_crop(images, size, vertical_flip: bool = False) -> Sequence[torch.Tensor
     x, _ = as_batch(images, "ten_crop")
     ch, cw = pair(size, "size", "ten_crop")
     return tuple(_five_crop(images, ch, cw, "ten_crop") + _five_crop(images.flip(-2 if vertical_flip else -1), ch, cw, "ten_crop"))
+
+
+def elastic(images, displacement: torch.Tensor, interpolation=InterpolationMode.BILINEAR, fill=None) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.elastic with a displacement per sample: output pixel
+    (x, y) of sample b samples the input at the identity grid plus displacement[b, y, x] (in
+    grid_sample's [-1, 1] coordinates); displacement (B, H, W, 2) or (1, H, W, 2). One grid_sample
+    for the batch, with torchvision's fill blending (fill None: zeros outside) and rounding."""
+    op = "elastic"
+    x, single = as_batch(images, op)
+    mode = ("nearest", "bilinear")[interpolation_code(interpolation, op, ("nearest", "bilinear"))]
+    b, c, h, w = x.shape
+    check_tensor(displacement, "displacement", op)
+    if displacement.dim() != 4 or displacement.shape[0] not in (1, b) or tuple(displacement.shape[1:]) != (h, w, 2):
+        raise ValueError(f"torchaug.{op}: displacement must have shape (B, H, W, 2) or (1, H, W, 2) with B={b}, H={h}, W={w}, "
+                         f"got {tuple(displacement.shape)}")
+    if not displacement.is_floating_point():
+        raise TypeError(f"torchaug.{op}: displacement must be floating, got {displacement.dtype}")
+    _check_real(displacement, torch.float32, "displacement", op)  # finite, where reading it costs no synchronisation
+    fill_rows = None if fill is None else fill_tensor(fill, b, c, x.device, op)
+    return unbatch(_elastic(x, displacement, mode, fill_rows), single)
+
+
+def _elastic(x: torch.Tensor, displacement: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
+    """elastic of a (B, C, H, W) batch; fill_rows (B, C) or None. TorchScript-compatible (the scripted
+    ElasticTransform calls it)."""
+    b, c, h, w = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+    dtype = x.dtype if x.is_floating_point() and not (x.device.type == "cpu" and x.dtype == torch.float16) else torch.float32
+    grid = _identity_grid(h, w, x.device, dtype) + displacement.to(device=x.device, dtype=dtype)
+    src = x.to(dtype)
+    if fill_rows is not None:
+        src = torch.cat([src, torch.ones(b, 1, h, w, dtype=dtype, device=x.device)], dim=1)
+    out = torch.nn.functional.grid_sample(src, grid.expand(b, h, w, 2), mode=mode, padding_mode="zeros", align_corners=False)
+    if fill_rows is not None:
+        mask = out[:, c:].expand(b, c, h, w)
+        out = out[:, :c]
+        f = fill_rows.to(dtype).view(b, c, 1, 1)
+        if mode == "nearest":
+            out = torch.where(mask < 0.5, f.expand_as(out), out)
+        else:
+            out = (out - f) * mask + f
+    out = out.round().to(x.dtype) if not x.is_floating_point() else out.to(x.dtype)
+    if x.shape[1] > 1 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        out = out.contiguous(memory_format=torch.channels_last)
+    return out
+
+
+def _identity_grid(h: int, w: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    # torchvision's _create_identity_grid: pixel centres in grid_sample's [-1, 1] coordinates, (1, H, W, 2)
+    grid = torch.empty(1, h, w, 2, device=device, dtype=dtype)
+    grid[..., 0].copy_(torch.linspace((-w + 1) / w, (w - 1) / w, w, device=device, dtype=dtype))
+    grid[..., 1].copy_(torch.linspace((-h + 1) / h, (h - 1) / h, h, device=device, dtype=dtype).unsqueeze_(-1))
+    return grid
 
 
 # ---- flips ----------------------------------------------------------------------------------

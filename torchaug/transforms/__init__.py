@@ -19,6 +19,7 @@ from ._container import Compose, RandomApply, RandomChoice, RandomOrder
 from ._filter import GaussianBlur, GaussianNoise, RandomAdjustSharpness, RandomErasing, RandomRotation
 from ._geometry import (
     CenterCrop,
+    ElasticTransform,
     FiveCrop,
     Pad,
     RandomAffine,
@@ -78,6 +79,7 @@ __all__ = [
     "RandomErasing",
     "RandomRotation",
     "CenterCrop",
+    "ElasticTransform",
     "FiveCrop",
     "TenCrop",
     "Compose",

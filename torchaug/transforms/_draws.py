@@ -252,6 +252,28 @@ def photometric_distort_params(const: Tensor, p: float, u: Tensor) -> Dict[str, 
     return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1), "permutation": permutation}
 
 
+def odd_kernel(sigma: float) -> int:
+    """ElasticTransform's blur window for sigma: int(8 * sigma + 1), made odd."""
+    k = int(8 * sigma + 1)
+    return k + 1 if k % 2 == 0 else k
+
+
+def elastic_displacement(batch: int, h: int, w: int, alpha: List[float], sigma: List[float], device: torch.device,
+                         generator: Optional[torch.Generator], gen_device: str) -> Tensor:
+    """ElasticTransform's (B, H, W, 2) displacement fields, torchvision's draw per sample: uniform
+    noise in [-1, 1] per axis, blurred with the window odd_kernel(sigma[axis]) and sigma (both
+    values, as torchvision passes them), scaled by alpha[0] / W (x) and alpha[1] / H (y)."""
+    fields: List[Tensor] = []
+    for axis in range(2):
+        d = rand_on([batch, 1, h, w], device, generator, gen_device) * 2 - 1
+        if sigma[axis] > 0.0:
+            k = odd_kernel(sigma[axis])
+            s = torch.tensor(sigma, dtype=torch.float32, device=device).unsqueeze(0).expand(batch, 2)
+            d = torch.ops.torchaug.gaussian_blur(d, [k, k], s)
+        fields.append(d * alpha[axis] / (w if axis == 0 else h))
+    return torch.cat(fields, 1).permute(0, 2, 3, 1)
+
+
 def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool, h: int, w: int) -> List[int]:
     """RandomCrop's padding [left, top, right, bottom] of an h x w image: the given padding, grown on
     both sides where pad_if_needed and the padded image is still smaller than the crop."""

@@ -418,3 +418,55 @@ class TenCrop(FiveCrop):
 
     def _scriptable(self):
         return S.ScriptMultiCrop(self.size, True, self.vertical_flip)
+
+
+def _pair_of(value, name: str, where: str) -> Tuple[float, float]:
+    """torchvision's _setup_number_or_seq: a number for both axes, or one per axis (x, y)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = [float(value)] * 2
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) not in (1, 2) \
+            or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"torchaug.transforms.{where}: {name} should be a number or a sequence of 1 or 2 numbers, got {value!r}")
+    pair = (float(value[0]), float(value[-1]))
+    if min(pair) < 0:
+        raise ValueError(f"torchaug.transforms.{where}: {name} must be non-negative, got {list(pair)}")
+    return pair
+
+
+class ElasticTransform(Transform):
+    """torchvision.transforms.v2.ElasticTransform(alpha, sigma, interpolation, fill) with a
+    displacement field per sample, drawn on the images' device as torchvision draws it (uniform
+    noise in [-1, 1], gaussian-blurred with sigma, scaled by alpha / width (x) and alpha / height
+    (y)); the warp is one grid_sample for the batch (functional.elastic). Targets are refused (the
+    boxes and keypoints of a displacement field are not moved yet)."""
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.alpha = _pair_of(alpha, "alpha", "ElasticTransform")
+        self.sigma = _pair_of(sigma, "sigma", "ElasticTransform")
+        interpolation_code(interpolation, "ElasticTransform", ("nearest", "bilinear"))
+        self.interpolation, self.fill = interpolation, fill
+        for s in self.sigma:
+            if s > 0 and D.odd_kernel(s) > 65:
+                raise ValueError(f"torchaug.transforms.ElasticTransform: sigma must be at most 8 (a blur window of 65), got {list(self.sigma)}")
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        if info.ragged:
+            raise ValueError("torchaug.transforms.ElasticTransform: images of different sizes need a displacement field each; "
+                             "pass a (B, C, H, W) batch")
+        h, w = info.uniform_size
+        return {"displacement": D.elastic_displacement(info.batch, h, w, list(self.alpha), list(self.sigma),
+                                                       torch.device(info.device), *self._gen())}
+
+    def transform(self, images, params):
+        return F.elastic(images, params["displacement"], self.interpolation, self.fill)
+
+    def _scriptable(self):
+        return S.ScriptElastic(list(self.alpha), list(self.sigma), interpolation_code(self.interpolation, "ElasticTransform",
+                               ("nearest", "bilinear")), script_fill(self.fill, "ElasticTransform"), self.generator)
+
+    def transform_targets(self, images, targets, params):
+        raise TypeError("torchaug.transforms.ElasticTransform: targets (boxes, masks, keypoints) are not moved by a "
+                        "displacement field yet; call it on the images alone")

@@ -19,10 +19,10 @@ from torch import Tensor, nn
 from ..functional._augment import _mix_with_previous, _paste_previous, _soft_labels
 from ..functional._color import _permute_channels
 from ..functional._filter import seeds_on
-from ..functional._geometry import (_center_offset, _five_crop, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
+from ..functional._geometry import (_center_offset, _elastic, _five_crop, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
                                     _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import generator_device
-from ._draws import (random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
+from ._draws import (elastic_displacement, random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
                      erasing_params, fill_rows, jitter_params, mix_lam, photometric_distort_params, policy_sample, rand_on,
                      random_color_op_params, random_crop_offsets, random_crop_padding, uniform_on)
 
@@ -782,3 +782,31 @@ class ScriptLinearTransformation(nn.Module):
             raise ValueError("torchaug.transforms.LinearTransformation: the images do not flatten to the matrix's size")
         flat = images.reshape(-1, n) - self.mean_vector
         return torch.mm(flat, self.transformation_matrix.to(flat.dtype)).reshape(shape)
+
+
+class ScriptElastic(ScriptTransform):
+    """ElasticTransform: a displacement field per sample (elastic_displacement), one grid_sample."""
+
+    fill: Optional[List[float]]
+
+    def __init__(self, alpha: List[float], sigma: List[float], interpolation: int, fill: Optional[List[float]],
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.alpha = alpha
+        self.sigma = sigma
+        self.mode = "nearest" if interpolation == 0 else "bilinear"
+        self.fill = fill
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        return {"displacement": elastic_displacement(images.shape[0], images.shape[2], images.shape[3], self.alpha, self.sigma,
+                                                     images.device, self.generator, self.gen_device)}
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        fill = self.fill
+        rows: Optional[Tensor] = None
+        if fill is not None:
+            rows = torch.tensor(fill, dtype=torch.float32, device=images.device).unsqueeze(0)
+            rows = rows.expand(images.shape[0], images.shape[1] if len(fill) == 1 else len(fill))
+        return _elastic(images, params["displacement"], self.mode, rows)
