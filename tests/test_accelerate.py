@@ -187,3 +187,15 @@ def test_a_distributed_sampler_and_its_epochs_are_kept(folder):
         got = torch.cat([y for _, y in fast])
         want = torch.tensor([ds.targets[i] for i in sampler])
         assert torch.equal(got, want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+def test_on_cuda_the_batches_are_the_cpu_ones(folder):
+    # nvJPEG's decode against libjpeg-turbo's, then the same crop: within a few levels, same labels
+    tf = v2.Compose([v2.CenterCrop(32), v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True)])
+    dl = _loader(folder, tf, batch_size=9)
+    fast = torchaug.accelerate(dl)
+    assert "cuda" in fast.plan and "nvJPEG" in fast.plan
+    for (x, y), (xr, yr) in zip(fast, dl):
+        assert x.device.type == "cuda" and x.shape == xr.shape and torch.equal(y.cpu(), yr)
+        assert (x.cpu() - xr).abs().mean() < 3 / 255
