@@ -16,13 +16,12 @@ What runs where is decided once, from the dataset and its transform:
 - a dataset with a loader of its own, files that are not JPEG, or a collate_fn of the user's make it
   refuse too: nothing is ever changed silently. explain=True prints the plan (also `.plan`)."""
 import os
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional
 
 import torch
 
 from . import transforms as T
-from .io import collate_encoded, collate_ragged
-from .io._encoded import _read_bytes, read_batch
+from .io import ImageFolderBytes, collate_encoded, collate_ragged
 from .prefetch import Prefetcher
 
 _JPEG = (".jpg", ".jpeg")
@@ -34,27 +33,25 @@ class AccelerateError(ValueError):
 
 # ---- the translation of torchvision's transforms --------------------------------------------------
 
+def _for_images(value, otherwise):
+    """A v2 argument that may be a dict per input type (fill, ToDtype's dtype): its entry for images
+    (Image or plain tensors), otherwise(dict) when it has none; the value itself when not a dict."""
+    if not isinstance(value, dict):
+        return value
+    for key, v in value.items():
+        if getattr(key, "__name__", "") in ("Image", "Tensor") or key is torch.Tensor:
+            return v
+    return otherwise(value)
+
+
 def _fill(t):
-    """A torchvision transform's fill as torchaug takes it: a number, a sequence, or None (v2 keeps
-    a dict per input type when given one)."""
-    fill = getattr(t, "fill", None)
-    if isinstance(fill, dict):
-        for key, value in fill.items():
-            if getattr(key, "__name__", "") in ("Image", "Tensor") or key is torch.Tensor:
-                return value
-        return next(iter(fill.values()), None)
-    return fill
+    """A torchvision transform's fill as torchaug takes it: a number, a sequence, or None (a dict
+    without an entry for images: its first value)."""
+    return _for_images(getattr(t, "fill", None), lambda d: next(iter(d.values()), None))
 
 
-def _dtype(t):
-    """ToDtype's dtype for images (v2 takes a dict per input type)."""
-    d = t.dtype
-    if isinstance(d, dict):
-        for key, value in d.items():
-            if getattr(key, "__name__", "") in ("Image", "Tensor") or key is torch.Tensor:
-                return value
-        raise AccelerateError(f"ToDtype({d!r}) names no dtype for images")
-    return d
+def _no_image_dtype(d):
+    raise AccelerateError(f"ToDtype({d!r}) names no dtype for images")
 
 
 def _one(size):
@@ -99,7 +96,7 @@ def _translate(t) -> Optional[Any]:
     if name == "ConvertImageDtype":
         return T.ConvertImageDtype(t.dtype)
     if name == "ToDtype":
-        return T.ToDtype(_dtype(t), scale=t.scale)
+        return T.ToDtype(_for_images(t.dtype, _no_image_dtype), scale=t.scale)
     if name in _SAME:
         return getattr(T, name)(*[_one(getattr(t, a)) for a in _SAME[name]])
     if name == "RandomResizedCrop":
@@ -158,29 +155,6 @@ def _describe(t) -> str:
 
 
 # ---- the workers' datasets --------------------------------------------------------------------------
-
-class _FileBytes(torch.utils.data.Dataset):
-    """The dataset's (path, class) samples as (file bytes, target): the workers read, the device
-    decodes."""
-
-    def __init__(self, samples: Sequence[Tuple[str, int]], target_transform: Optional[Callable]):
-        self.samples = list(samples)
-        self.target_transform = target_transform
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-    def _target(self, target):
-        return target if self.target_transform is None else self.target_transform(target)
-
-    def __getitem__(self, index: int):
-        path, target = self.samples[index]
-        return _read_bytes(path), self._target(target)
-
-    def __getitems__(self, indices: Sequence[int]) -> List:
-        picked = [self.samples[i] for i in indices]
-        return read_batch([p for p, _ in picked], [self._target(t) for _, t in picked])
-
 
 class _DecodedHead(torch.utils.data.Dataset):
     """The dataset's own loading and the head of its transform that stays in the workers, then the
@@ -299,7 +273,7 @@ def accelerate(loader, *, device=None, workers: Optional[int] = 4, explain: bool
     if head_len:
         dataset, collate = _DecodedHead(ds, steps[:head_len]), collate_ragged
     else:
-        dataset, collate = _FileBytes(samples, ds.target_transform), collate_encoded
+        dataset, collate = ImageFolderBytes.from_dataset(ds), collate_encoded
     kwargs = dict(num_workers=n_workers, collate_fn=collate, pin_memory=torch.cuda.is_available(),
                   worker_init_fn=loader.worker_init_fn, generator=loader.generator, timeout=loader.timeout,
                   multiprocessing_context=loader.multiprocessing_context if n_workers > 0 else None)

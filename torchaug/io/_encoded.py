@@ -205,6 +205,18 @@ class ImageFolderBytes(torch.utils.data.Dataset):
         self.targets = [t for _, t in self.samples]
         self.target_transform = target_transform
 
+    @classmethod
+    def from_dataset(cls, dataset) -> "ImageFolderBytes":
+        """The same files, classes and target_transform as a torchvision ImageFolder / DatasetFolder
+        `dataset` (its samples, without scanning the folder again)."""
+        out = cls.__new__(cls)
+        out.root = os.fspath(getattr(dataset, "root", ""))
+        out.classes, out.class_to_idx = list(dataset.classes), dict(dataset.class_to_idx)
+        out.samples = list(dataset.samples)
+        out.targets = [t for _, t in out.samples]
+        out.target_transform = dataset.target_transform
+        return out
+
     def __len__(self) -> int:
         return len(self.samples)
 
