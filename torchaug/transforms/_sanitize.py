@@ -23,7 +23,27 @@ def _default_labels(target: Dict[str, Any]):
     return None
 
 
-class SanitizeBoundingBoxes(Transform):
+class _Sanitize(Transform):
+    """What the Sanitize transforms share: a labels_getter, images passed unchanged, and the
+    per-image walk of _sanitize over the targets of kind `kind` (`what` in messages)."""
+
+    kind, what = "boxes", "bounding-box"
+
+    def __init__(self, labels_getter):
+        super().__init__()
+        if not (labels_getter is None or labels_getter == "default" or callable(labels_getter)):
+            raise ValueError(f"torchaug.transforms.{type(self).__name__}: labels_getter must be 'default', a callable or None, "
+                             f"got {labels_getter!r}")
+        self.labels_getter = labels_getter
+
+    def transform(self, images, params):
+        return images
+
+    def transform_targets(self, images, targets, params):
+        return _sanitize(self, images, targets, self.kind, self.what)
+
+
+class SanitizeBoundingBoxes(_Sanitize):
     """torchvision.transforms.v2.SanitizeBoundingBoxes(min_size, min_area, labels_getter) over a
     batch: called as t(images, targets) with targets one dict per image (or one dict for a single
     image) holding a bounding-box target, it removes the boxes narrower or lower than min_size,
@@ -33,20 +53,11 @@ class SanitizeBoundingBoxes(Transform):
 
     def __init__(self, min_size: float = 1.0, min_area: float = 1.0,
                  labels_getter: Union[Callable[[Any], Any], str, None] = "default"):
-        super().__init__()
         for name, v in (("min_size", min_size), ("min_area", min_area)):
             if not isinstance(v, numbers.Real) or v < 1:
                 raise ValueError(f"torchaug.transforms.SanitizeBoundingBoxes: {name} must be >= 1, got {v!r}")
-        if not (labels_getter is None or labels_getter == "default" or callable(labels_getter)):
-            raise ValueError("torchaug.transforms.SanitizeBoundingBoxes: labels_getter must be 'default', a callable or None, "
-                             f"got {labels_getter!r}")
-        self.min_size, self.min_area, self.labels_getter = float(min_size), float(min_area), labels_getter
-
-    def transform(self, images, params):
-        return images
-
-    def transform_targets(self, images, targets, params):
-        return _sanitize(self, images, targets, "boxes", "bounding-box")
+        super().__init__(labels_getter)
+        self.min_size, self.min_area = float(min_size), float(min_area)
 
     def _valid(self, boxes: List[Any], device) -> List[torch.Tensor]:
         """Per image, the int64 indices of the boxes to keep: one pass over all boxes, one host read."""
@@ -117,25 +128,17 @@ def _sanitize(transform, images, targets, kind: str, what: str):
     return (out[0] if single else out,)
 
 
-class SanitizeKeyPoints(Transform):
+class SanitizeKeyPoints(_Sanitize):
     """torchvision.transforms.v2.SanitizeKeyPoints(labels_getter) over a batch: called as t(images,
     targets) with one dict per image holding a keypoints target (N, 2) or groups (N, K, 2), it
     removes the points (whole groups) with a coordinate outside the canvas ([0, W) x [0, H)), and
     the matching rows of the labels labels_getter names (None, the default: none; "default": the
     "labels" key; or a callable). The images pass unchanged; one host synchronisation a batch."""
 
+    kind, what = "keypoints", "keypoints"
+
     def __init__(self, labels_getter: Union[Callable[[Any], Any], str, None] = None):
-        super().__init__()
-        if not (labels_getter is None or labels_getter == "default" or callable(labels_getter)):
-            raise ValueError("torchaug.transforms.SanitizeKeyPoints: labels_getter must be 'default', a callable or None, "
-                             f"got {labels_getter!r}")
-        self.labels_getter = labels_getter
-
-    def transform(self, images, params):
-        return images
-
-    def transform_targets(self, images, targets, params):
-        return _sanitize(self, images, targets, "keypoints", "keypoints")
+        super().__init__(labels_getter)
 
     def _valid(self, points: List[Any], device) -> List[torch.Tensor]:
         counts = [TG._raw(p).shape[0] for p in points]
