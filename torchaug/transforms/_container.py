@@ -250,17 +250,12 @@ class RandomApply(_RandomContainer):
 
     def _run(self, images, targets, params):
         apply = params["apply"]
-        if not self.per_sample:
-            if not bool(apply.reshape(-1)[0]):
-                return images, targets
-            x, tg = images, targets
-            for k, t in enumerate(self.transforms):
-                x, tg = self._apply(t, x, tg, params, k)
-            return x, tg
+        if not self.per_sample and not bool(apply.reshape(-1)[0]):
+            return images, targets
         x, tg = images, targets
         for k, t in enumerate(self.transforms):
             x, tg = self._apply(t, x, tg, params, k)
-        return self._pick(apply, x, tg, images, targets)
+        return self._pick(apply, x, tg, images, targets) if self.per_sample else (x, tg)
 
 
 class RandomChoice(_RandomContainer):
