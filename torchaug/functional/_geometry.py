@@ -271,7 +271,9 @@ def _elastic(x: torch.Tensor, displacement: torch.Tensor, mode: str, fill_rows: 
     """elastic of a (B, C, H, W) batch; fill_rows (B, C) or None. TorchScript-compatible (the scripted
     ElasticTransform calls it)."""
     b, c, h, w = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
-    dtype = x.dtype if x.is_floating_point() and not (x.device.type == "cpu" and x.dtype == torch.float16) else torch.float32
+    # float32 coordinates for the narrower types (torchvision's on the CPU; its CUDA float16 grid is
+    # coarser), so that the CPU and CUDA results agree
+    dtype = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
     grid = _identity_grid(h, w, x.device, dtype) + displacement.to(device=x.device, dtype=dtype)
     src = x.to(dtype)
     if fill_rows is not None:
