@@ -138,6 +138,38 @@ def test_a_start_torchaug_cannot_take_stays_in_the_workers(folder):
         assert torch.equal(x, xr) and torch.equal(y, yr)
 
 
+class _Preset:
+    """The shape of torchvision's references/classification presets: a Compose in self.transforms."""
+
+    def __init__(self, crop_size, backend="tensor"):
+        steps = [v2.PILToTensor()] if backend == "tensor" else []
+        self.transforms = v2.Compose(steps + [v2.RandomResizedCrop(crop_size), v2.RandomHorizontalFlip(0.5),
+                                              v2.ToDtype(torch.float, scale=True), v2.Normalize(MEAN, STD), v2.ToPureTensor()])
+
+    def __call__(self, img):
+        return self.transforms(img)
+
+
+class _PresetThatDoesMore(_Preset):
+    def __call__(self, img):
+        return self.transforms(img) * 2
+
+
+def test_a_preset_holding_a_compose_is_its_compose(folder):
+    # the references' preset with backend="tensor" starts with PILToTensor: a conversion, so the
+    # workers still only read bytes and the device decodes
+    fast = torchaug.accelerate(_loader(folder, _Preset(24), batch_size=5, num_workers=1), device="cpu")
+    assert "workers (1): read file bytes" in fast.plan and "RandomResizedCrop(size=[24, 24]" in fast.plan
+    x, y = next(iter(fast))
+    assert x.shape == (5, 3, 24, 24) and x.dtype == torch.float32 and y.shape == (5,)
+    from torchaug._accelerate import _steps
+    assert len(_steps(_Preset(24, backend="pil"))) == 5
+    # a __call__ that does anything beside applying the Compose is one step torchaug cannot take
+    assert len(_steps(_PresetThatDoesMore(24))) == 1
+    with pytest.raises(torchaug.AccelerateError, match=r"no step of the transform makes the images one size"):
+        torchaug.accelerate(_loader(folder, _PresetThatDoesMore(24)), device="cpu")
+
+
 def test_refusals_name_what_is_not_taken(folder, tmp_path, capsys):
     with pytest.raises(torchaug.AccelerateError, match=r"no transform for Lambda.*not at the start of the chain"):
         torchaug.accelerate(_loader(folder, v2.Compose([v2.CenterCrop(32), v2.Lambda(_rot90), v2.PILToTensor()])))

@@ -15,6 +15,8 @@ What runs where is decided once, from the dataset and its transform:
   translatable one makes accelerate() refuse, naming it;
 - a dataset with a loader of its own, files that are not JPEG, or a collate_fn of the user's make it
   refuse too: nothing is ever changed silently. explain=True prints the plan (also `.plan`)."""
+import dis
+import inspect
 import os
 from typing import Any, Callable, List, Optional
 
@@ -140,12 +142,36 @@ def _makes_one_size(t) -> bool:
     return isinstance(t, (T.RandomResizedCrop, T.CenterCrop)) or (isinstance(t, T.Resize) and len(t.size) == 2)
 
 
+_CALL_ONLY = ("RESUME", "NOP", "CACHE", "PUSH_NULL", "PRECALL")  # bytecode around a call that does nothing of its own
+
+
+def _applied_attribute(obj) -> Optional[str]:
+    """The attribute name when obj's class defines __call__ as `return self.<name>(<argument>)` and
+    nothing else (the presets of torchvision's references: a class holding a Compose in
+    self.transforms), else None. Read from the bytecode, so that nothing a wrapper does beyond the
+    call is ever dropped."""
+    fn = getattr(type(obj), "__call__", None)
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_argcount != 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in _CALL_ONLY]
+    self_name, arg_name = code.co_varnames[:2]
+    if len(ops) == 5 and ops[0] == ("LOAD_FAST", self_name) and ops[1][0] in ("LOAD_ATTR", "LOAD_METHOD") \
+            and ops[2] == ("LOAD_FAST", arg_name) and ops[3] == ("CALL", 1) and ops[4][0] == "RETURN_VALUE":
+        return ops[1][1]
+    return None
+
+
 def _steps(transform) -> List[Any]:
-    """A dataset's transform as a list of steps (a Compose's, flattened)."""
+    """A dataset's transform as a list of steps (a Compose's, flattened; a wrapper that only applies
+    a transform it holds, as the references' presets do, is that transform)."""
     if transform is None:
         return []
     if type(transform).__name__ == "Compose" and type(transform).__module__.startswith("torchvision.transforms"):
         return [s for t in transform.transforms for s in _steps(t)]
+    attribute = None if type(transform).__module__.startswith("torchvision.") else _applied_attribute(transform)
+    if attribute is not None and callable(getattr(transform, attribute, None)):
+        return _steps(getattr(transform, attribute))
     return [transform]
 
 
@@ -260,6 +286,8 @@ def accelerate(loader, *, device=None, workers: Optional[int] = 4, explain: bool
         problems.append("no step of the transform makes the images one size (RandomResizedCrop, CenterCrop, Resize to "
                         "[height, width]) for the device to start from")
     head_len = first if first is not None else 0
+    if all(type(t) is T.Identity for t in translated[:head_len]):
+        head_len = 0  # only conversions to tensors before it (PILToTensor): the device decodes to tensors
     if not_jpeg and head_len == 0:
         problems.append(f"{len(not_jpeg)} of {len(samples)} files are not JPEG (the device decodes JPEG), e.g. {not_jpeg[0]}")
     if problems:
