@@ -232,6 +232,35 @@ def test_epochs_len_and_early_break():
         len(torchaug.Prefetcher(iter([torch.zeros(1, 3, 4, 4)]), device="cpu"))
 
 
+def test_producer_threads_shorten_the_gil_switch_interval_while_they_run(monkeypatch):
+    """TORCHAUG_SWITCH_INTERVAL_US while producer threads run (two iterations at once: until the
+    last stops), the interpreter's own again after; 0 leaves it; inline iteration does not touch it."""
+    import sys
+    before = sys.getswitchinterval()
+    batches = [torch.zeros(2, 3, 4, 4) for _ in range(3)]
+    monkeypatch.delenv("TORCHAUG_SWITCH_INTERVAL_US", raising=False)
+    a, b = iter(torchaug.Prefetcher(batches, device="cpu", threads=2)), iter(torchaug.Prefetcher(batches, device="cpu", threads=2))
+    assert abs(sys.getswitchinterval() - 0.0005) < 1e-9
+    assert sum(1 for _ in a) == 3  # the end of the loop closes a; b still runs
+    assert abs(sys.getswitchinterval() - 0.0005) < 1e-9
+    b.close()
+    assert sys.getswitchinterval() == before
+    monkeypatch.setenv("TORCHAUG_SWITCH_INTERVAL_US", "0")
+    it = iter(torchaug.Prefetcher(batches, device="cpu", threads=2))
+    assert sys.getswitchinterval() == before
+    it.close()
+    monkeypatch.setenv("TORCHAUG_SWITCH_INTERVAL_US", "200")
+    it = iter(torchaug.Prefetcher(batches, device="cpu"))  # inline: no threads
+    assert sys.getswitchinterval() == before and sum(1 for _ in it) == 3
+    pf = torchaug.Prefetcher(batches, device="cpu", threads=2)
+    it = iter(pf)
+    assert abs(sys.getswitchinterval() - 0.0002) < 1e-9
+    again = iter(pf)  # a new iteration of the same Prefetcher closes the old one
+    assert abs(sys.getswitchinterval() - 0.0002) < 1e-9
+    again.close()
+    assert sys.getswitchinterval() == before
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_break_without_close_shuts_everything_down(device):
     """A loop that breaks off while the user keeps the Prefetcher (the usual `pf = Prefetcher(...)`)

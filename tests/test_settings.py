@@ -1,7 +1,7 @@
 """The settings a user may change (README.md's settings table; torchaug/_settings.py and
 csrc/ops/settings.cpp read them) and the compiled library's test hooks. TORCHAUG_SHM_POOL is tested
 in test_shm.py, TORCHAUG_CUDA_CONNECTIONS in test_cuda_queues.py, TORCHAUG_NVJPEG_DECODERS and
-TORCHAUG_DECODE_TRACE in test_decode.py."""
+TORCHAUG_DECODE_TRACE in test_decode.py, TORCHAUG_SWITCH_INTERVAL_US in test_prefetch.py."""
 import os
 import subprocess
 import sys
@@ -40,7 +40,8 @@ def test_a_hook_is_given_back_after_the_block():
 
 
 @pytest.mark.parametrize("name,read", [("TORCHAUG_SHM_POOL", _settings.shm_pool),
-                                       ("TORCHAUG_CUDA_CONNECTIONS", _settings.cuda_connections)])
+                                       ("TORCHAUG_CUDA_CONNECTIONS", _settings.cuda_connections),
+                                       ("TORCHAUG_SWITCH_INTERVAL_US", _settings.switch_interval_us)])
 def test_python_settings_parse_and_refuse(name, read, monkeypatch):
     monkeypatch.delenv(name, raising=False)
     default = read()

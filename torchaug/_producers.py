@@ -11,10 +11,11 @@ import threading
 import time
 import traceback
 import weakref
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import torch
 
+from . import _settings as settings
 from ._batches import tensors
 
 if TYPE_CHECKING:
@@ -188,6 +189,45 @@ def _produce(shared: _Producers, stream) -> None:
         shared.pass_turn()
 
 
+class _SwitchInterval:
+    """The GIL switch interval while producer threads run. A thread waiting for the GIL waits up to
+    the interval (Python's default: 5 ms) before the interpreter makes the holder give it up. The
+    producers' Python (the chain's draws and launches) holds it for a while at a time beside the
+    training loop's thread, whose kernel launches must keep ahead of the GPU: after each of the
+    step's synchronisations (a loss.item()) every millisecond that thread waits is a millisecond the
+    GPU idles. A shorter interval (TORCHAUG_SWITCH_INTERVAL_US, default 0.5 ms) bounds that wait.
+    Set when the first running iteration starts its threads, given back when the last one stops,
+    unless something else changed it meanwhile."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.users = 0
+        self.saved: Optional[float] = None  # the interval before, when this one set it
+        self.value: Optional[float] = None
+
+    def acquire(self) -> None:
+        with self.lock:
+            if self.users == 0:
+                wanted = settings.switch_interval_us() / 1e6
+                current = sys.getswitchinterval()
+                self.saved = self.value = None
+                if wanted > 0 and current > wanted:
+                    sys.setswitchinterval(wanted)
+                    self.saved, self.value = current, sys.getswitchinterval()
+            self.users += 1
+
+    def release(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0 and self.saved is not None and sys.getswitchinterval() == self.value:
+                sys.setswitchinterval(self.saved)
+            if self.users == 0:
+                self.saved = self.value = None
+
+
+_SWITCH = _SwitchInterval()
+
+
 class _PrefetchIterator:
     """On CUDA `threads` producer threads take batches from the loader and prepare them on their
     side streams, at most `depth` ahead, so that the host work of the chain (decode calls, launches,
@@ -220,6 +260,8 @@ class _PrefetchIterator:
             # prepared after the work queued there
             self._consumer = torch.cuda.current_stream(owner.device) if owner._stream is not None else None
             self._queue = queue.Queue(maxsize=owner.depth)
+            _SWITCH.acquire()
+            self._switch = True
             shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer,
                                 1 if owner._stream is not None else num_threads)
             # the threads hold no reference to this iterator, so that a loop that breaks early lets
@@ -287,14 +329,21 @@ class _PrefetchIterator:
     def _abandon(self) -> None:
         """close() for producer threads that do not come back (a timeout): they are told to stop
         and left behind (daemon threads), and the loader's iterator is shut down."""
+        self._give_switch_back()
         self._stop.set()
         self._threads = []
         self._shutdown_loader()
+
+    def _give_switch_back(self) -> None:
+        if getattr(self, "_switch", False):
+            self._switch = False
+            _SWITCH.release()
 
     def close(self) -> None:
         """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
         workers) down, unless the loader keeps persistent workers for the next epoch."""
         _RUNNING.discard(self)
+        self._give_switch_back()
         self._stop.set()
         threads, self._threads = self._threads, []
         for thread in threads:

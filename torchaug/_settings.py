@@ -8,6 +8,10 @@
   before CUDA starts (torchaug/_cuda_queues.py), an integer in [0, 32], default 32; 0 leaves
   CUDA_DEVICE_MAX_CONNECTIONS alone (the driver's 8) and turns the warning about it off. Read at
   import.
+- TORCHAUG_SWITCH_INTERVAL_US: the interpreter's GIL switch interval (sys.setswitchinterval), in
+  microseconds, while a Prefetcher's producer threads run (torchaug/_producers.py), a whole number
+  in [0, 5000000], default 500; 0 leaves the interpreter's (Python's default is 5000). Read when an
+  iteration starts its producer threads.
 """
 import os
 
@@ -33,3 +37,8 @@ def shm_pool() -> int:
 def cuda_connections() -> int:
     return _integer("TORCHAUG_CUDA_CONNECTIONS", 32, 0, 32,
                     "CUDA work queues torchaug asks for; 0 leaves CUDA_DEVICE_MAX_CONNECTIONS alone")
+
+
+def switch_interval_us() -> int:
+    return _integer("TORCHAUG_SWITCH_INTERVAL_US", 500, 0, 5_000_000,
+                    "the GIL switch interval in microseconds while producer threads run; 0 leaves the interpreter's")
