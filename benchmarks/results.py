@@ -33,6 +33,9 @@ ABOUT = {
     "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
     "train": "End-to-end training (examples/train.py: bf16, channels_last, SGD) on generated 500x375 JPEGs: "
              "torchaug against torchvision's CPU DataLoader and synthetic data (the model's own speed).",
+    "accelerate": "benchmarks/reference_train.py, a training script in the shape of torchvision's "
+                  "references/classification, as it is (16 workers decoding and augmenting on the CPU), with the two "
+                  "lines `import torchaug; data_loader = torchaug.accelerate(data_loader)`, and on synthetic data.",
     "ddp": "examples/train.py under torchrun on every GPU of the machine (benchmarks/bench_ddp.sh): torchaug with "
            "GPU decode and 2 byte-reading workers per rank against synthetic data.",
 }

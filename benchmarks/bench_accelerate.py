@@ -1,0 +1,96 @@
+"""The two-line switch on a training script that was not written around torchaug
+(benchmarks/reference_train.py, in the shape of torchvision's references/classification): for each
+model, in one run on one GPU, the script as it is with 16 DataLoader workers decoding and augmenting
+on the CPU, the same script with `torchaug.accelerate(data_loader)` added (at most 4 byte-reading
+workers; decode and augmentation on the GPU), and synthetic data (the model's own speed), each in a
+process of its own. The recipe is the references' ResNet-50 one without MixUp / CutMix
+(RandomResizedCrop + flip + TrivialAugmentWide + normalize + RandomErasing(0.1), label smoothing,
+AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the share of synthetic
+speed (target: accelerate at >= 98%) and the CPU cores the process and its workers kept busy.
+
+    python benchmarks/bench_accelerate.py [--json out.json] [--markdown out.md] [--quick]
+        [--models resnet50,efficientnet_b0] [--stock-workers 16]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_train import make_jpeg_folder  # noqa: E402
+from harness import Results  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def image_folder(root, unique, total, classes=10):
+    """An ImageFolder of `total` files in `classes` folders: `unique` generated JPEGs, hard-linked
+    over again (the files' bytes and the page cache are those of `unique` files)."""
+    src = os.path.join(root, "unique")
+    make_jpeg_folder(src, n=unique, classes=1)
+    files = sorted(os.path.join(src, "class0", f) for f in os.listdir(os.path.join(src, "class0")))
+    data = os.path.join(root, "train")
+    for i in range(total):
+        folder = os.path.join(data, f"n{i % classes:08d}")
+        os.makedirs(folder, exist_ok=True)
+        os.link(files[i % len(files)], os.path.join(folder, f"{i:06d}.jpg"))
+    return data, sum(os.path.getsize(f) for f in files) / len(files)
+
+
+def run(args_list, timeout=900):
+    cmd = [sys.executable, os.path.join(HERE, "reference_train.py")] + args_list
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        print(proc.stdout[-2000:], proc.stderr[-4000:], flush=True)
+        raise SystemExit(f"bench_accelerate: {' '.join(cmd)} failed (rc {proc.returncode})")
+    return json.loads(lines[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--models", default="resnet50,efficientnet_b0")
+    ap.add_argument("--stock-workers", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, default=256)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_accelerate: needs CUDA")
+        return
+    warmup, steps = (10, 30) if args.quick else (40, 100)
+    root = tempfile.mkdtemp(prefix="torchaug_reference_")
+    data, mean_bytes = image_folder(root, unique=256 if args.quick else 1024, total=args.batch_size * (steps + 1))
+    note = f"{args.batch_size * (steps + 1):,} 500x375 JPEGs (mean {mean_bytes / 1e3:.0f} KB)"
+    res = Results("torchaug.accelerate on a references-style training script (TrivialAugmentWide recipe, AMP)")
+    common = ["--data-path", data, "-b", str(args.batch_size), "-j", str(args.stock_workers), "--amp",
+              "--warmup", str(warmup), "--steps", str(steps)]
+    for model in args.models.split(","):
+        synth = run(["--model", model, "--synthetic"] + common)
+        base = synth["img_per_s"]
+        res.add(f"train {model}", "synthetic data (model only)", args.batch_size, {"ms": 1e3 * args.batch_size / base},
+                note=f"{synth['cpu_cores']:.1f} CPU cores")
+        stock = run(["--model", model] + common)
+        res.add(f"train {model}", f"the script as it is ({args.stock_workers} workers, torchvision v2 on the CPU)",
+                args.batch_size, {"ms": 1e3 * args.batch_size / stock["img_per_s"]},
+                note=f"{stock['img_per_s'] / base:.1%} of synthetic; {stock['cpu_cores']:.1f} CPU cores")
+        fast = run(["--model", model, "--accelerate"] + common)
+        workers = fast["plan"].split("workers (")[1].split(")")[0]
+        host = ", ".join(f"{k} {v:.1f}" for k, v in fast["prefetch_ms_per_batch"].items() if v is not None)
+        res.add(f"train {model}", f"+ torchaug.accelerate ({workers} byte-reading workers, GPU decode)", args.batch_size,
+                {"ms": 1e3 * args.batch_size / fast["img_per_s"]},
+                note=f"{fast['img_per_s'] / base:.1%} of synthetic; {fast['cpu_cores']:.1f} CPU cores; {note}; "
+                     f"Prefetcher host ms/batch: {host}",
+                target=0.98 * base)
+        print(fast["plan"], flush=True)
+    res.save(args.json, args.markdown)
+    print(res.markdown())
+
+
+if __name__ == "__main__":
+    main()
