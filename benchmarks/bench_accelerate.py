@@ -6,7 +6,8 @@ workers; decode and augmentation on the GPU), and synthetic data (the model's ow
 process of its own. The recipe is the references' ResNet-50 one without MixUp / CutMix
 (RandomResizedCrop + flip + TrivialAugmentWide + normalize + RandomErasing(0.1), label smoothing,
 AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the share of synthetic
-speed (target: accelerate at >= 98%) and the CPU cores the process and its workers kept busy.
+speed (target: accelerate at >= 98%) and the CPU cores the process and its workers kept busy; then
+the accelerated loader alone (no model) over epochs of 4 batches against epochs of 40.
 
     python benchmarks/bench_accelerate.py [--json out.json] [--markdown out.md] [--quick]
         [--models resnet50,efficientnet_b0] [--stock-workers 16]
@@ -51,6 +52,31 @@ def run(args_list, timeout=900):
     return json.loads(lines[-1])
 
 
+def epoch_boundaries(data, batch, epochs, batches_per_epoch, workers):
+    """img/s of the accelerated loader alone (no model) over `epochs` epochs of `batches_per_epoch`
+    batches (a SubsetRandomSampler over the first files), after one epoch of warm-up."""
+    import time
+
+    import torchvision
+    import torchaug
+    from reference_train import ClassificationPresetTrain
+    dataset = torchvision.datasets.ImageFolder(data, ClassificationPresetTrain(crop_size=224, auto_augment_policy="ta_wide",
+                                                                             random_erase_prob=0.1))
+    n = batch * batches_per_epoch
+    order = torch.utils.data.SubsetRandomSampler(list(range(n)))
+    loader = torchaug.accelerate(torch.utils.data.DataLoader(dataset, batch_size=batch, sampler=order, num_workers=workers,
+                                                             pin_memory=True))
+    for _ in loader:
+        pass
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        for _ in loader:
+            pass
+    torch.cuda.synchronize()
+    return epochs * n / (time.perf_counter() - t0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -88,6 +114,13 @@ def main():
                      f"Prefetcher host ms/batch: {host}",
                 target=0.98 * base)
         print(fast["plan"], flush=True)
+    # the input pipeline alone across epoch boundaries: many short epochs against a few long ones
+    short = epoch_boundaries(data, args.batch_size, 10, 4, args.stock_workers)
+    long = epoch_boundaries(data, args.batch_size, 2, 40 if not args.quick else 20, args.stock_workers)
+    res.add("epoch boundaries (no model)", "torchaug.accelerate, epochs of 40 batches", args.batch_size,
+            {"ms": 1e3 * args.batch_size / long})
+    res.add("epoch boundaries (no model)", "torchaug.accelerate, epochs of 4 batches", args.batch_size,
+            {"ms": 1e3 * args.batch_size / short}, note=f"{short / long:.0%} of the 40-batch epochs' speed")
     res.save(args.json, args.markdown)
     print(res.markdown())
 

@@ -47,6 +47,7 @@ def test_deterministic_chain_gives_the_original_batches(folder):
     dl = _loader(folder, tf, batch_size=5, num_workers=2)
     fast = torchaug.accelerate(dl, device="cpu")
     assert len(fast) == len(dl) == 6 and fast.sampler is dl.sampler and fast.dataset is dl.dataset
+    assert fast.loader.persistent_workers and not dl.persistent_workers  # the byte readers live across epochs
     got = list(fast)
     want = list(dl)
     assert len(got) == len(want)

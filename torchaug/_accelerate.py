@@ -306,7 +306,9 @@ def accelerate(loader, *, device=None, workers: Optional[int] = 4, explain: bool
                   worker_init_fn=loader.worker_init_fn, generator=loader.generator, timeout=loader.timeout,
                   multiprocessing_context=loader.multiprocessing_context if n_workers > 0 else None)
     if n_workers > 0:
-        kwargs.update(persistent_workers=loader.persistent_workers, prefetch_factor=loader.prefetch_factor)
+        # the workers only read files (and run the head kept there): they live across epochs, so
+        # that an epoch starts with its first batches read instead of with new worker processes
+        kwargs.update(persistent_workers=True, prefetch_factor=loader.prefetch_factor)
     if loader.batch_size is None:
         kwargs.update(batch_sampler=loader.batch_sampler)
     else:
