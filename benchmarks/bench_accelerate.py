@@ -20,6 +20,7 @@ import sys
 import tempfile
 
 import torch
+import torchaug  # noqa: F401  (before CUDA starts: it asks CUDA for its 32 work queues)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_train import make_jpeg_folder  # noqa: E402
@@ -58,7 +59,6 @@ def epoch_boundaries(data, batch, epochs, batches_per_epoch, workers):
     import time
 
     import torchvision
-    import torchaug
     from reference_train import ClassificationPresetTrain
     dataset = torchvision.datasets.ImageFolder(data, ClassificationPresetTrain(crop_size=224, auto_augment_policy="ta_wide",
                                                                              random_erase_prob=0.1))

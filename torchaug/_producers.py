@@ -236,11 +236,15 @@ class _PrefetchIterator:
 
     def __init__(self, owner: "Prefetcher"):
         self._owner = owner
-        if getattr(owner.loader, "num_workers", 0) > 0 and torch.cuda.is_initialized():
-            # the loader's workers are forked from this process: cyclic garbage holding CUDA tensors
-            # (batches handed over, whose record_stream makes freeing them a CUDA call) would be
-            # freed by a worker's garbage collector, where CUDA cannot run, and the worker would
-            # abort; collected here first
+        loader = owner.loader
+        forks = getattr(loader, "num_workers", 0) > 0 and not (
+            getattr(loader, "persistent_workers", False) and getattr(loader, "_iterator", None) is not None)
+        if forks and torch.cuda.is_initialized():
+            # the loader's workers are forked from this process now (persistent workers that already
+            # run are not): cyclic garbage holding CUDA tensors (batches handed over, whose
+            # record_stream makes freeing them a CUDA call) would be freed by a worker's garbage
+            # collector, where CUDA cannot run, and the worker would abort; collected here first
+            # (a full collection of a training process's heap takes tens of milliseconds)
             gc.collect()
         # The producers' intra-op thread count is set, not inherited: a thread's torch.set_num_threads
         # also becomes the count of every thread started after it (a DataLoader's pin thread sets 1,
