@@ -691,8 +691,10 @@ def test_errors(device="cpu"):
     if device != "cpu":
         with pytest.raises(RuntimeError, match="torchaug::augment: ops must be on"):
             torch.ops.torchaug.augment(x, ops1.cpu(), mag1, 0, None)
-    with pytest.raises(TypeError, match="takes a \\(B, C, H, W\\) or \\(C, H, W\\) tensor, got a list"):
-        T.RandAugment()([x[0], x[1]])
+    # a list of images: each size's batch (here one) with its own draws, a list back, replayable
+    out, p = T.RandAugment()([x[0], x[1]], return_params=True)
+    assert isinstance(out, list) and len(out) == 2 and all(o.shape == x[0].shape for o in out)
+    assert all(torch.equal(a, b) for a, b in zip(T.RandAugment()([x[0], x[1]], params=p), out))
 
 
 # ---- MixUp / CutMix -------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from ._misc import (
 )
 from ._mix import CutMix, MixUp
 from ._sanitize import SanitizeBoundingBoxes, SanitizeKeyPoints
+from ._sized import RandomIoUCrop, RandomResize, RandomShortestSize, RandomZoomOut, ScaleJitter
 from ._targets import BoundingBoxes, KeyPoints, Mask
 from ._transform import Transform
 
@@ -105,6 +106,11 @@ __all__ = [
     "RandomResizedCrop",
     "RandomVerticalFlip",
     "Resize",
+    "RandomZoomOut",
+    "RandomIoUCrop",
+    "RandomShortestSize",
+    "RandomResize",
+    "ScaleJitter",
     "ToDtype",
     "Transform",
     "SanitizeBoundingBoxes",

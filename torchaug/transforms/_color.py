@@ -169,6 +169,8 @@ class RandomChannelPermutation(Transform):
     """torchvision.transforms.v2.RandomChannelPermutation with a uniformly random permutation of the
     channels per sample (one gather over the batch)."""
 
+    _TAKES_LIST = True
+
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
         return D.channel_permutation(self._rand((info.batch, info.channels), info.device))
@@ -323,6 +325,8 @@ class RandomSaltAndPepper(Transform):
     applied to each sample with probability p, each pixel (each element with per_channel) replaced
     with probability amount (drawn per sample from its range) by salt (the dtype's maximum) with
     probability salt_vs_pepper (drawn per sample), else by pepper (0); noise from a seed per sample."""
+
+    _TAKES_LIST = True
 
     def __init__(self, amount=(0.01, 0.06), salt_vs_pepper=(0.4, 0.6), p: float = 0.5, per_channel: bool = False,
                  generator: Optional[torch.Generator] = None):

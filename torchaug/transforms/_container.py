@@ -17,7 +17,7 @@ from ._geometry import RandomHorizontalFlip, _CropLike
 from ._misc import Normalize, ToDtype
 from . import _script as S
 from . import _targets
-from ._transform import BatchInfo, Transform, as_input, check_probability
+from ._transform import BatchInfo, Transform, as_input, check_probability, is_image_list, per_size
 
 
 def _is_scaling_to_float(t) -> bool:
@@ -38,6 +38,8 @@ class Compose(Transform):
     each transform in turn, and then the output is (images, *targets). A RaggedImages batch goes as
     it is to the transforms that read it in place (the crop-like ones) and as its list of images to
     the others."""
+
+    _TAKES_LIST = True
 
     _TAKES_RAGGED = True
 
@@ -79,6 +81,11 @@ class Compose(Transform):
         i = 0
         while i < len(ts):
             x = as_input(ts[i], x)
+            if isinstance(ts[i], Transform) and not ts[i]._TAKES_LIST and is_image_list(x):
+                # images of different sizes: the transform runs on each size's batch (per_size)
+                x, targets, drawn[i] = per_size(ts[i], x, targets, params[i] if params is not None else None)
+                i += 1
+                continue
             end = self._fusable_run(i)
             if end - i > 1:
                 out = self._run_fused(x, i, end, params, drawn)
@@ -91,7 +98,7 @@ class Compose(Transform):
                 continue
             t = ts[i]
             if isinstance(t, Transform):
-                p = params[i] if params is not None else t.make_params(x)
+                p = params[i] if params is not None else t.make_params(x, *targets) if t._NEEDS_TARGETS else t.make_params(x)
                 drawn[i] = p
                 out = t.transform(x, p)
                 if targets:
@@ -155,6 +162,8 @@ class _RandomContainer(Transform):
     targets). The parameters are the draws ("apply", "choice" or "order", (B,) or (B, n) on the
     images' device; one row with per_sample=False) and, under "transforms", those the transforms
     drew, so that return_params / params= replay the call."""
+
+    _TAKES_LIST = True
 
     def __init__(self, transforms: Sequence[Callable], per_sample: bool, generator, name: str):
         super().__init__(generator)

@@ -32,6 +32,8 @@ class _CropLike(Transform):
     such a transform with a following horizontal flip, ToDtype and Normalize into one launch. A
     ragged batch (a list of images, or a RaggedImages read in place) becomes a dense one."""
 
+    _TAKES_LIST = True
+
     _TAKES_RAGGED = True
 
     def crop_boxes(self, images, params: Dict[str, Any]) -> Tuple[torch.Tensor, List[int], Any, bool]:

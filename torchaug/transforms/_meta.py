@@ -79,6 +79,8 @@ def _rewrap(obj, data: torch.Tensor, fmt: Optional[str] = None):
 class _TargetMap(Transform):
     """Images unchanged; each target of kind `kind` rewritten by _map(obj, data)."""
 
+    _TAKES_LIST = True
+
     kind = "boxes"
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):

@@ -61,6 +61,8 @@ class ConvertImageDtype(ToDtype):
 class Identity(Transform):
     """torchvision.transforms.v2.Identity: returns its input (targets included) as it is."""
 
+    _TAKES_LIST = True
+
     def transform(self, images, params):
         return images
 
@@ -71,6 +73,8 @@ class Identity(Transform):
 class Lambda(Transform):
     """torchvision.transforms.v2.Lambda(lambd): lambd applied to the images (the whole batch, or the
     single image); targets pass through it unchanged."""
+
+    _TAKES_LIST = True
 
     def __init__(self, lambd: Callable[[Any], Any]):
         super().__init__()
@@ -85,6 +89,8 @@ class Lambda(Transform):
 class RGB(Transform):
     """torchvision.transforms.v2.RGB: a 1-channel image repeated to 3 channels, a 3-channel one as it is."""
 
+    _TAKES_LIST = True
+
     def transform(self, images, params):
         if isinstance(images, (list, tuple)):
             return [F.grayscale_to_rgb(img) for img in images]
@@ -98,6 +104,8 @@ class ToPureTensor(Transform):
     """torchvision.transforms.v2.ToPureTensor: torchvision's tv_tensors (images, and the boxes, masks
     and keypoints among the targets) become plain torch.Tensors; torchaug's target wrappers give
     their data."""
+
+    _TAKES_LIST = True
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         out = _pure(images)
@@ -126,6 +134,8 @@ def _pure(obj):
 class _PassTargets(Transform):
     """A transform without parameters whose targets pass through unchanged, and whose input need not
     be an image batch (PIL images, videos): forward is transform(images) and the targets as they came."""
+
+    _TAKES_LIST = True
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         out = self.transform(images, {})

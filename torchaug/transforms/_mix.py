@@ -44,6 +44,8 @@ class MixUp(_Mixer):
     (per_sample=False: one per batch, as torchvision). forward(images, labels) -> (images, soft
     labels); labels are class indices (one-hot encoded with num_classes) or (B, num_classes)."""
 
+    _TAKES_LIST = True
+
     def __init__(self, *, alpha: float = 1.0, num_classes: Optional[int] = None, per_sample: bool = True,
                  generator: Optional[torch.Generator] = None):
         super().__init__(alpha, num_classes, per_sample, generator)

@@ -27,6 +27,8 @@ class _Sanitize(Transform):
     """What the Sanitize transforms share: a labels_getter, images passed unchanged, and the
     per-image walk of _sanitize over the targets of kind `kind` (`what` in messages)."""
 
+    _TAKES_LIST = True
+
     kind, what = "boxes", "bounding-box"
 
     def __init__(self, labels_getter):

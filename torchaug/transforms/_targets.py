@@ -101,12 +101,15 @@ class Step:
     (torchvision's keypoint conventions; box_m when None); sizes the (height, width) canvas each
     sample has after the step (B pairs, or one pair for all); clamp whether boxes are clamped to
     it (torchvision: every op but resize and flips); applies (B,) bool the samples it moves (None:
-    all); refuse: an error message raised when boxes or keypoints meet the step (masks follow it)."""
+    all); refuse: an error message raised when boxes or keypoints meet the step (masks follow it);
+    keep(xyxy (n, 4), samples (n,)) -> (n,) bool: the boxes, as they are before the step, that it
+    keeps; the others become zeros (RandomIoUCrop's boxes outside its crop)."""
 
     def __init__(self, box_m: torch.Tensor, sizes, clamp: bool = True, point_m: Optional[torch.Tensor] = None,
-                 applies: Optional[torch.Tensor] = None, refuse: Optional[str] = None):
+                 applies: Optional[torch.Tensor] = None, refuse: Optional[str] = None,
+                 keep: Optional[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = None):
         self.box_m, self.point_m, self.clamp, self.applies = box_m, point_m, clamp, applies
-        self.sizes, self.refuse = sizes, refuse
+        self.sizes, self.refuse, self.keep = sizes, refuse, keep
 
     def size(self, b: int) -> Tuple[int, int]:
         s = self.sizes
@@ -346,6 +349,8 @@ def apply_steps(items: List[_Item], steps: List[Step], device, name: str):
                     y = move_points(x, m)
                 if st.applies is not None:
                     y = torch.where(st.applies.to(device)[idx].unsqueeze(1), y, x)
+                if kind == "boxes" and st.keep is not None:
+                    y = torch.where(st.keep(x, idx).unsqueeze(1), y, torch.zeros_like(y))
                 x = y
             if kind == "boxes":
                 x = _from_xyxy(x, key[0])
@@ -402,13 +407,21 @@ def mask_rows(items: List[_Item], device):
     return group, batch, idx
 
 
-def finish_masks(group: List[_Item], out: torch.Tensor):
-    """Splits the transformed mask batch (n, 1, h, w) (every mask op returns a dense batch, also
-    from a list of masks of different sizes) back into the items, in their dtypes and shapes."""
+def finish_masks(group: List[_Item], out):
+    """Splits the transformed mask batch (n, 1, h, w) (the ops to one size return a dense batch,
+    also from a list of masks of different sizes; the ops to sizes per sample a list of (1, h_i,
+    w_i)) back into the items, in their dtypes and shapes."""
     pos = 0
     for it in group:
         n = it.per_row * len(it.samples)
-        part = out[pos:pos + n].reshape(n, out.shape[-2], out.shape[-1])
+        if isinstance(out, list):
+            rows = out[pos:pos + n]
+            if len({tuple(r.shape[-2:]) for r in rows}) > 1:
+                raise ValueError("torchaug.transforms: the masks of a batched mask target come out in different sizes "
+                                 "(give one mask target per sample)")
+            part = torch.cat(rows) if rows else torch.zeros(0, *it.data.shape[-2:], dtype=it.data.dtype, device=it.data.device)
+        else:
+            part = out[pos:pos + n].reshape(n, out.shape[-2], out.shape[-1])
         pos += n
         dt = it.data.dtype
         if dt == torch.bool:

@@ -75,6 +75,11 @@ class Transform(nn.Module):
     # whether make_params / transform take a RaggedImages batch as it is; the others get its list
     # of (C, H_i, W_i) views (RaggedImages.images()), as if the caller had passed the list
     _TAKES_RAGGED = False
+    # whether the transform takes a list of (C, H_i, W_i) images itself; the others run on each
+    # group of images of one size as a batch (per_size), and give back a list
+    _TAKES_LIST = False
+    # whether make_params(images, *targets) reads the targets (RandomIoUCrop reads the boxes)
+    _NEEDS_TARGETS = False
 
     def __init__(self, generator: Optional[torch.Generator] = None):
         super().__init__()
@@ -100,8 +105,12 @@ class Transform(nn.Module):
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         images = as_input(self, images)
+        if not self._TAKES_LIST and is_image_list(images):
+            out, targets, params = per_size(self, images, targets, params)
+            result = (out,) + tuple(targets) if targets else out
+            return (result, params) if return_params else result
         if params is None:
-            params = self.make_params(images)
+            params = self.make_params(images, *targets) if self._NEEDS_TARGETS else self.make_params(images)
         out = self.transform(images, params)
         if targets:
             out = (out,) + tuple(self.transform_targets(images, targets, params))
@@ -164,6 +173,50 @@ def as_input(transform, images):
     if isinstance(images, RaggedImages) and not getattr(transform, "_TAKES_RAGGED", False):
         return images.images()
     return images
+
+
+def is_image_list(images) -> bool:
+    return isinstance(images, (list, tuple)) and len(images) > 0 and all(isinstance(t, torch.Tensor) and t.dim() == 3 for t in images)
+
+
+def per_size(transform, images, targets: Tuple[Any, ...], params: Optional[Dict[str, Any]]):
+    """transform on a list of (C, H_i, W_i) images, for the transforms that take batches of one
+    size: the images of each size (and dtype) go through it as one batch, each sample with its own
+    parameters as in any batch, and come back as a list in their order; targets (one entry per
+    image in each target list) follow their images. Returns (images, targets, params), params
+    {"per_size": [(indices, the group's parameters), ...]} (what replays it)."""
+    name = type(transform).__name__
+    b = len(images)
+    for tg in targets:
+        if not (isinstance(tg, (list, tuple)) and len(tg) == b):
+            raise TypeError(f"torchaug.transforms.{name}: with a list of {b} images of different sizes, each target must be a "
+                            f"list of {b} per-image targets, got {type(tg).__name__}")
+    if params is None:
+        groups: Dict[Any, List[int]] = {}
+        for i, im in enumerate(images):
+            groups.setdefault((tuple(im.shape), im.dtype, im.device), []).append(i)
+        plan = [(idx, None) for idx in groups.values()]
+    else:
+        plan = params.get("per_size") if isinstance(params, dict) else None
+        if not isinstance(plan, list) or sorted(i for idx, _ in plan for i in idx) != list(range(b)):
+            raise ValueError(f"torchaug.transforms.{name}: params for a list of {b} images must be the {{'per_size': ...}} "
+                             "that a call on that list returned")
+    out: List[Any] = [None] * b
+    out_targets = [[None] * b for _ in targets]
+    drawn = []
+    for idx, p in plan:
+        x = torch.stack([images[i] for i in idx])
+        sub = tuple([tg[i] for i in idx] for tg in targets)
+        res, p = transform(x, *sub, params=p, return_params=True)
+        imgs = res[0] if sub else res
+        if not (isinstance(imgs, torch.Tensor) and imgs.dim() == 4 and imgs.shape[0] == len(idx)):
+            raise TypeError(f"torchaug.transforms.{name}: takes a list of images only where it gives one image per image")
+        for k, i in enumerate(idx):
+            out[i] = imgs[k]
+            for j in range(len(targets)):
+                out_targets[j][i] = res[1 + j][k]
+        drawn.append((idx, p))
+    return out, tuple(type(tg)(o) for tg, o in zip(targets, out_targets)), {"per_size": drawn}
 
 
 def scriptable_transforms() -> List[str]:
