@@ -280,6 +280,8 @@ def _function_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
         "crop": dict(images=img, top=1, left=2, height=4, width=5),
         "five_crop": dict(images=img, size=[4, 6]),
         "elastic": dict(images=img, displacement=torch.zeros(1, H, W, 2, device=d), interpolation="bilinear", fill=0.0),
+        "perspective": dict(images=img, coefficients=torch.tensor([1.0, 0.1, 0.5, 0.0, 0.9, 0.2, 0.001, 0.0], device=d),
+                            interpolation="bilinear", fill=0.0),
         "ten_crop": dict(images=img, size=[4, 6], vertical_flip=True),
         "flip": dict(images=img, horizontal=True, vertical=False),
         "horizontal_flip": dict(images=img),

@@ -184,7 +184,7 @@ def test_scriptable_list_is_documented_in_the_error():
     # Lambda holds any Python callable, ToPILImage makes PIL images and ToTensor takes them
     # (torchvision's do not script either); the transforms that draw an output size per sample
     # return lists of images
-    assert sorted(set(every) - set(names)) == ["Lambda", "RandomIoUCrop", "RandomResize", "RandomShortestSize", "RandomZoomOut",
+    assert sorted(set(every) - set(names)) == ["Lambda", "RandomIoUCrop", "RandomPerspective", "RandomResize", "RandomShortestSize", "RandomZoomOut",
                                                "SanitizeBoundingBoxes", "SanitizeKeyPoints", "ScaleJitter", "ToPILImage", "ToTensor",
                                                "Transform"]
     with pytest.raises(RuntimeError, match="RandomResizedCrop"):

@@ -416,3 +416,67 @@ def test_elastic_displacement_is_drawn_as_torchvision_draws_it():
         T.ElasticTransform()(torch.zeros(3, 32, 32), T.BoundingBoxes(torch.tensor([[1.0, 1, 3, 3]]), "XYXY", (32, 32)))
     with pytest.raises(ValueError, match=r"elastic: displacement must have shape \(B, H, W, 2\) or \(1, H, W, 2\) with B=2"):
         F.elastic(torch.zeros(2, 3, 8, 8), torch.zeros(1, 8, 7, 2))
+
+
+# ---- RandomPerspective ----------------------------------------------------------------------------
+
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("fill", [None, 0, 7, (10, 200, 30)])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_perspective_matches_torchvision_per_sample(device, dtype, interpolation, fill, channels):
+    from torchvision import tv_tensors
+    if channels == 1 and isinstance(fill, tuple):
+        fill = fill[0]
+    x = random_images(4, channels, 23, 36, dtype, device, channels_last=dtype == torch.float32 and channels == 3)
+    if dtype != torch.uint8 and fill is not None:
+        fill = tuple(v / 255 for v in fill) if isinstance(fill, tuple) else fill / 255
+    t = T.RandomPerspective(0.6, p=0.5, interpolation=interpolation, fill=fill, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(9)
+    xy = torch.rand(4, 3, 2, generator=gen) * torch.tensor([30.0, 18.0])
+    boxes = [T.BoundingBoxes(torch.cat([xy[i], xy[i] + 4], 1).to(device), "XYXY", (23, 36)) for i in range(4)]
+    masks = [tv_tensors.Mask(torch.randint(0, 3, (3, 23, 36), generator=gen, dtype=torch.uint8).to(device)) for _ in range(4)]
+    (out, ob, om), p = t(x, boxes, masks, return_params=True)
+    mode = IM.NEAREST if interpolation == "nearest" else IM.BILINEAR
+    assert 0 < int(p["applies"].sum()) < 4  # both branches are checked (seeded)
+    for i in range(4):
+        if not p["applies"][i]:
+            assert torch.equal(out[i], x[i]) and torch.equal(om[i], masks[i])
+            continue
+        c = p["coefficients"][i].tolist()
+        ref = TF.perspective(x[i], None, None, interpolation=mode, fill=list(fill) if isinstance(fill, tuple) else fill,
+                             coefficients=c)
+        assert_close_images(out[i], ref, dtype, f"sample {i}")
+        tb = TF.perspective(tv_tensors.BoundingBoxes(boxes[i].data, format="XYXY", canvas_size=(23, 36)), None, None,
+                            coefficients=c)
+        torch.testing.assert_close(ob[i].data, tb.as_subclass(torch.Tensor), atol=1e-4, rtol=1e-5)
+        mask_fill = fill if isinstance(fill, (int, float)) else 0
+        tm = TF.perspective(masks[i], None, None, interpolation=IM.NEAREST, fill=mask_fill, coefficients=c)
+        assert (om[i] != tm).float().mean() < 0.01, f"sample {i}"
+    assert torch.equal(t(x, params=p), out)
+
+
+@requires_torchvision
+def test_perspective_draws_are_torchvisions_and_errors():
+    # one image from a seed: torchvision's coin, corners and coefficients
+    for seed in range(20):
+        x = torch.randint(0, 256, (3, 30 + seed, 44 - seed), dtype=torch.uint8)
+        torch.manual_seed(seed)
+        want = TV.RandomPerspective(0.5, p=0.7)(x)
+        torch.manual_seed(seed)
+        assert torch.equal(T.RandomPerspective(0.5, p=0.7)(x), want), seed
+    start, end = [[0, 0], [9, 0], [9, 7], [0, 7]], [[1, 2], [8, 0], [9, 6], [0, 5]]
+    c = F.perspective_coefficients(start, end)
+    from torchvision.transforms.v2.functional._geometry import _get_perspective_coeffs
+    assert c.tolist()[0] == _get_perspective_coeffs(start, end)
+    x = torch.zeros(2, 3, 8, 10)
+    assert torch.equal(F.perspective(x, start, end), F.perspective(x, coefficients=c))
+    with pytest.raises(ValueError, match=r"perspective: coefficients must have shape \(8,\), \(1, 8\) or \(B, 8\) with B=2"):
+        F.perspective(x, coefficients=torch.zeros(3, 8))
+    with pytest.raises(ValueError, match="perspective: give coefficients, or startpoints and endpoints"):
+        F.perspective(x)
+    with pytest.raises(ValueError, match=r"perspective_coefficients: endpoints must be 4 \(x, y\) corners"):
+        F.perspective_coefficients(start, end[:3])
+    with pytest.raises(ValueError, match=r"RandomPerspective: distortion_scale must be in \[0, 1\]"):
+        T.RandomPerspective(1.5)

@@ -267,14 +267,27 @@ def elastic(images, displacement: torch.Tensor, interpolation=InterpolationMode.
     return unbatch(_elastic(x, displacement, mode, fill_rows), single)
 
 
+def _grid_dtype(x: torch.Tensor) -> torch.dtype:
+    # float32 coordinates for the narrower types (torchvision's on the CPU; its CUDA float16 grid is
+    # coarser), so that the CPU and CUDA results agree
+    return x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+
+
 def _elastic(x: torch.Tensor, displacement: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
     """elastic of a (B, C, H, W) batch; fill_rows (B, C) or None. TorchScript-compatible (the scripted
     ElasticTransform calls it)."""
-    b, c, h, w = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
-    # float32 coordinates for the narrower types (torchvision's on the CPU; its CUDA float16 grid is
-    # coarser), so that the CPU and CUDA results agree
-    dtype = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+    h, w = x.shape[2], x.shape[3]
+    dtype = _grid_dtype(x)
     grid = _identity_grid(h, w, x.device, dtype) + displacement.to(device=x.device, dtype=dtype)
+    return _sample_grid(x, grid, mode, fill_rows)
+
+
+def _sample_grid(x: torch.Tensor, grid: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
+    """torchvision's _apply_grid_transform over a batch: grid (1 or B, H, W, 2) in grid_sample's
+    coordinates (of _grid_dtype(x)), the fill blended in by a ones channel sampled beside the
+    image's (fill None: zeros outside), integers rounded. TorchScript-compatible."""
+    b, c, h, w = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+    dtype = grid.dtype
     src = x.to(dtype)
     if fill_rows is not None:
         src = torch.cat([src, torch.ones(b, 1, h, w, dtype=dtype, device=x.device)], dim=1)
@@ -291,6 +304,90 @@ def _elastic(x: torch.Tensor, displacement: torch.Tensor, mode: str, fill_rows: 
     if x.shape[1] > 1 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
         out = out.contiguous(memory_format=torch.channels_last)
     return out
+
+
+def perspective(images, startpoints=None, endpoints=None, interpolation=InterpolationMode.BILINEAR, fill=None,
+                coefficients=None) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.perspective with a map per sample: coefficients (B, 8)
+    or (8,) (a tensor or 8 numbers), the 8 coefficients of the homography from output pixels to
+    input pixels that torchvision uses, or startpoints and endpoints ((4, 2) or (B, 4, 2) corners)
+    to compute them from (perspective_coefficients). One grid_sample for the batch, with
+    torchvision's grid, fill blending (fill None: zeros outside) and rounding."""
+    op = "perspective"
+    x, single = as_batch(images, op)
+    mode = ("nearest", "bilinear")[interpolation_code(interpolation, op, ("nearest", "bilinear"))]
+    b, c = x.shape[0], x.shape[1]
+    if coefficients is None:
+        if startpoints is None or endpoints is None:
+            raise ValueError(f"torchaug.{op}: give coefficients, or startpoints and endpoints")
+        coefficients = perspective_coefficients(startpoints, endpoints)
+    elif startpoints is not None or endpoints is not None:
+        raise ValueError(f"torchaug.{op}: give coefficients or startpoints and endpoints, not both")
+    coeffs = coefficients if isinstance(coefficients, torch.Tensor) else torch.tensor(coefficients, dtype=torch.float64)
+    check_tensor(coeffs, "coefficients", op)
+    if not coeffs.is_floating_point():
+        coeffs = coeffs.to(torch.float32)
+    if coeffs.dim() == 1:
+        coeffs = coeffs.unsqueeze(0)
+    if coeffs.dim() != 2 or coeffs.shape[1] != 8 or coeffs.shape[0] not in (1, b):
+        raise ValueError(f"torchaug.{op}: coefficients must have shape (8,), (1, 8) or (B, 8) with B={b}, "
+                         f"got {tuple(coeffs.shape)}")
+    _check_real(coeffs, torch.float32, "coefficients", op)
+    fill_rows = None if fill is None else fill_tensor(fill, b, c, x.device, op)
+    return unbatch(_perspective(x, coeffs.expand(b, 8), mode, fill_rows), single)
+
+
+def perspective_coefficients(startpoints, endpoints) -> torch.Tensor:
+    """torchvision's _get_perspective_coeffs for a batch: the (B, 8) float32 coefficients of the
+    homography that maps endpoints to startpoints (output pixels to input pixels), solved by least
+    squares in float64 as torchvision solves them; startpoints and endpoints (4, 2) or (B, 4, 2)."""
+    op = "perspective_coefficients"
+    start = torch.as_tensor(startpoints, dtype=torch.float64).cpu()
+    end = torch.as_tensor(endpoints, dtype=torch.float64).cpu()
+    for name, t in (("startpoints", start), ("endpoints", end)):
+        if t.shape[-2:] != (4, 2) or t.dim() not in (2, 3):
+            raise ValueError(f"torchaug.{op}: {name} must be 4 (x, y) corners, shape (4, 2) or (B, 4, 2), got {tuple(t.shape)}")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"torchaug.{op}: {name} must be finite")
+    start, end = torch.broadcast_tensors(start.reshape(-1, 4, 2), end.reshape(-1, 4, 2))
+    n = start.shape[0]
+    x1, y1 = end[..., 0], end[..., 1]  # (n, 4)
+    x2, y2 = start[..., 0], start[..., 1]
+    one, zero = torch.ones_like(x1), torch.zeros_like(x1)
+    rows_x = torch.stack([x1, y1, one, zero, zero, zero, -x2 * x1, -x2 * y1], -1)
+    rows_y = torch.stack([zero, zero, zero, x1, y1, one, -y2 * x1, -y2 * y1], -1)
+    a = torch.stack([rows_x, rows_y], 2).reshape(n, 8, 8)
+    return torch.linalg.lstsq(a, start.reshape(n, 8, 1), driver="gels").solution.reshape(n, 8).to(torch.float32)
+
+
+def _perspective(x: torch.Tensor, coeffs: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
+    """perspective of a (B, C, H, W) batch, coeffs (B, 8): torchvision's _perspective_grid per sample."""
+    b, h, w = x.shape[0], x.shape[2], x.shape[3]
+    dtype = _grid_dtype(x)
+    c = coeffs.to(device=x.device, dtype=dtype)
+    theta1 = c[:, :6].reshape(b, 2, 3)
+    last = torch.stack([c[:, 6], c[:, 7], torch.ones_like(c[:, 6])], 1)
+    theta2 = torch.stack([last, last], 1)
+    base = torch.empty(1, h, w, 3, dtype=dtype, device=x.device)
+    base[..., 0].copy_(torch.linspace(0.5, w - 0.5, steps=w, device=x.device, dtype=dtype))
+    base[..., 1].copy_(torch.linspace(0.5, h - 0.5, steps=h, device=x.device, dtype=dtype).unsqueeze_(-1))
+    base[..., 2].fill_(1)
+    base = base.view(1, h * w, 3).expand(b, h * w, 3)
+    rescaled = theta1.transpose(1, 2) / torch.tensor([0.5 * w, 0.5 * h], dtype=dtype, device=x.device)
+    grid = base.bmm(rescaled).div_(base.bmm(theta2.transpose(1, 2))).sub_(1.0)
+    return _sample_grid(x, grid.view(b, h, w, 2), mode, fill_rows)
+
+
+def perspective_inverse(coeffs: torch.Tensor) -> torch.Tensor:
+    """(B, 3, 3) float64: the map from input pixels to output pixels of coefficients (B, 8)
+    (torchvision's inverse for boxes and keypoints, normalised so that its last entry is 1)."""
+    c = coeffs.to(torch.float64)
+    c0, c1, c2, c3, c4, c5, c6, c7 = c.unbind(1)
+    denom = c0 * c4 - c1 * c3
+    inv = torch.stack([c4 - c5 * c7, -c1 + c2 * c7, c1 * c5 - c2 * c4,
+                       -c3 + c5 * c6, c0 - c2 * c6, -c0 * c5 + c2 * c3,
+                       -c4 * c6 + c3 * c7, -c0 * c7 + c1 * c6], 1) / denom.unsqueeze(1)
+    return torch.cat([inv, torch.ones_like(denom).unsqueeze(1)], 1).view(-1, 3, 3)
 
 
 def _identity_grid(h: int, w: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:

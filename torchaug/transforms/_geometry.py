@@ -472,3 +472,49 @@ class ElasticTransform(Transform):
     def transform_targets(self, images, targets, params):
         raise TypeError("torchaug.transforms.ElasticTransform: targets (boxes, masks, keypoints) are not moved by a "
                         "displacement field yet; call it on the images alone")
+
+
+class RandomPerspective(Transform):
+    """torchvision.transforms.v2.RandomPerspective: with probability p a sample's corners move
+    inward by up to distortion_scale of its half sides, each sample its own coin and corners
+    (torchvision's draws); the warp is one grid_sample for the batch (functional.perspective).
+    Boxes, masks and keypoints follow as torchvision moves them."""
+
+    def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation=InterpolationMode.BILINEAR, fill=0,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        if not isinstance(distortion_scale, numbers.Real) or not 0 <= distortion_scale <= 1:
+            raise ValueError(f"torchaug.transforms.RandomPerspective: distortion_scale must be in [0, 1], got {distortion_scale!r}")
+        self.distortion_scale = float(distortion_scale)
+        self.p = check_probability(p, "RandomPerspective")
+        interpolation_code(interpolation, "RandomPerspective", ("nearest", "bilinear"))
+        self.interpolation, self.fill = interpolation, fill
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        h, w = info.uniform_size
+        b = info.batch
+        g = self.generator
+        where = g.device if g is not None else "cpu"
+        applies = torch.rand(b, generator=g, device=where) < self.p
+        bh, bw = int(self.distortion_scale * (h // 2)) + 1, int(self.distortion_scale * (w // 2)) + 1
+        # torchvision's order: top-left, top-right, bottom-right, bottom-left, x then y
+        ranges = [(0, bw), (0, bh), (w - bw, w), (0, bh), (w - bw, w), (h - bh, h), (0, bw), (h - bh, h)]
+        corners = torch.stack([torch.randint(lo, hi, (b,), generator=g, device=where) for lo, hi in ranges], 1)
+        start = torch.tensor([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], dtype=torch.float64)
+        coefficients = F.perspective_coefficients(start, corners.view(b, 4, 2).cpu())
+        return {"coefficients": coefficients.to(info.device), "applies": applies.to(info.device)}
+
+    def transform(self, images, params):
+        out = F.perspective(images, interpolation=self.interpolation, fill=self.fill, coefficients=params["coefficients"])
+        a = params["applies"]
+        return torch.where(a.view(-1, 1, 1, 1)[0] if images.dim() == 3 else a.view(-1, 1, 1, 1), out, images)
+
+    def _target_steps(self, images, info, params):
+        m = F._geometry.perspective_inverse(params["coefficients"])
+        return [TG.Step(m, _sizes(info), applies=params["applies"])]
+
+    def _transform_masks(self, masks, idx, params, info):
+        out = F.perspective(masks, interpolation=InterpolationMode.NEAREST, fill=_mask_fill(self.fill),
+                            coefficients=params["coefficients"][idx])
+        return torch.where(params["applies"][idx].view(-1, 1, 1, 1), out, masks)

@@ -96,9 +96,10 @@ def _canvas(size, where: str) -> Tuple[int, int]:
 # ---- what a geometric transform did -----------------------------------------------------------
 
 class Step:
-    """One geometric step of a transform, per sample: box_m (B, 2, 3) float64 the forward map of
-    box coordinates (pixel edges: the image spans [0, W] x [0, H]); point_m the map of keypoints
-    (torchvision's keypoint conventions; box_m when None); sizes the (height, width) canvas each
+    """One geometric step of a transform, per sample: box_m (B, 2, 3) (affine) or (B, 3, 3)
+    (projective) float64 the forward map of box coordinates (pixel edges: the image spans [0, W] x
+    [0, H]); point_m the map of keypoints (torchvision's keypoint conventions; box_m when None);
+    sizes the (height, width) canvas each
     sample has after the step (B pairs, or one pair for all); clamp whether boxes are clamped to
     it (torchvision: every op but resize and flips); applies (B,) bool the samples it moves (None:
     all); refuse: an error message raised when boxes or keypoints meet the step (masks follow it);
@@ -308,10 +309,13 @@ def _work_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def move_points(xy: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    """(n, 2) points through (n, 2, 3) maps, in xy's dtype (torchvision multiplies in the boxes'
-    dtype)."""
+    """(n, 2) points through (n, 2, 3) affine or (n, 3, 3) projective maps, in xy's dtype
+    (torchvision multiplies in the boxes' dtype)."""
     m = m.to(xy.dtype)
-    return (m[:, :, :2] @ xy.unsqueeze(-1)).squeeze(-1) + m[:, :, 2]
+    moved = (m[:, :2, :2] @ xy.unsqueeze(-1)).squeeze(-1) + m[:, :2, 2]
+    if m.shape[1] == 3:
+        moved = moved / ((m[:, 2:, :2] @ xy.unsqueeze(-1)).squeeze(-1) + m[:, 2:, 2])
+    return moved
 
 
 def apply_steps(items: List[_Item], steps: List[Step], device, name: str):
