@@ -8,11 +8,12 @@ the CPU), with --accelerate, which adds the two lines a user adds after building
     import torchaug
     data_loader = torchaug.accelerate(data_loader)
 
-and with --synthetic (one batch on the device, the model's own speed).
+and with --synthetic (one batch on the device, the model's own speed). tests/test_accelerate.py
+runs it with the two lines under torchrun on the CPU (gloo).
 
     python benchmarks/reference_train.py --data-path DIR [--model resnet50] [-b 256] [-j 16]
         [--auto-augment ta_wide] [--random-erase 0.1] [--amp] [--accelerate | --synthetic]
-        [--warmup 40] [--steps 100]
+        [--warmup 40] [--steps 100] [--device cuda]
 
 The last line printed is a JSON summary: images per second over the timed steps, and the CPU time
 that the process and its DataLoader workers used in them (cores busy on average).
@@ -83,10 +84,16 @@ def init_distributed(args):
     if args.distributed:
         args.rank, args.world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         args.gpu = int(os.environ["LOCAL_RANK"])
-        torch.cuda.set_device(args.gpu)
-        torch.distributed.init_process_group("nccl")
+        if args.device == "cuda":
+            torch.cuda.set_device(args.gpu)
+        torch.distributed.init_process_group("nccl" if args.device == "cuda" else "gloo")
     else:
         args.rank, args.world_size = 0, 1
+
+
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def load_data(traindir, args):
@@ -106,10 +113,10 @@ def train_one_epoch(model, criterion, optimizer, data_loader, device, args, scal
     model.train()
     for i, (image, target) in enumerate(data_loader):
         if i == args.warmup:
-            torch.cuda.synchronize()
+            synchronize(device)
             clock.update(t0=time.perf_counter(), cpu0=cpu_seconds(), step0=i)
         image, target = image.to(device, non_blocking=True), target.to(device, non_blocking=True)
-        with torch.autocast("cuda", enabled=scaler is not None):
+        with torch.autocast(device.type, enabled=scaler is not None):
             output = model(image)
             loss = criterion(output, target)
         optimizer.zero_grad()
@@ -122,7 +129,7 @@ def train_one_epoch(model, criterion, optimizer, data_loader, device, args, scal
             optimizer.step()
         loss.item()  # the metric logger's
         if i + 1 == args.steps:  # measured before the loop ends, while the workers still live
-            torch.cuda.synchronize()
+            synchronize(device)
             clock.update(t1=time.perf_counter(), cpu1=cpu_seconds(), steps=i + 1 - clock["step0"])
             break
 
@@ -141,7 +148,7 @@ class Synthetic:
 
 def main(args):
     init_distributed(args)
-    device = torch.device("cuda")
+    device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True
     dataset, train_sampler = load_data(args.data_path, args)
     data_loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=train_sampler,
@@ -156,10 +163,10 @@ def main(args):
 
     model = torchvision.models.get_model(args.model, weights=None, num_classes=len(dataset.classes)).to(device)
     if args.distributed:
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu] if device.type == "cuda" else None)
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
-    scaler = torch.amp.GradScaler("cuda") if args.amp else None
+    scaler = torch.amp.GradScaler(device.type) if args.amp else None
 
     if args.distributed:
         train_sampler.set_epoch(0)
@@ -181,6 +188,7 @@ def main(args):
 def get_args_parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-path", required=True, help="an ImageFolder of training images")
+    p.add_argument("--device", default="cuda", help="cuda, or cpu (gloo under torchrun)")
     p.add_argument("--model", default="resnet50")
     p.add_argument("-b", "--batch-size", default=256, type=int, help="images per GPU")
     p.add_argument("-j", "--workers", default=16, type=int, help="DataLoader workers")

@@ -232,3 +232,23 @@ def test_on_cuda_the_batches_are_the_cpu_ones(folder):
     for (x, y), (xr, yr) in zip(fast, dl):
         assert x.device.type == "cuda" and x.shape == xr.shape and torch.equal(y.cpu(), yr)
         assert (x.cpu() - xr).abs().mean() < 3 / 255
+
+
+def test_the_references_style_script_with_the_two_lines_under_torchrun(folder):
+    # benchmarks/reference_train.py (torchvision references' shape) with torchaug.accelerate, two
+    # processes with gloo: DistributedSampler per rank, DistributedDataParallel, the Prefetcher's
+    # batches (on CUDA when there is one, then moved to the CPU model by the script's own .to())
+    import json
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           os.path.join(root, "tests", "_train_launcher.py"), "--script", "benchmarks/reference_train.py",
+           "--data-path", folder, "--device", "cpu", "--model", "resnet18", "-b", "3", "-j", "1", "--steps", "3",
+           "--warmup", "1", "--train-crop-size", "32", "--accelerate"]
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads([line for line in run.stdout.splitlines() if line.startswith("{")][-1])
+    assert result["mode"] == "accelerate" and result["steps"] == 2 and result["img_per_s"] > 0
+    assert "DistributedSampler" in result["plan"] and "read file bytes" in result["plan"]
