@@ -601,6 +601,17 @@ class AugMix(_AutoAugmentBase):
                             "copies of each image moved in different ways; torchvision's AugMix refuses them too)")
         return targets
 
+    def _per_frame(self, params, clips, frames):
+        # the chains' rows are (mixture_width, clips) flattened: each clip's row repeated per frame
+        mw = self.mixture_width
+        out = {}
+        for k, v in params.items():
+            if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == mw * clips:
+                out[k] = v.view(mw, clips, *v.shape[1:]).repeat_interleave(frames, 1).reshape(mw * clips * frames, *v.shape[1:])
+            else:
+                out[k] = super()._per_frame({k: v}, clips, frames)[k]
+        return out
+
     def transform(self, images, params: Dict[str, Any]):
         single = images.dim() == 3
         x = images.unsqueeze(0) if single else images

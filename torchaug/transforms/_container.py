@@ -40,6 +40,7 @@ class Compose(Transform):
     the others."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     _TAKES_RAGGED = True
 
@@ -78,6 +79,15 @@ class Compose(Transform):
             raise ValueError(f"torchaug.transforms.Compose: params must have one entry per transform ({len(ts)}), got {len(params)}")
         drawn: List[Any] = [None] * len(ts)
         x = images
+        if isinstance(x, torch.Tensor) and x.dim() >= 5:  # clips: each transform draws per clip itself (per_clip)
+            for i, t in enumerate(ts):
+                if isinstance(t, Transform):
+                    out, drawn[i] = t(x, *targets, params=params[i] if params is not None else None, return_params=True)
+                    x, targets = (out[0], tuple(out[1:])) if targets else (out, targets)
+                else:
+                    x = t(x)
+            result = (x,) + tuple(targets) if targets else x
+            return (result, drawn) if return_params else result
         i = 0
         while i < len(ts):
             x = as_input(ts[i], x)
@@ -164,6 +174,7 @@ class _RandomContainer(Transform):
     drew, so that return_params / params= replay the call."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     def __init__(self, transforms: Sequence[Callable], per_sample: bool, generator, name: str):
         super().__init__(generator)
@@ -214,7 +225,11 @@ class _RandomContainer(Transform):
                     f"{getattr(a, 'dtype', '')}; pass per_sample=False for one decision per call (torchvision's)")
             single = o.dim() == 3
             t = take.to(o.device)
-            out = torch.where(t.view(-1, 1, 1, 1)[0] if single else t.view(-1, 1, 1, 1), a, o)
+            if o.dim() >= 5:  # clips (..., T, C, H, W): one decision per clip
+                mask = t.view(*o.shape[:-4], 1, 1, 1, 1)
+            else:
+                mask = t.view(-1, 1, 1, 1)[0] if single else t.view(-1, 1, 1, 1)
+            out = torch.where(mask, a, o)
             batch = 1 if single else o.shape[0]
         else:  # a list of images of different sizes: each keeps its own
             if not isinstance(a, (list, tuple)) or len(a) != len(o) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(a, o)):

@@ -80,6 +80,7 @@ class _TargetMap(Transform):
     """Images unchanged; each target of kind `kind` rewritten by _map(obj, data)."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     kind = "boxes"
 

@@ -62,6 +62,7 @@ class Identity(Transform):
     """torchvision.transforms.v2.Identity: returns its input (targets included) as it is."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     def transform(self, images, params):
         return images
@@ -75,6 +76,7 @@ class Lambda(Transform):
     single image); targets pass through it unchanged."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     def __init__(self, lambd: Callable[[Any], Any]):
         super().__init__()
@@ -106,6 +108,7 @@ class ToPureTensor(Transform):
     their data."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         out = _pure(images)
@@ -136,6 +139,7 @@ class _PassTargets(Transform):
     be an image batch (PIL images, videos): forward is transform(images) and the targets as they came."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         out = self.transform(images, {})

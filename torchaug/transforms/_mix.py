@@ -45,6 +45,7 @@ class MixUp(_Mixer):
     labels); labels are class indices (one-hot encoded with num_classes) or (B, num_classes)."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     def __init__(self, *, alpha: float = 1.0, num_classes: Optional[int] = None, per_sample: bool = True,
                  generator: Optional[torch.Generator] = None):

@@ -28,6 +28,7 @@ class _Sanitize(Transform):
     per-image walk of _sanitize over the targets of kind `kind` (`what` in messages)."""
 
     _TAKES_LIST = True
+    _TAKES_CLIPS = True
 
     kind, what = "boxes", "bounding-box"
 

@@ -1,6 +1,7 @@
 """The base of every torchaug transform: parameters are drawn in make_params (torch RNG, on the
 images' device, optionally from a torch.Generator) and applied in transform; forward does only
 those two steps and keeps nothing on self, so that the same module can run on several streams."""
+import math
 import numbers
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -41,8 +42,9 @@ class BatchInfo:
             self._host_sizes_t = None
             self.uniform_size: Optional[Tuple[int, int]] = None
             self.ragged = True
-        elif isinstance(images, torch.Tensor) and images.dim() in (3, 4):
-            self.batch = 1 if images.dim() == 3 else images.shape[0]
+        elif isinstance(images, torch.Tensor) and images.dim() >= 3:
+            # (C, H, W), (B, C, H, W), or clips (..., T, C, H, W): one sample per clip
+            self.batch = 1 if images.dim() == 3 else images.shape[0] if images.dim() == 4 else int(math.prod(images.shape[:-4]))
             self.device = images.device
             self.channels = images.shape[-3]
             self.uniform_size = (images.shape[-2], images.shape[-1])
@@ -80,6 +82,9 @@ class Transform(nn.Module):
     _TAKES_LIST = False
     # whether make_params(images, *targets) reads the targets (RandomIoUCrop reads the boxes)
     _NEEDS_TARGETS = False
+    # whether the transform takes clips (..., T, C, H, W) itself; the others draw one set of
+    # parameters per clip and apply it to the clip's frames (per_clip)
+    _TAKES_CLIPS = False
 
     def __init__(self, generator: Optional[torch.Generator] = None):
         super().__init__()
@@ -87,6 +92,10 @@ class Transform(nn.Module):
 
     def make_params(self, images) -> Dict[str, Any]:
         return {}
+
+    def _per_frame(self, params: Dict[str, Any], clips: int, frames: int) -> Dict[str, Any]:
+        """The parameters drawn for `clips` clips, for each of their frames (per_clip)."""
+        return _per_frame(params, clips, frames)
 
     def extra_repr(self) -> str:
         # the constructor's settings that are plain values (what repr(transform) and plans show)
@@ -105,6 +114,8 @@ class Transform(nn.Module):
 
     def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
         images = as_input(self, images)
+        if not self._TAKES_CLIPS and isinstance(images, torch.Tensor) and images.dim() >= 5:
+            return per_clip(self, images, targets, params, return_params)
         if not self._TAKES_LIST and is_image_list(images):
             out, targets, params = per_size(self, images, targets, params)
             result = (out,) + tuple(targets) if targets else out
@@ -217,6 +228,38 @@ def per_size(transform, images, targets: Tuple[Any, ...], params: Optional[Dict[
                 out_targets[j][i] = res[1 + j][k]
         drawn.append((idx, p))
     return out, tuple(type(tg)(o) for tg, o in zip(targets, out_targets)), {"per_size": drawn}
+
+
+def per_clip(transform, clips: torch.Tensor, targets: Tuple[Any, ...], params: Optional[Dict[str, Any]], return_params: bool):
+    """transform on clips (..., T, C, H, W): one draw per clip (make_params sees the clips' first
+    frames), applied to each of its T frames, so that a clip stays one scene; the result keeps the
+    leading dimensions. The parameters returned (and replayed) are the clips'."""
+    name = type(transform).__name__
+    if targets:
+        raise TypeError(f"torchaug.transforms.{name}: targets with clips (..., T, C, H, W) are not supported; "
+                        "pass the clips alone")
+    lead, t = clips.shape[:-4], clips.shape[-4]
+    n = int(math.prod(lead))
+    x = clips.reshape(n, t, *clips.shape[-3:])
+    if params is None:
+        params = transform.make_params(x[:, 0])
+    out = transform.transform(x.reshape(n * t, *clips.shape[-3:]), transform._per_frame(params, n, t))
+    if not (isinstance(out, torch.Tensor) and out.dim() == 4 and out.shape[0] == n * t):
+        raise TypeError(f"torchaug.transforms.{name}: takes no clips (..., T, C, H, W) (it gives no image per frame)")
+    out = out.reshape(*lead, t, *out.shape[1:])
+    return (out, params) if return_params else out
+
+
+def _per_frame(params, clips: int, frames: int):
+    """A clip's parameters for each of its frames: the per-sample tensors (first dimension the
+    number of clips) repeated frames times in place, the rest as they are."""
+    if isinstance(params, torch.Tensor):
+        return params.repeat_interleave(frames, 0) if params.dim() >= 1 and params.shape[0] == clips else params
+    if isinstance(params, dict):
+        return type(params)((k, _per_frame(v, clips, frames)) for k, v in params.items())
+    if isinstance(params, (list, tuple)):
+        return type(params)(_per_frame(v, clips, frames) for v in params)
+    return params
 
 
 def scriptable_transforms() -> List[str]:
