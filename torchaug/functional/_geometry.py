@@ -7,6 +7,7 @@ import torch
 
 from .. import _ops  # noqa: F401  (registers torch.ops.torchaug)
 from ..io._ragged import RaggedImages
+from ._on_targets import is_target, on_target
 from ._utils import (
     InterpolationMode,
     _check_real,
@@ -105,6 +106,8 @@ def resized_crop(
     (numbers or (B,) tensors); size [height, width], or one number (the crop's smaller edge, as
     torchvision) where height and width are numbers (every sample gets the same output size). Keyword arguments of resized_crop_boxes (flip, mean, std, out_dtype, memory_format)
     fuse those stages into the same pass."""
+    if is_target(images):
+        return on_target("resized_crop", images, top, left, height, width, size, interpolation, antialias)
     op = "resized_crop"
     if isinstance(images, RaggedImages):
         batch, device = len(images), images.device
@@ -171,6 +174,8 @@ def _ragged_sizes(images, op: str):
 def resize(images, size, interpolation=InterpolationMode.BILINEAR, max_size: Optional[int] = None, antialias: bool = True, **fused):
     """torchvision.transforms.v2.functional.resize; `images` may also be a list of (C, H_i, W_i)
     tensors or a RaggedImages when size is [height, width] (a ragged batch resized into a dense one)."""
+    if is_target(images):
+        return on_target("resize", images, size, interpolation, max_size, antialias)
     ragged = _ragged_sizes(images, "resize")
     if ragged is not None:
         if isinstance(size, numbers.Integral) or len(size) != 2:
@@ -188,6 +193,8 @@ def resize(images, size, interpolation=InterpolationMode.BILINEAR, max_size: Opt
 
 def crop(images, top, left, height: int, width: int) -> torch.Tensor:
     """torchvision's crop (zero padding where the box leaves the image), top/left per sample."""
+    if is_target(images):
+        return on_target("crop", images, top, left, height, width)
     x, single = as_batch(images, "crop")
     out = resized_crop(x, top, left, height, width, [height, width], InterpolationMode.NEAREST, False)
     return unbatch(out, single)
@@ -208,6 +215,8 @@ def _center_crop_box(height: int, width: int, crop_h: int, crop_w: int) -> List[
 def center_crop(images, output_size, **fused) -> torch.Tensor:
     """torchvision.transforms.v2.functional.center_crop; also takes a list of (C, H_i, W_i) tensors or
     a RaggedImages."""
+    if is_target(images):
+        return on_target("center_crop", images, output_size)
     ch, cw = pair(output_size, "output_size", "center_crop")
     ragged = _ragged_sizes(images, "center_crop")
     if ragged is not None:
@@ -252,6 +261,8 @@ def elastic(images, displacement: torch.Tensor, interpolation=InterpolationMode.
     (x, y) of sample b samples the input at the identity grid plus displacement[b, y, x] (in
     grid_sample's [-1, 1] coordinates); displacement (B, H, W, 2) or (1, H, W, 2). One grid_sample
     for the batch, with torchvision's fill blending (fill None: zeros outside) and rounding."""
+    if is_target(images):
+        return on_target("elastic", images)
     op = "elastic"
     x, single = as_batch(images, op)
     mode = ("nearest", "bilinear")[interpolation_code(interpolation, op, ("nearest", "bilinear"))]
@@ -313,6 +324,8 @@ def perspective(images, startpoints=None, endpoints=None, interpolation=Interpol
     input pixels that torchvision uses, or startpoints and endpoints ((4, 2) or (B, 4, 2) corners)
     to compute them from (perspective_coefficients). One grid_sample for the batch, with
     torchvision's grid, fill blending (fill None: zeros outside) and rounding."""
+    if is_target(images):
+        return on_target("perspective", images, startpoints, endpoints, interpolation, fill, coefficients)
     op = "perspective"
     x, single = as_batch(images, op)
     mode = ("nearest", "bilinear")[interpolation_code(interpolation, op, ("nearest", "bilinear"))]
@@ -410,10 +423,14 @@ def flip(images, horizontal=False, vertical=False) -> torch.Tensor:
 
 
 def horizontal_flip(images) -> torch.Tensor:
+    if is_target(images):
+        return on_target("horizontal_flip", images)
     return flip(images, True, False)
 
 
 def vertical_flip(images) -> torch.Tensor:
+    if is_target(images):
+        return on_target("vertical_flip", images)
     return flip(images, False, True)
 
 
@@ -559,6 +576,8 @@ def _rotation_matrices(angle: torch.Tensor, c: torch.Tensor, has_center: bool, e
 def affine(images, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None) -> torch.Tensor:
     """torchvision.transforms.v2.functional.affine with every parameter optionally per sample:
     angle, scale (B,); translate, shear (B, 2) (or torchvision's numbers and pairs)."""
+    if is_target(images):
+        return on_target("affine", images, angle, translate, scale, shear, interpolation, fill, center)
     x, single = as_batch(images, "affine")
     interpolation_code(interpolation, "affine", ("nearest", "bilinear"))  # named as this function's
     b, h, w = x.shape[0], x.shape[-2], x.shape[-1]
@@ -570,6 +589,8 @@ def rotate(images, angle, interpolation=InterpolationMode.NEAREST, expand: bool 
     """torchvision.transforms.v2.functional.rotate with the angle (degrees, counter-clockwise)
     optionally per sample. expand=True (the output grows to hold the whole rotated image) needs
     one angle for the batch, a number, since the output size depends on it."""
+    if is_target(images):
+        return on_target("rotate", images, angle, interpolation, expand, center, fill)
     op = "rotate"
     x, single = as_batch(images, op)
     interpolation_code(interpolation, op, ("nearest", "bilinear"))  # named as this function's
@@ -686,6 +707,8 @@ def _pad_index(size: int, before: int, after: int, mode: str, device: torch.devi
 def pad(images, padding, fill=0, padding_mode: str = "constant") -> torch.Tensor:
     """torchvision.transforms.v2.functional.pad: padding [left, top, right, bottom] (or 1 / 2 values),
     modes constant (fill: number, per-channel sequence or (B, C)), edge, reflect, symmetric."""
+    if is_target(images):
+        return on_target("pad", images, padding, fill, padding_mode)
     x, single = as_batch(images, "pad")
     p = _parse_padding(padding)
     if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
