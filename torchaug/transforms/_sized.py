@@ -17,6 +17,7 @@ import torch
 from .. import functional as F
 from ..functional._utils import InterpolationMode, interpolation_code
 from . import _targets as TG
+from ._geometry import _mask_fill
 from ._transform import BatchInfo, Transform, check_probability
 
 
@@ -32,10 +33,6 @@ def _image_list(images, name: str) -> Tuple[List[torch.Tensor], bool]:
 
 def _host_sizes(info: BatchInfo) -> List[Tuple[int, int]]:
     return list(info.host_sizes) if info.ragged else [tuple(int(v) for v in info.uniform_size)] * info.batch
-
-
-def _mask_fill(fill):
-    return fill if isinstance(fill, numbers.Real) and not isinstance(fill, bool) else 0
 
 
 class _SizedPerSample(Transform):
