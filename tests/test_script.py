@@ -48,6 +48,7 @@ def scriptable_cases():
         T.RandomSaltAndPepper(), T.RandomSaltAndPepper(0.2, (0.0, 1.0), p=0.9, per_channel=True), T.SetClampingMode(None),
         T.ConvertBoundingBoxFormat("XYWH"), T.ClampBoundingBoxes(), T.ClampKeyPoints(), T.ElasticTransform(),
         T.ElasticTransform([20.0, 40.0], 2.0, "nearest", fill=[1, 2, 3]), T.ElasticTransform(fill=None),
+        T.RandomPerspective(), T.RandomPerspective(0.8, p=0.9, interpolation="nearest", fill=[1, 2, 3]),
         T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.RandAugment(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)]),
     ]
@@ -184,7 +185,7 @@ def test_scriptable_list_is_documented_in_the_error():
     # Lambda holds any Python callable, ToPILImage makes PIL images and ToTensor takes them
     # (torchvision's do not script either); the transforms that draw an output size per sample
     # return lists of images
-    assert sorted(set(every) - set(names)) == ["Lambda", "RandomIoUCrop", "RandomPerspective", "RandomResize", "RandomShortestSize", "RandomZoomOut",
+    assert sorted(set(every) - set(names)) == ["Lambda", "RandomIoUCrop", "RandomResize", "RandomShortestSize", "RandomZoomOut",
                                                "SanitizeBoundingBoxes", "SanitizeKeyPoints", "ScaleJitter", "ToPILImage", "ToTensor",
                                                "Transform"]
     with pytest.raises(RuntimeError, match="RandomResizedCrop"):

@@ -363,6 +363,12 @@ def perspective_coefficients(startpoints, endpoints) -> torch.Tensor:
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"torchaug.{op}: {name} must be finite")
     start, end = torch.broadcast_tensors(start.reshape(-1, 4, 2), end.reshape(-1, 4, 2))
+    return _solve_perspective(start.contiguous(), end.contiguous())
+
+
+def _solve_perspective(start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """(n, 8) float32 coefficients from float64 corners start, end (n, 4, 2), on their device.
+    TorchScript-compatible (the scripted RandomPerspective draws through it)."""
     n = start.shape[0]
     x1, y1 = end[..., 0], end[..., 1]  # (n, 4)
     x2, y2 = start[..., 0], start[..., 1]

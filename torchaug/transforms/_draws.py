@@ -10,6 +10,7 @@ from torch import Tensor
 
 from ..functional._augment import _cutmix_boxes
 from ..functional._filter import seeds_on
+from ..functional._geometry import _solve_perspective
 from ..functional._utils import draw_device
 
 
@@ -335,3 +336,24 @@ def augmix_mix(images: Tensor, chains: Tensor, weights: Tensor, original_weight:
     for i in range(mixture_width):
         mix.add_(weights[:, i].view(view) * chains[i])
     return mix.to(images.dtype)
+
+
+def perspective_params(batch: int, height: int, width: int, distortion_scale: float, p: float, device: torch.device,
+                       generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
+    """RandomPerspective's draws per sample, as torchvision makes them: a coin (uniform < p), then
+    the x and y of the top-left, top-right, bottom-right and bottom-left corners (integers in
+    torchvision's ranges, in its order), and each sample's coefficients (generator rules as
+    rand_on)."""
+    g = draw_device(device, gen_device)
+    applies = torch.rand([batch], device=g, generator=generator) < p
+    bh = int(distortion_scale * (height // 2)) + 1
+    bw = int(distortion_scale * (width // 2)) + 1
+    lows = [0, 0, width - bw, 0, width - bw, height - bh, 0, height - bh]
+    highs = [bw, bh, width, bh, width, height, bw, height]
+    cols: List[Tensor] = []
+    for k in range(8):
+        cols.append(torch.randint(lows[k], highs[k], [batch], device=g, generator=generator))
+    end = torch.stack(cols, 1).view(batch, 4, 2).to(torch.float64)
+    start = torch.tensor([[0.0, 0.0], [width - 1.0, 0.0], [width - 1.0, height - 1.0], [0.0, height - 1.0]],
+                         dtype=torch.float64, device=g).expand(batch, 4, 2).contiguous()
+    return {"coefficients": _moved(_solve_perspective(start, end), device), "applies": _moved(applies, device)}

@@ -493,17 +493,11 @@ class RandomPerspective(Transform):
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
         h, w = info.uniform_size
-        b = info.batch
-        g = self.generator
-        where = g.device if g is not None else "cpu"
-        applies = torch.rand(b, generator=g, device=where) < self.p
-        bh, bw = int(self.distortion_scale * (h // 2)) + 1, int(self.distortion_scale * (w // 2)) + 1
-        # torchvision's order: top-left, top-right, bottom-right, bottom-left, x then y
-        ranges = [(0, bw), (0, bh), (w - bw, w), (0, bh), (w - bw, w), (h - bh, h), (0, bw), (h - bh, h)]
-        corners = torch.stack([torch.randint(lo, hi, (b,), generator=g, device=where) for lo, hi in ranges], 1)
-        start = torch.tensor([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], dtype=torch.float64)
-        coefficients = F.perspective_coefficients(start, corners.view(b, 4, 2).cpu())
-        return {"coefficients": coefficients.to(info.device), "applies": applies.to(info.device)}
+        return D.perspective_params(info.batch, h, w, self.distortion_scale, self.p, torch.device(info.device), *self._gen())
+
+    def _scriptable(self):
+        return S.ScriptPerspective(self.distortion_scale, self.p, interpolation_code(self.interpolation, "RandomPerspective",
+                                   ("nearest", "bilinear")), script_fill(self.fill, "RandomPerspective"), self.generator)
 
     def transform(self, images, params):
         out = F.perspective(images, interpolation=self.interpolation, fill=self.fill, coefficients=params["coefficients"])

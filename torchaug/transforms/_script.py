@@ -19,10 +19,10 @@ from torch import Tensor, nn
 from ..functional._augment import _mix_with_previous, _paste_previous, _soft_labels
 from ..functional._color import _permute_channels
 from ..functional._filter import seeds_on
-from ..functional._geometry import (_center_offset, _elastic, _five_crop, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
+from ..functional._geometry import (_center_offset, _elastic, _perspective, _five_crop, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
                                     _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import generator_device
-from ._draws import (elastic_displacement, random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
+from ._draws import (elastic_displacement, perspective_params, random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
                      erasing_params, fill_rows, jitter_params, mix_lam, photometric_distort_params, policy_sample, rand_on,
                      random_color_op_params, random_crop_offsets, random_crop_padding, uniform_on)
 
@@ -810,3 +810,32 @@ class ScriptElastic(ScriptTransform):
             rows = torch.tensor(fill, dtype=torch.float32, device=images.device).unsqueeze(0)
             rows = rows.expand(images.shape[0], images.shape[1] if len(fill) == 1 else len(fill))
         return _elastic(images, params["displacement"], self.mode, rows)
+
+
+class ScriptPerspective(ScriptTransform):
+    """RandomPerspective: a coin and a homography per sample (perspective_params), one grid_sample."""
+
+    fill: Optional[List[float]]
+
+    def __init__(self, distortion_scale: float, p: float, interpolation: int, fill: Optional[List[float]],
+                 generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        self.distortion_scale = distortion_scale
+        self.p = p
+        self.mode = "nearest" if interpolation == 0 else "bilinear"
+        self.fill = fill
+
+    @torch.jit.export
+    def make_params(self, images: Tensor) -> Dict[str, Tensor]:
+        return perspective_params(images.shape[0], images.shape[2], images.shape[3], self.distortion_scale, self.p, images.device,
+                                  self.generator, self.gen_device)
+
+    @torch.jit.export
+    def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+        fill = self.fill
+        rows: Optional[Tensor] = None
+        if fill is not None:
+            rows = torch.tensor(fill, dtype=torch.float32, device=images.device).unsqueeze(0)
+            rows = rows.expand(images.shape[0], images.shape[1] if len(fill) == 1 else len(fill))
+        out = _perspective(images, params["coefficients"], self.mode, rows)
+        return torch.where(params["applies"].view(-1, 1, 1, 1), out, images)
