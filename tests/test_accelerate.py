@@ -201,11 +201,13 @@ def test_a_corrupt_file_follows_on_decode_error(folder, tmp_path):
     with open(root / "dog" / "3.jpg", "r+b") as f:
         f.truncate(100)
     tf = v2.Compose([v2.CenterCrop(32), v2.PILToTensor()])
-    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 12 \(100 bytes\): truncated JPEG"):
+    with pytest.raises(RuntimeError, match=r"decode_jpeg: sample 12 \(100 bytes, .*dog/3\.jpg\): truncated JPEG"):
         list(torchaug.accelerate(_loader(str(root), tf, batch_size=27), device="cpu"))
     fast = torchaug.accelerate(_loader(str(root), tf, batch_size=27), device="cpu", on_decode_error="skip")
     (x, y), = list(fast)
     assert x.shape[0] == 26 and y.shape[0] == 26 and len(fast.prefetcher.decode_failures) == 1
+    assert fast.prefetcher.decode_failures[0][2].endswith("dog/3.jpg): truncated JPEG (the data ends before the image's EOI "
+                                                         "marker, or is too short for the size its header declares)")
 
 
 def test_a_distributed_sampler_and_its_epochs_are_kept(folder):

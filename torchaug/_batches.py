@@ -75,6 +75,11 @@ def select_rows(batch, keep: Sequence[int], n: int):
     return batch
 
 
+def _named(encoded, i: int, reason: str) -> str:
+    """A decode failure of file i of a batch read from files, naming the file."""
+    return f"torchaug.io.decode_jpeg: sample {i} ({encoded.lengths[i]} bytes, {encoded.names[i]}): {reason}"
+
+
 class DecodeStage:
     """Decodes the EncodedImages of a batch on `device`: into one RaggedImages (the decoder's buffer and
     the sizes, no tensor per image), or a list of (C, H_i, W_i) images for mode="unchanged" (which
@@ -94,12 +99,18 @@ class DecodeStage:
 
     def __call__(self, batch, index: int):
         encoded = images_of(batch, self.image_key)
+        names = getattr(encoded, "names", None)
         if self.on_error == "raise":
-            return replace_images(batch, self.image_key, self.decode(encoded, device=self.device, mode=self.mode))
+            if names is None:
+                return replace_images(batch, self.image_key, self.decode(encoded, device=self.device, mode=self.mode))
+            images, failures = self.decode(encoded, device=self.device, mode=self.mode, on_error="skip")
+            if failures:
+                raise RuntimeError(_named(encoded, *failures[0]))
+            return replace_images(batch, self.image_key, images)
         images, failures = self.decode(encoded, device=self.device, mode=self.mode, on_error="skip")
         if not failures:
             return replace_images(batch, self.image_key, images)
-        self.failures += [(index, i, reason) for i, reason in failures]
+        self.failures += [(index, i, reason if names is None else _named(encoded, i, reason)) for i, reason in failures]
         if not len(images):
             raise RuntimeError(f"torchaug.Prefetcher: no file of batch {index} decoded: {failures[0][1]} "
                                f"(and {len(failures) - 1} more)")

@@ -41,7 +41,10 @@ def _as_array(d, i: int) -> np.ndarray:
 class EncodedImages(SharedBatch):
     """B encoded files back to back in one 1-D uint8 tensor `data`, file i of `lengths[i]` bytes.
     DataLoader's pin_memory=True pins it in one copy; it stays in host memory (the decoder reads the
-    bytes there), and tensors() gives the per-file views that torchaug.io.decode_jpeg takes."""
+    bytes there), and tensors() gives the per-file views that torchaug.io.decode_jpeg takes. `names`
+    (the files' paths, when the batch was read from files) lets a decode error name the file."""
+
+    names: Optional[List[str]] = None
 
     def __init__(self, data: torch.Tensor, lengths: Sequence[int]):
         if not isinstance(data, torch.Tensor) or data.dim() != 1 or data.dtype != torch.uint8:
@@ -73,7 +76,9 @@ class EncodedImages(SharedBatch):
         return list(self.data.split(self.lengths)) if self.lengths else []
 
     def pin_memory(self, device=None) -> "EncodedImages":
-        return EncodedImages(self.data.pin_memory(), self.lengths)
+        out = EncodedImages(self.data.pin_memory(), self.lengths)
+        out.names = self.names
+        return out
 
     def __repr__(self) -> str:
         return f"EncodedImages({len(self)} files, {self.data.numel()} bytes)"
@@ -120,8 +125,10 @@ def _give_back_unclaimed(claimed: list, flags: torch.Tensor, i: int) -> None:
         flags[i] = 0
 
 
-def _read_packed(sizes: Sequence[int], fill: Callable[[int, np.ndarray], None], labels: Optional[Sequence] = None) -> _PackedSamples:
-    """The _PackedSamples of files of `sizes` bytes, file k written into its view by fill(k, view)."""
+def _read_packed(sizes: Sequence[int], fill: Callable[[int, np.ndarray], None], labels: Optional[Sequence] = None,
+                 names: Optional[List[str]] = None) -> _PackedSamples:
+    """The _PackedSamples of files of `sizes` bytes, file k written into its view by fill(k, view);
+    names: what to call the files in errors (their paths)."""
     data, lease = shared_bytes(sum(sizes))
     whole = data.numpy()
     ends = np.cumsum(sizes).tolist()
@@ -136,6 +143,7 @@ def _read_packed(sizes: Sequence[int], fill: Callable[[int, np.ndarray], None], 
     out = _PackedSamples(views if labels is None else zip(views, labels))
     encoded = EncodedImages(data, sizes)
     encoded._lease = lease
+    encoded.names = names
     out._encoded, out._views, out._claimed = encoded, views, claimed
     return out
 
@@ -177,7 +185,7 @@ def read_batch(paths: Sequence[str], labels: Optional[Sequence] = None) -> List:
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"torchaug.io.read_batch: labels must match paths, got {len(labels)} labels for {len(paths)} paths")
     sizes = [os.stat(p).st_size for p in paths]
-    return _read_packed(sizes, lambda k, view: _read_file_into(paths[k], view, "read_batch"), labels)
+    return _read_packed(sizes, lambda k, view: _read_file_into(paths[k], view, "read_batch"), labels, paths)
 
 
 def _read_bytes(path: str) -> np.ndarray:
