@@ -254,3 +254,37 @@ def test_the_references_style_script_with_the_two_lines_under_torchrun(folder):
     result = json.loads([line for line in run.stdout.splitlines() if line.startswith("{")][-1])
     assert result["mode"] == "accelerate" and result["steps"] == 2 and result["img_per_s"] > 0
     assert "DistributedSampler" in result["plan"] and "read file bytes" in result["plan"]
+
+
+def _ks(a, b) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic."""
+    a, b = np.sort(np.asarray(a)), np.sort(np.asarray(b))
+    grid = np.concatenate([a, b])
+    return float(np.max(np.abs(np.searchsorted(a, grid, side="right") / len(a) - np.searchsorted(b, grid, side="right") / len(b))))
+
+
+def test_random_chain_outputs_are_distributed_as_the_original_loaders(tmp_path):
+    # per-image statistics of a random chain (crop scale and place, brightness, flip) over many
+    # draws: the accelerated loader's against torchvision's per-sample loop in the workers
+    from PIL import Image
+    os.makedirs(tmp_path / "a")
+    yy, xx = np.mgrid[0:60, 0:80]
+    for i in range(6):  # gradients: the crop's place, size and flip show in its statistics
+        img = np.stack([xx * 3, yy * 4 + 5 * i, (xx + yy) * 2], -1).clip(0, 255).astype(np.uint8)
+        Image.fromarray(img).save(tmp_path / "a" / f"{i}.jpg", quality=95)
+    tf = v2.Compose([v2.RandomResizedCrop(24, scale=(0.1, 1.0)), v2.RandomHorizontalFlip(), v2.ColorJitter(brightness=0.5),
+                     v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True)])
+    dl = _loader(str(tmp_path), tf, batch_size=6)
+    fast = torchaug.accelerate(dl, device="cpu")
+    torch.manual_seed(0)
+    stats = {"tv": [], "ta": []}
+    for _ in range(100):
+        for key, loader in (("tv", dl), ("ta", fast)):
+            for x, _ in loader:
+                stats[key] += [torch.stack([x.mean((1, 2, 3)), x[:, 0].std((1, 2)),
+                                            x[..., :12].mean((1, 2, 3)) - x[..., 12:].mean((1, 2, 3))], 1)]
+    tv, ta = torch.cat(stats["tv"]).numpy(), torch.cat(stats["ta"]).numpy()
+    n = len(tv)
+    bound = 1.95 * math.sqrt(2 / n)  # KS at the 0.1% level
+    for k, what in enumerate(("mean", "red's spread", "left - right")):
+        assert _ks(tv[:, k], ta[:, k]) < bound, (what, _ks(tv[:, k], ta[:, k]), bound)
