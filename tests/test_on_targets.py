@@ -75,5 +75,6 @@ def test_torchaug_wrappers_and_refusals():
     boxes = T.BoundingBoxes(torch.tensor([[1.0, 2.0, 5.0, 6.0]]), "XYXY", (10, 12))
     flipped = F.horizontal_flip(boxes)
     assert isinstance(flipped, T.BoundingBoxes) and flipped.data.tolist() == [[7.0, 2.0, 11.0, 6.0]]
-    with pytest.raises(TypeError, match="torchaug.elastic: takes images; bounding boxes, masks and keypoints are not moved by it"):
-        F.elastic(boxes, torch.zeros(1, 10, 12, 2))
+    with pytest.raises(TypeError, match="torchaug.five_crop: takes images; bounding boxes, masks and keypoints are not moved by it"):
+        from torchaug.functional._on_targets import on_target
+        on_target("five_crop", boxes, 4)

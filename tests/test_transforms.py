@@ -412,8 +412,6 @@ def test_elastic_displacement_is_drawn_as_torchvision_draws_it():
         assert abs(a - b) < 0.1 * b, (axis, a, b)
     with pytest.raises(ValueError, match="ElasticTransform: sigma must be at most 8"):
         T.ElasticTransform(sigma=9.0)
-    with pytest.raises(TypeError, match="ElasticTransform: targets"):
-        T.ElasticTransform()(torch.zeros(3, 32, 32), T.BoundingBoxes(torch.tensor([[1.0, 1, 3, 3]]), "XYXY", (32, 32)))
     with pytest.raises(ValueError, match=r"elastic: displacement must have shape \(B, H, W, 2\) or \(1, H, W, 2\) with B=2"):
         F.elastic(torch.zeros(2, 3, 8, 8), torch.zeros(1, 8, 7, 2))
 
@@ -480,3 +478,37 @@ def test_perspective_draws_are_torchvisions_and_errors():
         F.perspective_coefficients(start, end[:3])
     with pytest.raises(ValueError, match=r"RandomPerspective: distortion_scale must be in \[0, 1\]"):
         T.RandomPerspective(1.5)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("fmt", ["XYXY", "XYWH", "CXCYWH"])
+def test_elastic_moves_targets_as_torchvision(device, fmt):
+    from torchvision import tv_tensors
+    g = torch.Generator().manual_seed(3)
+    h, w = 30, 41
+    x = random_images(3, 3, h, w, torch.uint8, device)
+    t = T.ElasticTransform(alpha=[40.0, 60.0], sigma=4.0, fill=5, generator=torch.Generator().manual_seed(4))
+    targets = []
+    for i in range(3):
+        xy = torch.rand(4, 2, generator=g) * torch.tensor([w - 8.0, h - 8.0]) - 1
+        wh = torch.rand(4, 2, generator=g) * 8 + 1
+        data = {"XYXY": torch.cat([xy, xy + wh], 1), "XYWH": torch.cat([xy, wh], 1), "CXCYWH": torch.cat([xy + wh / 2, wh], 1)}[fmt]
+        tg = {"boxes": tv_tensors.BoundingBoxes(data.to(device), format=fmt, canvas_size=(h, w)),
+              "masks": tv_tensors.Mask(torch.randint(0, 3, (2, h, w), generator=g, dtype=torch.uint8).to(device))}
+        if hasattr(tv_tensors, "KeyPoints"):
+            tg["keypoints"] = tv_tensors.KeyPoints((torch.rand(5, 2, generator=g) * torch.tensor([w + 2.0, h + 2.0]) - 1).to(device),
+                                                   canvas_size=(h, w))
+        targets.append(tg)
+    (out, got), p = t(x, targets, return_params=True)
+    for i in range(3):
+        d = p["displacement"][i:i + 1]
+        for key, v in targets[i].items():
+            want = TF.elastic(v, d, fill=5 if key == "masks" else None)
+            if key == "masks":
+                assert torch.equal(got[i][key], want), i
+            else:
+                assert tuple(got[i][key].canvas_size) == tuple(want.canvas_size)
+                torch.testing.assert_close(got[i][key].as_subclass(torch.Tensor), want.as_subclass(torch.Tensor), atol=1e-5, rtol=0)
+        # the functional takes one image's targets too
+        fb = F.elastic(targets[i]["boxes"], d)
+        torch.testing.assert_close(fb.as_subclass(torch.Tensor), got[i]["boxes"].as_subclass(torch.Tensor), atol=1e-6, rtol=0)

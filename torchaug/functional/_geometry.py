@@ -262,7 +262,7 @@ def elastic(images, displacement: torch.Tensor, interpolation=InterpolationMode.
     grid_sample's [-1, 1] coordinates); displacement (B, H, W, 2) or (1, H, W, 2). One grid_sample
     for the batch, with torchvision's fill blending (fill None: zeros outside) and rounding."""
     if is_target(images):
-        return on_target("elastic", images)
+        return on_target("elastic", images, displacement, interpolation, fill)
     op = "elastic"
     x, single = as_batch(images, op)
     mode = ("nearest", "bilinear")[interpolation_code(interpolation, op, ("nearest", "bilinear"))]

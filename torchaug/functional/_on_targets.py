@@ -81,7 +81,10 @@ def _builders() -> Dict[str, Callable[..., Tuple[Any, Dict[str, Any]]]]:
         c = torch.as_tensor(coefficients, dtype=torch.float32).reshape(1, 8)
         return T.RandomPerspective(p=1.0, fill=0 if fill is None else fill), {"coefficients": c, "applies": torch.ones(1, dtype=torch.bool)}
 
-    return {"horizontal_flip": flip_h, "vertical_flip": flip_v, "resize": resize, "crop": crop, "center_crop": center_crop,
+    def elastic(target, displacement, interpolation=None, fill=None):
+        return T.ElasticTransform(fill=0 if fill is None else fill), {"displacement": displacement}
+
+    return {"elastic": elastic, "horizontal_flip": flip_h, "vertical_flip": flip_v, "resize": resize, "crop": crop, "center_crop": center_crop,
             "resized_crop": resized_crop, "pad": pad, "affine": affine, "rotate": rotate, "perspective": perspective}
 
 

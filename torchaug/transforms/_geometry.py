@@ -439,8 +439,9 @@ class ElasticTransform(Transform):
     """torchvision.transforms.v2.ElasticTransform(alpha, sigma, interpolation, fill) with a
     displacement field per sample, drawn on the images' device as torchvision draws it (uniform
     noise in [-1, 1], gaussian-blurred with sigma, scaled by alpha / width (x) and alpha / height
-    (y)); the warp is one grid_sample for the batch (functional.elastic). Targets are refused (the
-    boxes and keypoints of a displacement field are not moved yet)."""
+    (y)); the warp is one grid_sample for the batch (functional.elastic). Boxes, masks and keypoints
+    follow as torchvision's elastic moves them (boxes and keypoints through its approximate inverse
+    of the field)."""
 
     def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0,
                  generator: Optional[torch.Generator] = None):
@@ -469,9 +470,27 @@ class ElasticTransform(Transform):
         return S.ScriptElastic(list(self.alpha), list(self.sigma), interpolation_code(self.interpolation, "ElasticTransform",
                                ("nearest", "bilinear")), script_fill(self.fill, "ElasticTransform"), self.generator)
 
-    def transform_targets(self, images, targets, params):
-        raise TypeError("torchaug.transforms.ElasticTransform: targets (boxes, masks, keypoints) are not moved by a "
-                        "displacement field yet; call it on the images alone")
+    def _target_steps(self, images, info, params):
+        h, w = info.uniform_size
+        disp = params["displacement"]
+
+        def move(points: torch.Tensor, samples: torch.Tensor, box_corners: bool) -> torch.Tensor:
+            # torchvision's elastic_bounding_boxes / elastic_keypoints: the field's approximate
+            # inverse (identity - displacement) read at the point's pixel (box corners rounded up,
+            # keypoints truncated, both clamped into the image), back to pixel coordinates
+            dtype = points.dtype
+            d = disp.to(device=points.device, dtype=dtype)
+            inv = F._geometry._identity_grid(h, w, points.device, dtype) - d  # (1 or B, H, W, 2)
+            index = (points.ceil() if box_corners else points).to(torch.long)
+            ix, iy = index[:, 0].clamp(0, w - 1), index[:, 1].clamp(0, h - 1)
+            rows = samples if inv.shape[0] > 1 else torch.zeros_like(samples)
+            t_size = torch.tensor([w, h], device=points.device, dtype=dtype)
+            return inv[rows, iy, ix, :].add(1).mul(0.5 * t_size).sub(0.5)
+        return [TG.Step(None, (h, w), point_fn=move)]
+
+    def _transform_masks(self, masks, idx, params, info):
+        d = params["displacement"]
+        return F.elastic(masks, d[idx] if d.shape[0] > 1 else d, InterpolationMode.NEAREST, _mask_fill(self.fill))
 
 
 class RandomPerspective(Transform):

@@ -104,13 +104,16 @@ class Step:
     it (torchvision: every op but resize and flips); applies (B,) bool the samples it moves (None:
     all); refuse: an error message raised when boxes or keypoints meet the step (masks follow it);
     keep(xyxy (n, 4), samples (n,)) -> (n,) bool: the boxes, as they are before the step, that it
-    keeps; the others become zeros (RandomIoUCrop's boxes outside its crop)."""
+    keeps; the others become zeros (RandomIoUCrop's boxes outside its crop); point_fn(points (n, 2),
+    samples (n,), box_corners) -> (n, 2): the points moved, in place of the maps (box_m None; an
+    elastic displacement field), box_corners saying whether they are the corners of boxes."""
 
-    def __init__(self, box_m: torch.Tensor, sizes, clamp: bool = True, point_m: Optional[torch.Tensor] = None,
+    def __init__(self, box_m: Optional[torch.Tensor], sizes, clamp: bool = True, point_m: Optional[torch.Tensor] = None,
                  applies: Optional[torch.Tensor] = None, refuse: Optional[str] = None,
-                 keep: Optional[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = None):
+                 keep: Optional[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = None,
+                 point_fn: Optional[Callable[[torch.Tensor, torch.Tensor, bool], torch.Tensor]] = None):
         self.box_m, self.point_m, self.clamp, self.applies = box_m, point_m, clamp, applies
-        self.sizes, self.refuse, self.keep = sizes, refuse, keep
+        self.sizes, self.refuse, self.keep, self.point_fn = sizes, refuse, keep, point_fn
 
     def size(self, b: int) -> Tuple[int, int]:
         s = self.sizes
@@ -340,17 +343,21 @@ def apply_steps(items: List[_Item], steps: List[Step], device, name: str):
                 x = _to_xyxy(x, key[0])
                 _check_ordered(x, idx, name)
             for st in steps:
-                m = (st.box_m if kind == "boxes" or st.point_m is None else st.point_m).to(device)[idx]
+                if st.point_fn is not None:  # points moved by a function (a displacement field)
+                    move = (lambda pts, rows, corners: st.point_fn(pts, rows, corners))
+                else:
+                    m = (st.box_m if kind == "boxes" or st.point_m is None else st.point_m).to(device)[idx]
+                    move = (lambda pts, rows, corners, m=m: move_points(pts, m.repeat_interleave(4, 0) if corners else m))
                 if kind == "boxes":
                     corners = x[:, [0, 1, 2, 1, 2, 3, 0, 3]].view(-1, 4, 2)
-                    moved = move_points(corners.reshape(-1, 2), m.repeat_interleave(4, 0)).view(-1, 4, 2)
+                    moved = move(corners.reshape(-1, 2), idx.repeat_interleave(4, 0), True).view(-1, 4, 2)
                     lo, hi = moved.amin(1), moved.amax(1)
                     y = torch.cat([lo, hi], 1)
                     if st.clamp and key[2] is not None:
                         size = _sizes_tensor(st, idx, device, work)
                         y = torch.minimum(torch.maximum(y, torch.zeros_like(y)), size.repeat(1, 2))
                 else:
-                    y = move_points(x, m)
+                    y = move(x, idx, False)
                 if st.applies is not None:
                     y = torch.where(st.applies.to(device)[idx].unsqueeze(1), y, x)
                 if kind == "boxes" and st.keep is not None:
