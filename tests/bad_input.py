@@ -258,6 +258,7 @@ def _function_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
         "posterize": dict(images=img8, bits=3),
         "solarize": dict(images=img, threshold=0.5),
         "solarize_add": dict(images=img8, shift=30, threshold=128),
+        "jpeg": dict(images=img8, quality=torch.tensor([20.0, 80.0], device=d)),
         "rgb_to_grayscale": dict(images=img, num_output_channels=1),
         "to_grayscale": dict(images=img, num_output_channels=3),
         "grayscale_to_rgb": dict(images=img[:, :1]),

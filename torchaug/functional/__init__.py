@@ -54,6 +54,7 @@ from ._geometry import (
     vertical_flip,
     warp_affine,
 )
+from ._jpeg import jpeg
 from ._utils import InterpolationMode
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "center_crop",
     "crop",
     "elastic",
+    "jpeg",
     "perspective",
     "perspective_coefficients",
     "five_crop",

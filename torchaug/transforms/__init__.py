@@ -1,6 +1,7 @@
 """nn.Module transforms with torchvision.transforms.v2 names and signatures; parameters per sample."""
 from ._auto_augment import AugMix, Augmentation, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from ._color import (
+    JPEG,
     ColorJitter,
     Grayscale,
     RandomAutocontrast,
@@ -62,6 +63,7 @@ __all__ = [
     "MixUp",
     "RandAugment",
     "TrivialAugmentWide",
+    "JPEG",
     "ColorJitter",
     "Grayscale",
     "RandomAutocontrast",

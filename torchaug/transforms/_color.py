@@ -355,3 +355,27 @@ class RandomSaltAndPepper(Transform):
 
     def _scriptable(self):
         return S.ScriptSaltAndPepper(self.p, list(self.amount), list(self.salt_vs_pepper), self.per_channel, self.generator)
+
+
+class JPEG(Transform):
+    """torchvision.transforms.v2.JPEG(quality): JPEG compression artefacts, a quality drawn per
+    sample from [min, max] (an int: that quality); functional.jpeg runs the lossy part of libjpeg's
+    encoder and decoder as torch ops on the images' device, the batch at once. uint8 images."""
+
+    def __init__(self, quality, generator: Optional[torch.Generator] = None):
+        super().__init__(generator)
+        if isinstance(quality, numbers.Integral) and not isinstance(quality, bool):
+            quality = (int(quality), int(quality))
+        if not (isinstance(quality, Sequence) and len(quality) == 2 and all(isinstance(v, numbers.Integral) for v in quality)
+                and 1 <= quality[0] <= quality[1] <= 100):
+            raise ValueError(f"torchaug.transforms.JPEG: quality must be an int or (min, max) ints with 1 <= min <= max <= 100, "
+                             f"got {quality!r}")
+        self.quality = (int(quality[0]), int(quality[1]))
+
+    def make_params(self, images) -> Dict[str, Any]:
+        info = BatchInfo(images)
+        lo, hi = self.quality
+        return {"quality": lo + self._randint(hi - lo + 1, (info.batch,), info.device)}
+
+    def transform(self, images, params):
+        return F.jpeg(images, params["quality"])
