@@ -755,3 +755,25 @@ def test_memory_flat_over_2000_batches():
             torch.cuda.synchronize()
             seen.append(torch.cuda.memory_allocated())
     assert i == 1999 and seen[1] <= seen[0]
+
+
+def test_targets_in_a_batch_move_with_the_images():
+    # a detection batch: (images of different sizes, per-image target dicts); the chain moves the
+    # boxes and masks as it moves the images, as the chain called directly does
+    from torchaug.io import RaggedImages
+    g = torch.Generator().manual_seed(0)
+    imgs = [torch.randint(0, 256, (3, 30 + 4 * i, 40 - 3 * i), dtype=torch.uint8, generator=g) for i in range(3)]
+    targets = [{"boxes": T.BoundingBoxes(torch.tensor([[2.0, 3.0, 12.0, 20.0]]), "XYXY", tuple(im.shape[-2:])),
+                "masks": T.Mask(torch.randint(0, 2, (1,) + tuple(im.shape[-2:]), dtype=torch.uint8, generator=g)),
+                "labels": torch.tensor([i])} for i, im in enumerate(imgs)]
+    chain = T.Compose([T.RandomHorizontalFlip(1.0), T.Resize([20, 24])])
+    want_x, want_t = chain(imgs, targets)
+    for batch in ((RaggedImages.from_images(imgs), targets), {"image": imgs, "targets": targets, "id": 7}):
+        got = next(iter(torchaug.Prefetcher([batch], chain, device="cpu")))
+        x, t = (got[0], got[1]) if isinstance(got, tuple) else (got["image"], got["targets"])
+        assert torch.equal(x, want_x)
+        for a, b in zip(t, want_t):
+            assert torch.equal(a["boxes"].data, b["boxes"].data) and torch.equal(a["masks"].data, b["masks"].data)
+            assert torch.equal(a["labels"], b["labels"])
+        if isinstance(got, dict):
+            assert got["id"] == 7

@@ -56,6 +56,43 @@ def replace_images(batch, image_key: str, images):
     return batch
 
 
+def target_fields(batch, image_key: str) -> List[Any]:
+    """The positions (tuple, list) or keys (dict) of the batch's other fields that hold bounding
+    boxes, masks or keypoints (torchvision's tv_tensors or torchaug.transforms' wrappers, alone or
+    in per-image lists and dicts): the chain moves them with the images."""
+    from .transforms._targets import _kind
+
+    def holds(v) -> bool:
+        if _kind(v) in ("boxes", "mask", "keypoints"):
+            return True
+        if isinstance(v, dict):
+            return any(holds(x) for x in v.values())
+        if isinstance(v, (list, tuple)) and not isinstance(v, str):
+            return any(holds(x) for x in v)
+        return False
+
+    if isinstance(batch, (tuple, list)) and not isinstance(batch, str):
+        return [i for i in range(1, len(batch)) if holds(batch[i])]
+    if isinstance(batch, dict):
+        return [k for k in batch if k != image_key and holds(batch[k])]
+    return []
+
+
+def replace_fields(batch, keys: Sequence[Any], values: Sequence[Any]):
+    """batch with the fields at keys (target_fields) replaced by values."""
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return batch._replace(**{batch._fields[k]: v for k, v in zip(keys, values)})
+    if isinstance(batch, (tuple, list)):
+        out = list(batch)
+        for k, v in zip(keys, values):
+            out[k] = v
+        return type(batch)(out)
+    batch = type(batch)(batch)
+    for k, v in zip(keys, values):
+        batch[k] = v
+    return batch
+
+
 def select_rows(batch, keep: Sequence[int], n: int):
     """batch with only rows `keep` of every tensor (and list) of length n in its top level: what
     belongs to the samples that remain."""

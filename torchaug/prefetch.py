@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from ._batches import DecodeStage, images_of, map_tensors, replace_images
+from ._batches import DecodeStage, images_of, map_tensors, replace_fields, replace_images, target_fields
 from ._producers import _PrefetchIterator, _preparing
 from .io import RaggedImages
 from .transforms import Compose, Normalize, ToDtype
@@ -99,7 +99,8 @@ class Prefetcher:
     For each batch, on a side CUDA stream: EncodedImages (torchaug.io.collate_encoded: the workers
     read file bytes) decoded on the device with `decode_mode`, a non_blocking copy of every tensor,
     `transform` on the images, the output stage (`mean`/`std` normalize, cast to `dtype`,
-    `memory_format`, fused into the chain where it can be), then `batch_transform` on the whole batch
+    `memory_format`, fused into the chain where it can be; the batch's bounding boxes, masks and
+    keypoints move with the images), then `batch_transform` on the whole batch
     (MixUp / CutMix take images and labels). The consumer's stream waits on the batch's event, and
     every tensor of the batch is record_stream()ed on it, so no memory is reused while the model
     still reads it. Batches are prepared without autograd.
@@ -229,10 +230,16 @@ class Prefetcher:
     def _transform_batch(self, batch):
         """A batch's second stage: the chain and batch_transform, which draw their random parameters;
         producer threads run it one batch at a time in the loader's order, so that the draws are
-        those of one thread. A RaggedImages batch reaches the chain as it is (its crop reads it in
+        those of one thread. Fields holding boxes, masks or keypoints go through the chain with the
+        images (target_fields). A RaggedImages batch reaches the chain as it is (its crop reads it in
         place) and plain callables as its list of images."""
         images = images_of(batch, self.image_key)
-        if self.transform is not None:
+        keys = target_fields(batch, self.image_key) if self.transform is not None else []
+        if keys:  # boxes, masks and keypoints move with the images
+            fields = [batch[k] for k in keys]
+            out = self.transform(as_input(self.transform, images), *fields)
+            batch = replace_fields(replace_images(batch, self.image_key, out[0]), keys, out[1:])
+        elif self.transform is not None:
             batch = replace_images(batch, self.image_key, self.transform(as_input(self.transform, images)))
         elif isinstance(images, RaggedImages):
             batch = replace_images(batch, self.image_key, as_input(lambda x: x, images))
