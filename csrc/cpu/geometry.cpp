@@ -1,4 +1,7 @@
 // CPU kernels of the geometry family: the loops around the per-pixel drivers of csrc/ops/geometry.h.
+#include <cstdint>
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -17,6 +20,23 @@ void for_each_row(int64_t batch, int64_t height, int64_t width, Fn fn) {
   at::parallel_for(0, batch * height, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) fn(i / height, i % height);
   });
+}
+
+// dst[x] = src[w - 1 - x]. Bytes go 8 at a time through a byte swap (the baseline x86-64 the
+// library is built for has no byte shuffle to vectorize the loop with); wider types vectorize.
+template <typename T>
+void reverse_row(const T* __restrict src, T* __restrict dst, int64_t w) {
+  int64_t x = 0;
+  if constexpr (sizeof(T) == 1) {
+    for (; x + 8 <= w; x += 8) {
+      uint64_t v;
+      std::memcpy(&v, src + w - x - 8, 8);
+      v = __builtin_bswap64(v);
+      std::memcpy(dst + x, &v, 8);
+    }
+  }
+  const T* __restrict last = src + w - 1;
+  for (; x < w; ++x) dst[x] = last[-x];
 }
 
 template <typename Batch>
@@ -165,8 +185,28 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
   TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "flip_cpu", [&] {
     const scalar_t* in = images.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
+    // NCHW: a channel's row is contiguous; channels_last: a row's pixels, channels inside, are
+    const bool unit_rows = is.x == 1 && os.x == 1;
+    const bool pixel_rows = is.c == 1 && os.c == 1 && is.x == C && os.x == C;
     for_each_row(B, H, W, [&](int64_t b, int64_t y) {
       const int64_t sy = kernels::flip_index(y, H, vp[b]);
+      const int64_t w = W;  // a local the stores below cannot alias, so that the copies vectorize
+      if (unit_rows || pixel_rows) {
+        const int64_t planes = unit_rows ? C : 1, step = unit_rows ? 1 : C;
+        for (int64_t c = 0; c < planes; ++c) {
+          const scalar_t* __restrict src = in + b * is.b + c * is.c + sy * is.y;
+          scalar_t* __restrict dst = o + b * os.b + c * os.c + y * os.y;
+          if (!hp[b]) {
+            std::memcpy(dst, src, w * step * sizeof(scalar_t));
+          } else if (step == 1) {
+            reverse_row(src, dst, w);
+          } else {
+            for (int64_t x = 0; x < w; ++x)
+              for (int64_t k = 0; k < step; ++k) dst[x * step + k] = src[(w - 1 - x) * step + k];
+          }
+        }
+        return;
+      }
       for (int64_t x = 0; x < W; ++x) {
         const int64_t sx = kernels::flip_index(x, W, hp[b]);
         for (int64_t c = 0; c < C; ++c)
