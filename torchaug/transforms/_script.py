@@ -804,11 +804,7 @@ class ScriptElastic(ScriptTransform):
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
-        fill = self.fill
-        rows: Optional[Tensor] = None
-        if fill is not None:
-            rows = torch.tensor(fill, dtype=torch.float32, device=images.device).unsqueeze(0)
-            rows = rows.expand(images.shape[0], images.shape[1] if len(fill) == 1 else len(fill))
+        rows = fill_rows(self.fill, images.shape[0], images.shape[1], images.device)
         return _elastic(images, params["displacement"], self.mode, rows)
 
 
@@ -832,10 +828,6 @@ class ScriptPerspective(ScriptTransform):
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
-        fill = self.fill
-        rows: Optional[Tensor] = None
-        if fill is not None:
-            rows = torch.tensor(fill, dtype=torch.float32, device=images.device).unsqueeze(0)
-            rows = rows.expand(images.shape[0], images.shape[1] if len(fill) == 1 else len(fill))
+        rows = fill_rows(self.fill, images.shape[0], images.shape[1], images.device)
         out = _perspective(images, params["coefficients"], self.mode, rows)
         return torch.where(params["applies"].view(-1, 1, 1, 1), out, images)
