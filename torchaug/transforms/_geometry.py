@@ -479,13 +479,13 @@ class ElasticTransform(Transform):
             # inverse (identity - displacement) read at the point's pixel (box corners rounded up,
             # keypoints truncated, both clamped into the image), back to pixel coordinates
             dtype = points.dtype
-            d = disp.to(device=points.device, dtype=dtype)
-            inv = F._geometry._identity_grid(h, w, points.device, dtype) - d  # (1 or B, H, W, 2)
             index = (points.ceil() if box_corners else points).to(torch.long)
             ix, iy = index[:, 0].clamp(0, w - 1), index[:, 1].clamp(0, h - 1)
-            rows = samples if inv.shape[0] > 1 else torch.zeros_like(samples)
+            rows = samples if disp.shape[0] > 1 else torch.zeros_like(samples)
+            identity = F._geometry._identity_grid(h, w, points.device, dtype)[0, iy, ix]
+            inv = identity - disp.to(points.device)[rows, iy, ix].to(dtype)  # read at the points only
             t_size = torch.tensor([w, h], device=points.device, dtype=dtype)
-            return inv[rows, iy, ix, :].add(1).mul(0.5 * t_size).sub(0.5)
+            return inv.add(1).mul(0.5 * t_size).sub(0.5)
         return [TG.Step(None, (h, w), point_fn=move)]
 
     def _transform_masks(self, masks, idx, params, info):

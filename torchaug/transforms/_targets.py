@@ -99,10 +99,10 @@ class Step:
     """One geometric step of a transform, per sample: box_m (B, 2, 3) (affine) or (B, 3, 3)
     (projective) float64 the forward map of box coordinates (pixel edges: the image spans [0, W] x
     [0, H]); point_m the map of keypoints (torchvision's keypoint conventions; box_m when None);
-    sizes the (height, width) canvas each
-    sample has after the step (B pairs, or one pair for all); clamp whether boxes are clamped to
-    it (torchvision: every op but resize and flips); applies (B,) bool the samples it moves (None:
-    all); refuse: an error message raised when boxes or keypoints meet the step (masks follow it);
+    sizes the (height, width) canvas each sample has after the step (B pairs, or one pair for all);
+    clamp whether boxes are clamped to it (torchvision: every op but resize and flips); applies (B,)
+    bool the samples it moves (None: all); refuse: an error message raised when boxes or keypoints
+    meet the step (masks follow it);
     keep(xyxy (n, 4), samples (n,)) -> (n,) bool: the boxes, as they are before the step, that it
     keeps; the others become zeros (RandomIoUCrop's boxes outside its crop); point_fn(points (n, 2),
     samples (n,), box_corners) -> (n, 2): the points moved, in place of the maps (box_m None; an
@@ -343,11 +343,10 @@ def apply_steps(items: List[_Item], steps: List[Step], device, name: str):
                 x = _to_xyxy(x, key[0])
                 _check_ordered(x, idx, name)
             for st in steps:
-                if st.point_fn is not None:  # points moved by a function (a displacement field)
-                    move = (lambda pts, rows, corners: st.point_fn(pts, rows, corners))
-                else:
-                    m = (st.box_m if kind == "boxes" or st.point_m is None else st.point_m).to(device)[idx]
-                    move = (lambda pts, rows, corners, m=m: move_points(pts, m.repeat_interleave(4, 0) if corners else m))
+                move = st.point_fn  # points moved by a function (a displacement field), else by maps
+                if move is None:
+                    m = (st.box_m if kind == "boxes" or st.point_m is None else st.point_m).to(device)
+                    move = (lambda pts, rows, corners, m=m: move_points(pts, m[rows]))
                 if kind == "boxes":
                     corners = x[:, [0, 1, 2, 1, 2, 3, 0, 3]].view(-1, 4, 2)
                     moved = move(corners.reshape(-1, 2), idx.repeat_interleave(4, 0), True).view(-1, 4, 2)
