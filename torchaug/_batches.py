@@ -137,16 +137,13 @@ class DecodeStage:
     def __call__(self, batch, index: int):
         encoded = images_of(batch, self.image_key)
         names = getattr(encoded, "names", None)
-        if self.on_error == "raise":
-            if names is None:
-                return replace_images(batch, self.image_key, self.decode(encoded, device=self.device, mode=self.mode))
-            images, failures = self.decode(encoded, device=self.device, mode=self.mode, on_error="skip")
-            if failures:
-                raise RuntimeError(_named(encoded, *failures[0]))
-            return replace_images(batch, self.image_key, images)
+        if self.on_error == "raise" and names is None:  # the decoder's own error
+            return replace_images(batch, self.image_key, self.decode(encoded, device=self.device, mode=self.mode))
         images, failures = self.decode(encoded, device=self.device, mode=self.mode, on_error="skip")
         if not failures:
             return replace_images(batch, self.image_key, images)
+        if self.on_error == "raise":  # the first failure, naming its file
+            raise RuntimeError(_named(encoded, *failures[0]))
         self.failures += [(index, i, reason if names is None else _named(encoded, i, reason)) for i, reason in failures]
         if not len(images):
             raise RuntimeError(f"torchaug.Prefetcher: no file of batch {index} decoded: {failures[0][1]} "

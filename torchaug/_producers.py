@@ -219,9 +219,9 @@ class _SwitchInterval:
     def release(self) -> None:
         with self.lock:
             self.users -= 1
-            if self.users == 0 and self.saved is not None and sys.getswitchinterval() == self.value:
-                sys.setswitchinterval(self.saved)
             if self.users == 0:
+                if self.saved is not None and sys.getswitchinterval() == self.value:
+                    sys.setswitchinterval(self.saved)
                 self.saved = self.value = None
 
 

@@ -20,7 +20,7 @@ from . import _draws as D
 from . import _script as S
 from . import _targets as TG
 from ._geometry import _mask_fill, _sizes
-from ._transform import BatchInfo, Transform, script_fill
+from ._transform import BatchInfo, Transform, _per_frame, script_fill
 
 MagnitudeFn = Callable[[int, int, int], Optional[torch.Tensor]]
 
@@ -609,7 +609,7 @@ class AugMix(_AutoAugmentBase):
             if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == mw * clips:
                 out[k] = v.view(mw, clips, *v.shape[1:]).repeat_interleave(frames, 1).reshape(mw * clips * frames, *v.shape[1:])
             else:
-                out[k] = super()._per_frame({k: v}, clips, frames)[k]
+                out[k] = _per_frame(v, clips, frames)
         return out
 
     def transform(self, images, params: Dict[str, Any]):

@@ -108,7 +108,7 @@ class Compose(Transform):
                 continue
             t = ts[i]
             if isinstance(t, Transform):
-                p = params[i] if params is not None else t.make_params(x, *targets) if t._NEEDS_TARGETS else t.make_params(x)
+                p = params[i] if params is not None else t._params_for(x, targets)
                 drawn[i] = p
                 out = t.transform(x, p)
                 if targets:

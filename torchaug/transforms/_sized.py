@@ -47,14 +47,16 @@ class _SizedPerSample(Transform):
         _image_list(images, type(self).__name__)  # the error names the transform
         return BatchInfo(images)
 
+    # the draws, on the generator's device (the CPU's without one), read on the host
     def _draw(self, *shape: int) -> torch.Tensor:
-        """float32 uniforms in [0, 1) (torch.rand's numbers, as torchvision draws them), on the host."""
+        """float32 uniforms in [0, 1) (torch.rand's numbers, as torchvision draws them)."""
         g = self.generator
         return torch.rand(*shape, generator=g, device=g.device if g is not None else "cpu").cpu()
 
-    def _draw_int(self, high: int, *shape: int) -> torch.Tensor:
+    def _draw_int(self, low: int, high: int, *shape: int) -> torch.Tensor:
+        """int64 uniforms in [low, high) (torch.randint's)."""
         g = self.generator
-        return torch.randint(high, shape, generator=g, device=g.device if g is not None else "cpu").cpu()
+        return torch.randint(low, high, shape, generator=g, device=g.device if g is not None else "cpu").cpu()
 
     # per sample: the op on one (C, H, W) image (a (1, H, W) mask with mask=True)
     def _one(self, image: torch.Tensor, i: int, params: Dict[str, Any], mask: bool) -> torch.Tensor:
@@ -215,7 +217,7 @@ class RandomIoUCrop(_SizedPerSample):
         area = (padded[..., 2] - padded[..., 0]) * (padded[..., 3] - padded[..., 1])
         for start in range(0, self.max_rounds, self._CHUNK):
             k = min(self._CHUNK, self.max_rounds - start)
-            pick = options[self._draw_int(len(self.options), b, k)]  # (b, k)
+            pick = options[self._draw_int(0, len(self.options), b, k)]  # (b, k)
             scale = self.min_scale + (self.max_scale - self.min_scale) * self._draw(b, k, t, 2)
             spot = self._draw(b, k, t, 2)
             new_w, new_h = (ww * scale[..., 0]).to(torch.int64), (hh * scale[..., 1]).to(torch.int64)
@@ -318,7 +320,7 @@ class RandomShortestSize(_ResizeDrawn):
         self.min_size, self.max_size = [int(s) for s in sizes], max_size
 
     def _sizes(self, info):
-        pick = self._draw_int(len(self.min_size), info.batch).tolist()
+        pick = self._draw_int(0, len(self.min_size), info.batch).tolist()
         out = []
         for (h, w), k in zip(_host_sizes(info), pick):
             r = self.min_size[k] / min(h, w)
@@ -340,9 +342,7 @@ class RandomResize(_ResizeDrawn):
         self.min_size, self.max_size = int(min_size), int(max_size)
 
     def _sizes(self, info):
-        g = self.generator
-        short = torch.randint(self.min_size, self.max_size, (info.batch,), generator=g,
-                              device=g.device if g is not None else "cpu").tolist()
+        short = self._draw_int(self.min_size, self.max_size, info.batch).tolist()
         return [tuple(F._geometry._compute_resized_output_size(h, w, [s], None)) for (h, w), s in zip(_host_sizes(info), short)]
 
 

@@ -93,6 +93,10 @@ class Transform(nn.Module):
     def make_params(self, images) -> Dict[str, Any]:
         return {}
 
+    def _params_for(self, images, targets: Tuple[Any, ...]) -> Dict[str, Any]:
+        """make_params, with the targets for the transforms that read them (_NEEDS_TARGETS)."""
+        return self.make_params(images, *targets) if self._NEEDS_TARGETS else self.make_params(images)
+
     def _per_frame(self, params: Dict[str, Any], clips: int, frames: int) -> Dict[str, Any]:
         """The parameters drawn for `clips` clips, for each of their frames (per_clip)."""
         return _per_frame(params, clips, frames)
@@ -121,7 +125,7 @@ class Transform(nn.Module):
             result = (out,) + tuple(targets) if targets else out
             return (result, params) if return_params else result
         if params is None:
-            params = self.make_params(images, *targets) if self._NEEDS_TARGETS else self.make_params(images)
+            params = self._params_for(images, targets)
         out = self.transform(images, params)
         if targets:
             out = (out,) + tuple(self.transform_targets(images, targets, params))
