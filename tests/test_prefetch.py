@@ -240,9 +240,9 @@ def test_producer_threads_shorten_the_gil_switch_interval_while_they_run(monkeyp
     batches = [torch.zeros(2, 3, 4, 4) for _ in range(3)]
     monkeypatch.delenv("TORCHAUG_SWITCH_INTERVAL_US", raising=False)
     a, b = iter(torchaug.Prefetcher(batches, device="cpu", threads=2)), iter(torchaug.Prefetcher(batches, device="cpu", threads=2))
-    assert abs(sys.getswitchinterval() - 0.0005) < 1e-9
+    assert abs(sys.getswitchinterval() - 0.0001) < 1e-9
     assert sum(1 for _ in a) == 3  # the end of the loop closes a; b still runs
-    assert abs(sys.getswitchinterval() - 0.0005) < 1e-9
+    assert abs(sys.getswitchinterval() - 0.0001) < 1e-9
     b.close()
     assert sys.getswitchinterval() == before
     monkeypatch.setenv("TORCHAUG_SWITCH_INTERVAL_US", "0")

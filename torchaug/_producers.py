@@ -195,7 +195,7 @@ class _SwitchInterval:
     producers' Python (the chain's draws and launches) holds it for a while at a time beside the
     training loop's thread, whose kernel launches must keep ahead of the GPU: after each of the
     step's synchronisations (a loss.item()) every millisecond that thread waits is a millisecond the
-    GPU idles. A shorter interval (TORCHAUG_SWITCH_INTERVAL_US, default 0.5 ms) bounds that wait.
+    GPU idles. A shorter interval (TORCHAUG_SWITCH_INTERVAL_US, default 0.1 ms) bounds that wait.
     Set when the first running iteration starts its threads, given back when the last one stops,
     unless something else changed it meanwhile."""
 

@@ -10,7 +10,7 @@
   import.
 - TORCHAUG_SWITCH_INTERVAL_US: the interpreter's GIL switch interval (sys.setswitchinterval), in
   microseconds, while a Prefetcher's producer threads run (torchaug/_producers.py), a whole number
-  in [0, 5000000], default 500; 0 leaves the interpreter's (Python's default is 5000). Read when an
+  in [0, 5000000], default 100; 0 leaves the interpreter's (Python's default is 5000). Read when an
   iteration starts its producer threads.
 """
 import os
@@ -40,5 +40,5 @@ def cuda_connections() -> int:
 
 
 def switch_interval_us() -> int:
-    return _integer("TORCHAUG_SWITCH_INTERVAL_US", 500, 0, 5_000_000,
+    return _integer("TORCHAUG_SWITCH_INTERVAL_US", 100, 0, 5_000_000,
                     "the GIL switch interval in microseconds while producer threads run; 0 leaves the interpreter's")
