@@ -432,3 +432,24 @@ def test_set_clamping_mode():
     assert free.data.tolist() == [[-10.0, 2.0, 29.0, 9.0]]
     with pytest.raises(ValueError, match="SetClampingMode: clamping_mode must be 'soft', 'hard' or None"):
         T.SetClampingMode("auto")
+
+
+@requires_torchvision
+def test_target_only_transforms_act_inside_a_compose():
+    # ConvertBoundingBoxFormat, ClampBoundingBoxes and ToPureTensor change only targets: in a Compose
+    # (a batch, or a list of images of different sizes) they must act as they do alone
+    images = [torch.zeros(3, 20, 30, dtype=torch.uint8), torch.zeros(3, 24, 18, dtype=torch.uint8)]
+
+    def targets():
+        return [{"boxes": tv_tensors.BoundingBoxes(torch.tensor([[1.0, 2, 40, 12]]), format="XYXY", canvas_size=s),
+                 "labels": torch.tensor([1])} for s in [(20, 30), (24, 18)]]
+
+    chain = T.Compose([T.RandomHorizontalFlip(1.0), T.ClampBoundingBoxes("hard"), T.ConvertBoundingBoxFormat("CXCYWH"),
+                       T.ToPureTensor()])
+    for x, tg in ((images, targets()), (torch.stack([images[0]] * 2), targets()[:1] * 2)):
+        _, got = chain(x, tg)
+        want = [TF.convert_bounding_box_format(TF.clamp_bounding_boxes(TF.horizontal_flip(t["boxes"])), new_format="CXCYWH")
+                for t in tg]
+        for g, w in zip(got, want):
+            assert type(g["boxes"]) is torch.Tensor
+            torch.testing.assert_close(g["boxes"], w.as_subclass(torch.Tensor))

@@ -2,7 +2,7 @@
 ClampBoundingBoxes and ClampKeyPoints. The images pass unchanged; every box (keypoint) target of
 the call, torchvision's tv_tensors or torchaug's wrappers, alone or in lists and dicts per sample,
 is rewritten with torchvision's arithmetic (integer boxes included)."""
-from typing import Any, Dict, Optional
+from typing import Optional
 
 import torch
 from torch.utils._pytree import tree_map
@@ -84,12 +84,11 @@ class _TargetMap(Transform):
 
     kind = "boxes"
 
-    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
-        out = (images,) + tuple(self._walk(t) for t in targets) if targets else images
-        return (out, {}) if return_params else out
-
     def transform(self, images, params):
         return images
+
+    def transform_targets(self, images, targets, params):
+        return tuple(self._walk(t) for t in targets)
 
     def _walk(self, obj):
         def leaf(v):

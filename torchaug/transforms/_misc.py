@@ -110,14 +110,11 @@ class ToPureTensor(Transform):
     _TAKES_LIST = True
     _TAKES_CLIPS = True
 
-    def forward(self, images, *targets, params: Optional[Dict[str, Any]] = None, return_params: bool = False):
-        out = _pure(images)
-        if targets:
-            out = (out,) + tuple(_pure(t) for t in targets)
-        return (out, {}) if return_params else out
-
     def transform(self, images, params):
         return _pure(images)
+
+    def transform_targets(self, images, targets, params):
+        return tuple(_pure(t) for t in targets)
 
     def _scriptable(self):
         return S.ScriptTransform()
