@@ -132,13 +132,23 @@ def collate_ragged(samples: Sequence):
     return collate_first_field(samples, RaggedImages.from_images, "collate_ragged")
 
 
+def _per_image_targets(field: Sequence) -> bool:
+    """Whether a field's entries are detection targets: dicts holding bounding boxes, masks or
+    keypoints (torchvision's tv_tensors or torchaug's wrappers), whose numbers of rows differ from
+    image to image, so that they stay one dict per image."""
+    from ..transforms._targets import _kind
+    return all(isinstance(d, dict) for d in field) and any(_kind(v) in ("boxes", "mask", "keypoints")
+                                                            for d in field for v in d.values())
+
+
 def collate_first_field(samples: Sequence, pack, name: str):
     """(pack(first fields), default_collate(other fields)...) for (x, label, ...) samples, or pack(samples)
-    for bare ones: the rule collate_ragged and collate_encoded share."""
+    for bare ones: the rule collate_ragged and collate_encoded share. A field of detection targets
+    (dicts holding boxes, masks or keypoints) stays a list of one dict per image."""
     if len(samples) == 0:
         raise ValueError(f"torchaug.io.{name}: empty batch")
     if isinstance(samples[0], (tuple, list)):
         fields = list(zip(*samples))
-        rest = [torch.utils.data.default_collate(list(f)) for f in fields[1:]]
+        rest = [list(f) if _per_image_targets(f) else torch.utils.data.default_collate(list(f)) for f in fields[1:]]
         return (pack(fields[0]), *rest)
     return pack(samples)
