@@ -4,6 +4,7 @@ same batches, labels, sampler, length and drop_last, per-sample draws in distrib
 a chain torchaug cannot take kept in the workers, and the refusals that name what is not taken."""
 import math
 import os
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import torchaug
 import torchaug.transforms as T
 
 if torchvision is not None:
-    from torchvision import datasets
+    from torchvision import datasets, tv_tensors
     from torchvision import transforms as v1
     from torchvision.transforms import v2
 
@@ -116,6 +117,18 @@ def test_translation_keeps_the_arguments():
         (v2.RandomChoice([v2.RandomEqualize(), v2.RandomSolarize(100)], p=[1, 3]), T.RandomChoice, dict(p=[0.25, 0.75])),
         (v2.Resize(30, max_size=40), T.Resize, {}),
         (v1.RandomResizedCrop(20), T.RandomResizedCrop, dict(size=[20, 20])),
+        # the detection and segmentation references' steps
+        (v2.RandomZoomOut(fill={tv_tensors.Image: (1, 2, 3), tv_tensors.Mask: 255}, side_range=(1.0, 3.0), p=0.3),
+         T.RandomZoomOut, dict(fill=(1, 2, 3), _masks_fill=255, side_range=(1.0, 3.0), p=0.3)),
+        (v2.RandomZoomOut(fill=defaultdict(lambda: (9, 9, 9), {tv_tensors.Mask: 0})), T.RandomZoomOut, dict(fill=0)),
+        (v2.RandomIoUCrop(0.2, 0.9, 0.6, 1.8, [0.0, 0.5, 1.0], 17), T.RandomIoUCrop,
+         dict(min_scale=0.2, max_scale=0.9, min_aspect_ratio=0.6, max_aspect_ratio=1.8, options=[0.0, 0.5, 1.0], trials=17)),
+        (v2.RandomShortestSize([480, 512], 1333), T.RandomShortestSize, dict(min_size=[480, 512], max_size=1333)),
+        (v2.RandomResize(260, 1040), T.RandomResize, dict(min_size=260, max_size=1040)),
+        (v2.ScaleJitter((512, 640), (0.5, 1.5)), T.ScaleJitter, dict(target_size=(512, 640), scale_range=(0.5, 1.5))),
+        (v2.ConvertBoundingBoxFormat("CXCYWH"), T.ConvertBoundingBoxFormat, dict(format="CXCYWH")),
+        (v2.SanitizeBoundingBoxes(min_size=3, labels_getter=None), T.SanitizeBoundingBoxes, dict(min_size=3, labels_getter=None)),
+        (v2.ToPureTensor(), T.ToPureTensor, {}),
     ]
     from torchaug._accelerate import _translate
     for tv, cls, attrs in cases:
@@ -208,6 +221,18 @@ def test_a_corrupt_file_follows_on_decode_error(folder, tmp_path):
     assert x.shape[0] == 26 and y.shape[0] == 26 and len(fast.prefetcher.decode_failures) == 1
     assert fast.prefetcher.decode_failures[0][2].endswith("dog/3.jpg): truncated JPEG (the data ends before the image's EOI "
                                                          "marker, or is too short for the size its header declares)")
+
+
+def test_a_subset_of_the_folder_keeps_its_indices(folder):
+    ds = datasets.ImageFolder(folder, transform=v2.Compose([v2.CenterCrop(16), v2.PILToTensor()]))
+    picked = [25, 3, 14, 7, 1, 20]
+    sub = torch.utils.data.Subset(torch.utils.data.Subset(ds, list(range(1, 27))), [p - 1 for p in picked])
+    dl = torch.utils.data.DataLoader(sub, batch_size=4)
+    fast = torchaug.accelerate(dl, device="cpu")
+    assert "of 6 files" in fast.plan and len(fast) == 2
+    for (x, y), (xr, yr) in zip(fast, dl):
+        assert torch.equal(y, yr) and torch.equal(x, xr)
+    assert torch.equal(torch.cat([y for _, y in fast]), torch.tensor([ds.targets[i] for i in picked]))
 
 
 def test_a_distributed_sampler_and_its_epochs_are_kept(folder):
