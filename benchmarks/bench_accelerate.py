@@ -7,7 +7,10 @@ process of its own. The recipe is the references' ResNet-50 one without MixUp / 
 (RandomResizedCrop + flip + TrivialAugmentWide + normalize + RandomErasing(0.1), label smoothing,
 AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the share of synthetic
 speed (target: accelerate at >= 98%) and the CPU cores the process and its workers kept busy; then
-the accelerated loader alone (no model) over epochs of 4 batches against epochs of 40.
+the detection references' loader (CocoDetection wrapped for transforms v2, the ssd preset: photometric
+distort, zoom out, IoU crop, flip, sanitize) on a generated COCO-style dataset, as it is and with
+the switch, delivering batches to the GPU without a model; then the accelerated loader alone (no
+model) over epochs of 4 batches against epochs of 40.
 
     python benchmarks/bench_accelerate.py [--json out.json] [--markdown out.md] [--quick]
         [--models resnet50,efficientnet_b0] [--stock-workers 16]
@@ -77,6 +80,86 @@ def epoch_boundaries(data, batch, epochs, batches_per_epoch, workers):
     return epochs * n / (time.perf_counter() - t0)
 
 
+class DetectionPresetTrain:
+    """torchvision references/detection/presets.py, data_augmentation="ssd", use_v2 (PIL backend)."""
+
+    def __init__(self, hflip_prob=0.5, mean=(123.0, 117.0, 104.0)):
+        from collections import defaultdict
+
+        from torchvision import tv_tensors
+        from torchvision.transforms import v2 as T
+        fill = defaultdict(lambda: mean, {tv_tensors.Mask: 0})
+        self.transforms = T.Compose([T.RandomPhotometricDistort(), T.RandomZoomOut(fill=fill), T.RandomIoUCrop(),
+                                     T.RandomHorizontalFlip(p=hflip_prob), T.PILToTensor(), T.ToDtype(torch.float, scale=True),
+                                     T.ConvertBoundingBoxFormat(tv_tensors.BoundingBoxFormat.XYXY), T.SanitizeBoundingBoxes(),
+                                     T.ToPureTensor()])
+
+    def __call__(self, img, target):
+        return self.transforms(img, target)
+
+
+def collate_fn(batch):  # references/detection/utils.py
+    return tuple(zip(*batch))
+
+
+def coco_folder(root, unique, total):
+    """A COCO-style detection dataset: `total` image entries over `unique` generated 500x375 JPEGs,
+    1-6 boxes each (random categories, box-shaped polygons)."""
+    import random
+    src = os.path.join(root, "coco")
+    make_jpeg_folder(src, n=unique, classes=1)
+    files = sorted(os.listdir(os.path.join(src, "class0")))
+    g = random.Random(0)
+    images, annotations = [], []
+    for i in range(total):
+        images.append({"id": i + 1, "file_name": f"class0/{files[i % unique]}", "height": 375, "width": 500})
+        for _ in range(g.randint(1, 6)):
+            w, h = g.uniform(20, 250), g.uniform(20, 180)
+            x, y = g.uniform(0, 500 - w), g.uniform(0, 375 - h)
+            annotations.append({"id": len(annotations) + 1, "image_id": i + 1, "category_id": g.randint(1, 90),
+                                "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0,
+                                "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]]})
+    ann = os.path.join(root, "instances.json")
+    with open(ann, "w") as f:
+        json.dump({"images": images, "annotations": annotations,
+                   "categories": [{"id": c, "name": str(c)} for c in range(1, 91)]}, f)
+    return src, ann
+
+
+def detection_pipeline(src, ann, batch, workers, fast, warm, timed, device="cuda"):
+    """img/s and CPU cores of the detection references' loader (ssd preset, batch `batch`) delivering
+    its images and targets to the GPU as the references' loop does (`image.to(device)` per image),
+    as it is or through torchaug.accelerate, over `timed` batches after `warm`."""
+    import time
+
+    from reference_train import cpu_seconds
+    from torchvision import datasets
+    ds = datasets.wrap_dataset_for_transforms_v2(datasets.CocoDetection(src, ann, transforms=DetectionPresetTrain()),
+                                                 target_keys=["boxes", "labels", "image_id"])
+    loader = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers, collate_fn=collate_fn)
+    if fast:
+        loader = torchaug.accelerate(loader, device=device)
+    it = iter(loader)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def step():
+        images, targets = next(it)
+        images = [image.to(device, non_blocking=True) for image in images]
+        targets = [{k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in t.items()} for t in targets]
+        return len(images)
+
+    for _ in range(warm):
+        step()
+    sync()
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    n = sum(step() for _ in range(timed))
+    sync()
+    wall = time.perf_counter() - t0
+    cores = (cpu_seconds() - c0) / wall  # before the iterator ends: its workers still count
+    plan = loader.plan if fast else ""
+    return n / wall, cores, plan
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -114,6 +197,17 @@ def main():
                      f"Prefetcher host ms/batch: {host}",
                 target=0.98 * base)
         print(fast["plan"], flush=True)
+    # the detection references' loader (ssd preset) delivering batches to the GPU, no model
+    dbatch, warm, timed = 32, 20, (20 if args.quick else 60)
+    src, ann = coco_folder(root, unique=256 if args.quick else 512, total=dbatch * (warm + timed + 1))
+    case = f"detection references' loader, ssd preset ({dbatch} 500x375 JPEGs a batch, to the GPU, no model)"
+    stock, stock_cores, _ = detection_pipeline(src, ann, dbatch, args.stock_workers, False, warm, timed)
+    res.add(case, f"the loader as it is ({args.stock_workers} workers, torchvision v2 on the CPU)", dbatch,
+            {"ms": 1e3 * dbatch / stock}, note=f"{stock_cores:.1f} CPU cores")
+    fast, fast_cores, plan = detection_pipeline(src, ann, dbatch, args.stock_workers, True, warm, timed)
+    res.add(case, "+ torchaug.accelerate (4 byte-reading workers, GPU decode)", dbatch, {"ms": 1e3 * dbatch / fast},
+            note=f"{fast / stock:.2f}x the loader as it is; {fast_cores:.1f} CPU cores")
+    print(plan, flush=True)
     # the input pipeline alone across epoch boundaries: many short epochs against a few long ones
     short = epoch_boundaries(data, args.batch_size, 10, 4, args.stock_workers)
     long = epoch_boundaries(data, args.batch_size, 2, 40 if not args.quick else 20, args.stock_workers)

@@ -30,6 +30,9 @@ ABOUT = {
     "decode": "JPEG decoding (nvJPEG) of ImageNet-like 500x375 files, the decode + augmentation chain, and the "
               "whole input pipeline with byte-reading DataLoader workers and the Prefetcher, against torchvision's "
               "batched decode and a CPU DataLoader.",
+    "warps": "RandomPerspective, ElasticTransform and JPEG on 256 x 3 x 224 x 224 uint8, parameters per sample: "
+             "torchaug on the batch against torchvision v2's per-sample loop and its whole-batch call (one draw for "
+             "the batch) on the same GPU, and kornia where it has the op.",
     "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
     "train": "End-to-end training (examples/train.py: bf16, channels_last, SGD) on generated 500x375 JPEGs: "
              "torchaug against torchvision's CPU DataLoader and synthetic data (the model's own speed).",
