@@ -286,3 +286,32 @@ def test_a_list_of_sizes_runs_each_size_as_a_batch():
         t(images, targets[0])
     with pytest.raises(ValueError, match=r"RandomAffine: params for a list of 3 images must be the \{'per_size': ...\}"):
         t(images, params={"angle": torch.zeros(3)})
+
+
+@pytest.mark.parametrize("cls", ["RandomHorizontalFlip", "RandomVerticalFlip"])
+def test_flips_take_a_list_of_sizes_image_by_image(cls):
+    # one coin per image, as for a batch; each image, its boxes, masks and keypoints flipped as
+    # torchvision flips that image alone
+    gen = torch.Generator().manual_seed(6)
+    images, targets = _batch(torch.uint8, 3, "cpu", "XYXY", gen)
+    t = getattr(T, cls)(p=0.5, generator=torch.Generator().manual_seed(3))
+    (out, tout), p = t(images, targets, return_params=True)
+    flips = p["flip"].tolist()
+    assert isinstance(out, list) and 0 < sum(flips) < len(images)
+    fn = TV.functional.horizontal_flip if cls == "RandomHorizontalFlip" else TV.functional.vertical_flip
+    for img, tg, o, to, f in zip(images, targets, out, tout, flips):
+        assert torch.equal(o, fn(img) if f else img)
+        for key in ("boxes", "masks") + (("keypoints",) if "keypoints" in tg else ()):
+            want = fn(tg[key]) if f else tg[key]
+            torch.testing.assert_close(to[key].as_subclass(torch.Tensor), want.as_subclass(torch.Tensor))
+
+
+def test_dtype_and_normalize_take_a_list_image_by_image():
+    gen = torch.Generator().manual_seed(8)
+    images, targets = _batch(torch.uint8, 3, "cpu", "XYXY", gen)
+    chain = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.3, 0.25])])
+    out, tout = chain(images, targets)
+    for img, o, tg, to in zip(images, out, targets, tout):
+        want = TV.functional.normalize(TV.functional.to_dtype(img, torch.float32, scale=True), [0.5, 0.4, 0.3], [0.2, 0.3, 0.25])
+        torch.testing.assert_close(o, want)
+        assert to["boxes"] is tg["boxes"] or torch.equal(to["boxes"], tg["boxes"])

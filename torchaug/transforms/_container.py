@@ -96,7 +96,7 @@ class Compose(Transform):
                 x, targets, drawn[i] = per_size(ts[i], x, targets, params[i] if params is not None else None)
                 i += 1
                 continue
-            end = self._fusable_run(i)
+            end = self._fusable_run(i) if not is_image_list(x) else i + 1  # fused launches take batches
             if end - i > 1:
                 out = self._run_fused(x, i, end, params, drawn)
                 if targets:  # each transform of the fused run moves the targets in turn

@@ -169,6 +169,12 @@ class CenterCrop(_CropLike):
 
 
 class _RandomFlip(Transform):
+    """A flip decided per sample. A list of images of different sizes (the detection recipes') is
+    flipped image by image with the batch's coins (a flip keeps each image's size), instead of one
+    group per size."""
+
+    _TAKES_LIST = True
+
     def __init__(self, p: float = 0.5, generator: Optional[torch.Generator] = None):
         super().__init__(generator)
         self.p = check_probability(p, type(self).__name__)
@@ -188,14 +194,22 @@ class _RandomFlip(Transform):
 
     def _transform_masks(self, masks, idx, params, info):
         f = params["flip"][idx]
-        return F.flip(masks, f, False) if self._HORIZONTAL else F.flip(masks, False, f)
+        if isinstance(masks, list):
+            return [self._flip(m, f[k:k + 1]) for k, m in enumerate(masks)]
+        return self._flip(masks, f)
+
+    def _flip(self, x, f):
+        return F.flip(x, f, False) if self._HORIZONTAL else F.flip(x, False, f)
+
+    def transform(self, images, params):
+        f = params["flip"]
+        if isinstance(images, (list, tuple)):
+            return [self._flip(img.unsqueeze(0), f[i:i + 1])[0] for i, img in enumerate(images)]
+        return self._flip(images, f)
 
 
 class RandomHorizontalFlip(_RandomFlip):
     """torchvision.transforms.v2.RandomHorizontalFlip, decided per sample."""
-
-    def transform(self, images, params):
-        return F.flip(images, params["flip"], False)
 
     def _scriptable(self):
         return S.ScriptFlip(True, self.p, self.generator)
@@ -205,9 +219,6 @@ class RandomVerticalFlip(_RandomFlip):
     """torchvision.transforms.v2.RandomVerticalFlip, decided per sample."""
 
     _HORIZONTAL = False
-
-    def transform(self, images, params):
-        return F.flip(images, False, params["flip"])
 
     def _scriptable(self):
         return S.ScriptFlip(False, self.p, self.generator)

@@ -28,7 +28,11 @@ class Normalize(Transform):
         self.inplace = inplace  # accepted for torchvision compatibility; the op always writes a new tensor
         self.out_dtype, self.memory_format = out_dtype, memory_format
 
+    _TAKES_LIST = True  # no parameters: a list of images of different sizes goes image by image
+
     def transform(self, images, params):
+        if isinstance(images, (list, tuple)):
+            return [self.transform(img, params) for img in images]
         return F.normalize(images, self.mean, self.std, out_dtype=self.out_dtype, memory_format=self.memory_format)
 
     def _scriptable(self):
@@ -44,7 +48,11 @@ class ToDtype(Transform):
             raise TypeError(f"torchaug.transforms.ToDtype: dtype must be a torch.dtype, got {dtype!r}")
         self.dtype, self.scale = dtype, scale
 
+    _TAKES_LIST = True  # no parameters: a list of images of different sizes goes image by image
+
     def transform(self, images, params):
+        if isinstance(images, (list, tuple)):
+            return [F.to_dtype(img, self.dtype, self.scale) for img in images]
         return F.to_dtype(images, self.dtype, self.scale)
 
     def _scriptable(self):
