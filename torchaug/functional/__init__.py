@@ -55,7 +55,22 @@ from ._geometry import (
     warp_affine,
 )
 from ._jpeg import jpeg
-from ._utils import InterpolationMode
+from ._utils import InterpolationMode, wide_integers
+
+# the ops taking uint16 images beside uint8 and floating ones, through their floating path
+# (_utils.wide_integers): those that keep an integer input's dtype, and those that give floats (equalize
+# and to_dtype take uint16 themselves, with torchvision's arithmetic)
+for _name in ("adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation", "autocontrast",
+              "color_program", "grayscale_to_rgb", "invert", "permute_channels", "posterize", "rgb_to_grayscale",
+              "solarize", "solarize_add", "to_grayscale", "adjust_sharpness", "erase", "gaussian_blur", "gaussian_noise",
+              "salt_and_pepper", "affine", "center_crop", "crop", "elastic", "perspective", "five_crop", "flip",
+              "horizontal_flip", "pad", "resize", "resized_crop", "rotate", "shear_x", "shear_y", "ten_crop", "translate_x",
+              "translate_y", "vertical_flip", "warp_affine"):
+    globals()[_name] = wide_integers(globals()[_name])
+augment = wide_integers(augment, keeps_dtype=lambda a: a.get("mean") is None and a.get("out_dtype") is None)
+resized_crop_boxes = wide_integers(resized_crop_boxes, keeps_dtype=lambda a: a.get("mean") is None and a.get("out_dtype") is None)
+normalize = wide_integers(normalize, keeps_dtype=False)
+del _name
 
 __all__ = [
     "AUGMENT_OPS",

@@ -30,7 +30,7 @@ COLOR_OPS = {
 
 
 def _max_value(dtype: torch.dtype) -> float:
-    return 255.0 if dtype == torch.uint8 else 1.0
+    return 255.0 if dtype == torch.uint8 else 65535.0 if dtype == torch.uint16 else 1.0
 
 
 def _param(value, x: torch.Tensor, name: str, op: str, lo: Optional[float] = None, hi: Optional[float] = None,
@@ -160,6 +160,11 @@ def autocontrast(images) -> torch.Tensor:
 
 
 def equalize(images) -> torch.Tensor:
+    """torchvision's equalize (PIL's lookup table) per image; a uint16 image is equalized as
+    torchvision does it, through uint8 (to_dtype both ways)."""
+    if isinstance(images, torch.Tensor) and images.dtype == torch.uint16:
+        from ._convert import to_dtype
+        return to_dtype(equalize(to_dtype(images, torch.uint8, scale=True)), torch.uint16, scale=True)
     x, single = as_batch(images, "equalize")
     return unbatch(_ops_ns.equalize(x), single)
 

@@ -31,8 +31,13 @@ def normalize(
     return unbatch(_ops_ns.normalize(x, mean, std, out_dtype, memory_format), single)
 
 
+_INTEGER_BITS = {torch.uint8: 8, torch.uint16: 16}
+
+
 def to_dtype(images, dtype: torch.dtype = torch.float32, scale: bool = False) -> torch.Tensor:
-    """torchvision.transforms.v2.functional.to_dtype for images (uint8 <-> floating)."""
+    """torchvision.transforms.v2.functional.to_dtype for images: uint8, uint16 and floating, with
+    torchvision's arithmetic (integer to float divides by the maximum, float to integer multiplies
+    by max + 1 - 1e-3 and truncates, integer to integer shifts by the bit widths)."""
     if not isinstance(images, torch.Tensor):
         raise TypeError(f"torchaug.to_dtype: images must be a torch.Tensor, got {type(images).__name__}")
     if not isinstance(dtype, torch.dtype):
@@ -41,16 +46,21 @@ def to_dtype(images, dtype: torch.dtype = torch.float32, scale: bool = False) ->
         return images
     if not scale:
         return images.to(dtype)
+    for d, name in ((images.dtype, "images"), (dtype, "dtype")):
+        if not (d.is_floating_point or d in _INTEGER_BITS):
+            raise ValueError(f"torchaug.to_dtype: {name} must be uint8, uint16 or floating, got {d}")
     if images.dtype.is_floating_point:
         if dtype.is_floating_point:
             return images.to(dtype)
-        if dtype != torch.uint8:
-            raise ValueError(f"torchaug.to_dtype: only uint8 and floating dtypes are supported, got {dtype}")
-        # torchvision: multiply by max + 1 - eps and truncate
-        return images.mul(255 + 1.0 - 1e-3).to(dtype)
-    if images.dtype != torch.uint8 or not dtype.is_floating_point:
-        raise ValueError(f"torchaug.to_dtype: images must be uint8 or floating and dtype floating (or the reverse), "
-                         f"got {images.dtype} -> {dtype}")
+        top = (1 << _INTEGER_BITS[dtype]) - 1
+        return images.mul(top + 1.0 - 1e-3).to(dtype)  # torchvision: max + 1 - eps, truncated
+    if not dtype.is_floating_point:  # integer to integer: torchvision's shifts (uint16 by division)
+        shift = _INTEGER_BITS[images.dtype] - _INTEGER_BITS[dtype]
+        if shift > 0:
+            return images.div(2 ** shift).to(dtype)
+        return images.to(dtype) * 2 ** (-shift)
+    if images.dtype != torch.uint8:
+        return images.to(dtype).mul_(1.0 / ((1 << _INTEGER_BITS[images.dtype]) - 1))
     x, single = as_batch(images, "to_dtype")
     c = x.shape[1]
     zeros = torch.zeros(1, c, dtype=torch.float32, device=x.device).expand(x.shape[0], c)

@@ -2,6 +2,7 @@
 interpolation modes, and value validation of user-given device parameters."""
 import enum
 import functools
+import inspect
 import math
 import numbers
 from typing import List, Optional, Sequence, Tuple
@@ -258,3 +259,60 @@ def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, 
     numels = [t.numel() for t in images]
     return flat, torch.tensor([0] + numels[:-1], dtype=torch.int64).cumsum(0)
 
+
+
+# ---- integer images beyond uint8 ------------------------------------------------------------------
+
+# integer image dtypes the ops take beside uint8 (torchvision's kernels take uint16: 16-bit medical and
+# industrial images), and their maximum. They are computed in float32 scaled to [0, 1] by the maximum
+# (exact: every uint16 value survives the round trip), the arguments in pixel values (fill,
+# thresholds, erase and salt values) scaled alike, and rounded back to the input's dtype.
+WIDE_INTEGERS = {torch.uint16: 65535.0}
+_VALUE_ARGUMENTS = ("fill", "threshold", "shift", "v", "salt_value", "pepper_value")
+
+
+def _scaled(value, top: float):
+    if isinstance(value, torch.Tensor):
+        return value.to(torch.float32) / top
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scaled(v, top) for v in value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return value / top
+
+
+def narrow(out, dtype: torch.dtype, top: float):
+    """A result computed in float32 on [0, 1] back in the integer dtype (tensors, lists and tuples of them)."""
+    if isinstance(out, torch.Tensor) and out.is_floating_point():
+        return out.mul(top).round_().clamp_(0, top).to(dtype)
+    if isinstance(out, (list, tuple)):
+        return type(out)(narrow(o, dtype, top) for o in out)
+    return out
+
+
+def wide_integers(fn, keeps_dtype=True):
+    """fn (an op whose first argument is the images) taking the WIDE_INTEGERS dtypes through its
+    floating path: images scaled to [0, 1], pixel-valued arguments alike, the result rounded back
+    to the input's dtype where the op keeps an integer input's dtype (keeps_dtype: a bool, or a
+    function of the bound arguments: an op normalizing on request gives floats then), else left
+    floating. Other inputs go to fn as they are."""
+    signature = inspect.signature(fn)
+    values = [n for n in _VALUE_ARGUMENTS if n in signature.parameters]
+    first = next(iter(signature.parameters))
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        images = args[0] if args else kwargs.get(first)
+        top = WIDE_INTEGERS.get(getattr(images, "dtype", None))
+        if top is None or not isinstance(images, torch.Tensor) or type(images).__name__ in ("Mask", "BoundingBoxes", "KeyPoints"):
+            return fn(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.arguments[first] = images.to(torch.float32).div_(top)
+        for name in values:
+            if bound.arguments.get(name) is not None:
+                bound.arguments[name] = _scaled(bound.arguments[name], top)
+        keep = keeps_dtype(bound.arguments) if callable(keeps_dtype) else keeps_dtype
+        out = fn(*bound.args, **bound.kwargs)
+        return narrow(out, images.dtype, top) if keep else out
+
+    return run

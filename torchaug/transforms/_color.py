@@ -120,7 +120,7 @@ class RandomSolarize(_RandomColorOp):
 
     def make_params(self, images) -> Dict[str, Any]:
         if isinstance(images, torch.Tensor):
-            top = 255.0 if images.dtype == torch.uint8 else 1.0
+            top = F._color._max_value(images.dtype)
             if self.threshold > top:
                 raise TypeError(f"torchaug.transforms.RandomSolarize: threshold should be less or equal the maximum value of the dtype ({top:g}), got {self.threshold:g}")
         return super().make_params(images)

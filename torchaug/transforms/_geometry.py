@@ -168,6 +168,15 @@ class CenterCrop(_CropLike):
         return S.ScriptCrop(2, list(self.size), 0, False, [], [], None)
 
 
+@F._utils.wide_integers
+def _random_crop(images, top, left, padding, size, fill, padding_mode):
+    x, single = F._utils.as_batch(images, "RandomCrop")
+    fill_rows = F._utils.fill_tensor(fill if fill is not None else 0, x.shape[0], x.shape[1], x.device, "RandomCrop") \
+        if padding_mode == "constant" else None
+    out = F._geometry._crop_padded(x, top, left, padding, size, fill_rows, padding_mode)
+    return out[0] if single else out
+
+
 class _RandomFlip(Transform):
     """A flip decided per sample. A list of images of different sizes (the detection recipes') is
     flipped image by image with the batch's coins (a flip keeps each image's size), instead of one
@@ -378,12 +387,8 @@ class RandomCrop(Transform):
         return self._crop(images, params, self.fill)
 
     def _crop(self, images, params, fill):
-        x, single = F._utils.as_batch(images, "RandomCrop")
-        fill_rows = F._utils.fill_tensor(fill if fill is not None else 0, x.shape[0], x.shape[1], x.device, "RandomCrop") \
-            if self.padding_mode == "constant" else None
-        out = F._geometry._crop_padded(x, params["top"], params["left"], list(params["padding"]), list(self.size), fill_rows,
-                                       self.padding_mode)
-        return out[0] if single else out
+        return _random_crop(images, params["top"], params["left"], list(params["padding"]), list(self.size), fill,
+                            self.padding_mode)
 
     def _target_steps(self, images, info, params):
         left, top, right, bottom = params["padding"]
