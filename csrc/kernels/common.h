@@ -43,10 +43,18 @@ TORCHAUG_HOST_DEVICE inline T clamp_of(T v, T lo, T hi) { return v < lo ? lo : (
 
 // Round half to even (what torch.round does) and saturate to [0, 255]: how a float result is
 // stored into a uint8 image. rint follows the current rounding mode, which is round-to-nearest-even
-// on the host and always so on the device.
+// on the host and always so on the device. On the host (whose baseline x86-64 has no rounding
+// instruction, so that rintf is a library call) the value is saturated first and rounded by adding
+// and subtracting 2^23: the same result (a zero is +0), NaN kept.
 TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
+#if defined(__CUDA_ARCH__)
   v = rintf(v);
   return clamp_of(v, 0.0f, 255.0f);
+#else
+  if (v != v) return v;
+  v = clamp_of(v, 0.0f, 255.0f);
+  return (v + 8388608.0f) - 8388608.0f;
+#endif
 }
 
 // ---- exact conversions without the device's conversion unit --------------------------------
@@ -130,7 +138,9 @@ TORCHAUG_HOST_DEVICE inline uint8_t round_to_byte(float v) {
 #if defined(__CUDA_ARCH__)
   return static_cast<uint8_t>(__float_as_uint(__fadd_rn(fminf(fmaxf(v, 0.0f), 255.0f), kTwoPow23)) & 0xffu);
 #else
-  return static_cast<uint8_t>(round_to_uint8(v));
+  v = v > 0.0f ? v : 0.0f;  // NaN gives 0, as on the device
+  v = v < 255.0f ? v : 255.0f;
+  return static_cast<uint8_t>(static_cast<int>(v + kTwoPow23) - (1 << 23));
 #endif
 }
 
