@@ -1,6 +1,10 @@
 // CPU kernels of the geometry family: the loops around the per-pixel drivers of csrc/ops/geometry.h.
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -39,13 +43,166 @@ void reverse_row(const T* __restrict src, T* __restrict dst, int64_t w) {
   for (; x < w; ++x) dst[x] = last[-x];
 }
 
+// The taps of every output coordinate along one axis of one sample: those of
+// kernels::make_resample_axis (the per-pixel driver's), as absolute input indices, the ones outside
+// the image dropped as the per-pixel sum skips them.
+template <typename acc_t>
+struct AxisTaps {
+  std::vector<int64_t> start, count, index;
+  std::vector<acc_t> weight;
+};
+
+template <typename acc_t, typename SourceOf>
+AxisTaps<acc_t> axis_taps(const ResizedCropParams& p, int64_t crop, int64_t out, int64_t origin, int64_t limit,
+                          SourceOf source_of) {
+  AxisTaps<acc_t> t;
+  t.start.resize(out);
+  t.count.resize(out);
+  for (int64_t o = 0; o < out; ++o) {
+    const auto a = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, crop, out, source_of(o));
+    t.start[o] = static_cast<int64_t>(t.index.size());
+    for (int64_t j = 0; j < a.count; ++j) {
+      const int64_t q = origin + kernels::axis_index(a, j);
+      if (q < 0 || q >= limit) continue;
+      t.index.push_back(q);
+      t.weight.push_back(kernels::axis_weight(a, j));
+    }
+    t.count[o] = static_cast<int64_t>(t.index.size()) - t.start[o];
+  }
+  return t;
+}
+
+// The horizontal taps of one sample as a dense (output columns x K) weight table over a window of
+// K input columns starting at start[ox] (duplicate taps of a clamped edge summed into one weight,
+// columns outside the image left at weight 0), so that the inner loop has a fixed trip count and
+// reads one row converted to floats once: [lo, hi] is the span of input columns read.
+template <typename acc_t>
+struct DenseTaps {
+  int64_t K = 1, lo = 0, hi = -1;
+  std::vector<int64_t> start;
+  std::vector<acc_t> weight;
+};
+
+template <typename acc_t>
+DenseTaps<acc_t> dense_taps(const AxisTaps<acc_t>& t) {
+  DenseTaps<acc_t> d;
+  const int64_t n = static_cast<int64_t>(t.start.size());
+  d.start.assign(n, 0);
+  d.lo = std::numeric_limits<int64_t>::max();
+  for (int64_t o = 0; o < n; ++o) {
+    if (t.count[o] == 0) continue;
+    const auto first = t.index.begin() + t.start[o], last = first + t.count[o];
+    const int64_t a = *std::min_element(first, last), e = *std::max_element(first, last);
+    d.start[o] = a;
+    d.K = std::max(d.K, e - a + 1);
+    d.lo = std::min(d.lo, a);
+    d.hi = std::max(d.hi, e);
+  }
+  if (d.hi < 0) d.lo = 0;
+  for (int64_t o = 0; o < n; ++o) {
+    if (t.count[o] == 0) d.start[o] = d.lo;
+    d.start[o] = std::min(d.start[o], std::max(d.hi - d.K + 1, d.lo));  // the window stays inside [lo, lo + span)
+  }
+  d.weight.assign(n * d.K, acc_t(0));
+  for (int64_t o = 0; o < n; ++o)
+    for (int64_t k = t.start[o]; k < t.start[o] + t.count[o]; ++k) d.weight[o * d.K + (t.index[k] - d.start[o])] += t.weight[k];
+  return d;
+}
+
+template <typename out_t, typename acc_t>
+inline out_t to_output(acc_t v) {  // store_pixel's conversions, for one output type
+  if constexpr (std::is_same_v<out_t, uint8_t>) {
+    return kernels::PixelStore<uint8_t>::from(v);
+  } else if constexpr (std::is_same_v<out_t, float> || std::is_same_v<out_t, double>) {
+    return static_cast<out_t>(v);
+  } else {
+    return static_cast<out_t>(static_cast<float>(v));
+  }
+}
+
+// Output row oy of sample b from its resampled values line (channels x W): resized_crop_store's
+// epilogue (quantized to the input dtype, then scaled or normalized, then cast), a channel at a time.
+template <typename scalar_t, typename out_t, typename acc_t>
+void store_row(const acc_t* line, const ResizedCropParams& p, int64_t b, int64_t oy) {
+  out_t* out = static_cast<out_t*>(p.out);
+  const int64_t W = p.out_w;
+  for (int64_t c = 0; c < p.channels; ++c) {
+    const acc_t* src = line + c * W;
+    out_t* dst = out + b * p.os.b + c * p.os.c + oy * p.os.y;
+    const int64_t sx = p.os.x;
+    const acc_t inv_max = static_cast<acc_t>(p.inv_max);
+    if (p.mean != nullptr) {
+      const acc_t mean = static_cast<acc_t>(p.mean[p.ms.at(b, c)]), sd = static_cast<acc_t>(p.std[p.ss.at(b, c)]);
+      for (int64_t ox = 0; ox < W; ++ox)
+        dst[ox * sx] = to_output<out_t>(kernels::normalize_px<acc_t>(kernels::PixelStore<scalar_t>::quantize(src[ox]), inv_max, mean, sd));
+    } else {
+      for (int64_t ox = 0; ox < W; ++ox) dst[ox * sx] = to_output<out_t>(kernels::PixelStore<scalar_t>::quantize(src[ox]) * inv_max);
+    }
+  }
+}
+
+// One sample of resized_crop on the CPU, separably: the horizontal taps of the input rows that the
+// vertical taps read, into a float buffer (rows x channels x output columns), then the vertical taps
+// of that buffer and the fused epilogue. The weights are the per-pixel driver's (the GPU's); the sum
+// of products runs in another order, (sum_y wy * (sum_x wx * v)) instead of
+// sum_y sum_x (wy * wx) * v, which costs taps_x + taps_y products per output pixel instead of
+// taps_x * taps_y.
+template <typename scalar_t, typename Batch>
+void resized_crop_sample(const scalar_t* in, const Batch& batch, const ResizedCropParams& p, int64_t b) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  const kernels::ImageView v = batch.view(b);
+  const int64_t* box = p.boxes + 4 * b;
+  const int64_t C = p.channels, W = p.out_w;
+  const auto tx = dense_taps(axis_taps<acc_t>(p, box[3], W, box[1], v.width,
+                                              [&](int64_t ox) { return resized_crop_source_column(p, b, ox); }));
+  const auto ty = axis_taps<acc_t>(p, box[2], p.out_h, box[0], v.height, [](int64_t oy) { return oy; });
+  int64_t y0 = v.height, y1 = -1;
+  for (int64_t y : ty.index) {
+    y0 = std::min(y0, y);
+    y1 = std::max(y1, y);
+  }
+  const int64_t K = tx.K;
+  std::vector<acc_t> rows(std::max<int64_t>(y1 - y0 + 1, 0) * C * W);
+  std::vector<acc_t> rowf(std::max<int64_t>(tx.hi - tx.lo + 1, 0) + K);
+  for (int64_t y = y0; y <= y1; ++y) {
+    for (int64_t c = 0; c < C; ++c) {
+      const scalar_t* src = in + v.offset + y * v.stride_y + c * v.stride_c;
+      for (int64_t x = tx.lo; x <= tx.hi; ++x) rowf[x - tx.lo] = static_cast<acc_t>(src[x * v.stride_x]);
+      acc_t* dst = rows.data() + ((y - y0) * C + c) * W;
+      for (int64_t ox = 0; ox < W; ++ox) {
+        const acc_t* w = tx.weight.data() + ox * K;
+        const acc_t* r = rowf.data() + (tx.start[ox] - tx.lo);
+        acc_t s = 0;
+        for (int64_t k = 0; k < K; ++k) s += w[k] * r[k];
+        dst[ox] = s;
+      }
+    }
+  }
+  std::vector<acc_t> line(C * W);
+  for (int64_t oy = 0; oy < p.out_h; ++oy) {
+    std::fill(line.begin(), line.end(), acc_t(0));
+    for (int64_t k = ty.start[oy]; k < ty.start[oy] + ty.count[oy]; ++k) {
+      const acc_t w = ty.weight[k];
+      const acc_t* src = rows.data() + (ty.index[k] - y0) * C * W;
+      for (int64_t i = 0; i < C * W; ++i) line[i] += w * src[i];
+    }
+    switch (p.out_kind) {
+      case kPixU8: store_row<scalar_t, uint8_t>(line.data(), p, b, oy); break;
+      case kPixF32: store_row<scalar_t, float>(line.data(), p, b, oy); break;
+      case kPixF64: store_row<scalar_t, double>(line.data(), p, b, oy); break;
+      case kPixF16: store_row<scalar_t, c10::Half>(line.data(), p, b, oy); break;
+      default: store_row<scalar_t, c10::BFloat16>(line.data(), p, b, oy); break;
+    }
+  }
+}
+
 template <typename Batch>
 void resized_crop_loop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B) {
   const ResizedCropParams& p = plan.p;
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cpu", [&] {
     const scalar_t* in = src.data_ptr<scalar_t>();
-    for_each_row(B, p.out_h, p.out_w, [&](int64_t b, int64_t oy) {
-      for (int64_t ox = 0; ox < p.out_w; ++ox) resized_crop_output_px(in, batch, p, b, oy, ox);
+    at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) resized_crop_sample(in, batch, p, b);
     });
   });
 }
