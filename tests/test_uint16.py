@@ -131,7 +131,9 @@ def test_transforms_take_uint16():
     same = [(t, t) for t in (T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ColorJitter(0.3, 0.3, 0.3, 0.1), T.RandAugment(),
                              T.TrivialAugmentWide(), T.AugMix(), T.ElasticTransform(), T.GaussianBlur(5), T.RandomPosterize(4, 1.0),
                              T.RandomAutocontrast(1.0), T.RandomInvert(1.0), T.RandomGrayscale(1.0), T.RandomAdjustSharpness(2.0, 1.0),
-                             T.RandomPhotometricDistort(p=1.0), T.RandomChannelPermutation(), T.Resize(30), T.CenterCrop(20))]
+                             T.RandomPhotometricDistort(p=1.0), T.RandomChannelPermutation(), T.Resize(30), T.CenterCrop(20),
+                             T.RandomApply([T.RandomInvert(1.0), T.GaussianBlur(3)], p=0.5),
+                             T.RandomChoice([T.RandomEqualize(1.0), T.RandomPosterize(3, 1.0)]))]
     scaled = [twins(lambda f: T.RandomRotation(30, fill=f), 1000), twins(lambda f: T.RandomAffine(20, (0.1, 0.1), fill=f), (1, 2, 3)),
               twins(lambda f: T.RandomPerspective(p=1.0, fill=f), 300), twins(lambda v: T.RandomErasing(1.0, value=v), 5000),
               twins(lambda v: T.RandomSolarize(v, 1.0), 30000), twins(lambda f: T.RandomCrop(44, padding=4, fill=f), 700),
@@ -163,9 +165,13 @@ def test_ops_without_a_uint16_form_refuse():
 @requires_cuda
 def test_uint16_cpu_and_cuda_agree():
     x = _images(3, 3, 21, 26, seed=5)
+    # the floating paths of CPU and CUDA agree to ~2e-5 (the float tests' tolerance), 1.3 levels of 65535
     for name, (ours, _) in {**CASES, **COLOR3}.items():
-        _assert_within(ours(x.cuda()).cpu(), ours(x), levels=1)
+        try:
+            _assert_within(ours(x.cuda()).cpu(), ours(x), levels=2)
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
     t = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ColorJitter(0.3, 0.3, 0.3, 0.1)])
     y, p = t(x.cuda(), return_params=True)
     _assert_within(y.cpu(), t(x, params=[{k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in q.items()}
-                                         if isinstance(q, dict) else q for q in p]), levels=1)
+                                         if isinstance(q, dict) else q for q in p]), levels=2)

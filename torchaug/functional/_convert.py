@@ -54,11 +54,10 @@ def to_dtype(images, dtype: torch.dtype = torch.float32, scale: bool = False) ->
             return images.to(dtype)
         top = (1 << _INTEGER_BITS[dtype]) - 1
         return images.mul(top + 1.0 - 1e-3).to(dtype)  # torchvision: max + 1 - eps, truncated
-    if not dtype.is_floating_point:  # integer to integer: torchvision's shifts (uint16 by division)
-        shift = _INTEGER_BITS[images.dtype] - _INTEGER_BITS[dtype]
-        if shift > 0:
-            return images.div(2 ** shift).to(dtype)
-        return images.to(dtype) * 2 ** (-shift)
+    if not dtype.is_floating_point:  # integer to integer: torchvision's shifts, in int32 (torch has
+        shift = _INTEGER_BITS[images.dtype] - _INTEGER_BITS[dtype]  # few uint16 kernels)
+        wide = images.to(torch.int32)
+        return (wide >> shift if shift > 0 else wide << -shift).to(dtype)
     if images.dtype != torch.uint8:
         return images.to(dtype).mul_(1.0 / ((1 << _INTEGER_BITS[images.dtype]) - 1))
     x, single = as_batch(images, "to_dtype")

@@ -290,6 +290,14 @@ def narrow(out, dtype: torch.dtype, top: float):
     return out
 
 
+def where_images(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """torch.where(mask, a, b) for images of any dtype: uint16 images (for which torch has few
+    kernels) are selected as the int16 words they are."""
+    if a.dtype in WIDE_INTEGERS and a.dtype == b.dtype:
+        return torch.where(mask, a.view(torch.int16), b.view(torch.int16)).view(a.dtype)
+    return torch.where(mask, a, b)
+
+
 def wide_integers(fn, keeps_dtype=True):
     """fn (an op whose first argument is the images) taking the WIDE_INTEGERS dtypes through its
     floating path: images scaled to [0, 1], pixel-valued arguments alike, the result rounded back

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .. import functional as F
-from ..functional._utils import _constant_row
+from ..functional._utils import _constant_row, where_images
 
 from ._auto_augment import _AutoAugmentBase
 from ._geometry import RandomHorizontalFlip, _CropLike
@@ -229,14 +229,14 @@ class _RandomContainer(Transform):
                 mask = t.view(*o.shape[:-4], 1, 1, 1, 1)
             else:
                 mask = t.view(-1, 1, 1, 1)[0] if single else t.view(-1, 1, 1, 1)
-            out = torch.where(mask, a, o)
+            out = where_images(mask, a, o)
             batch = 1 if single else o.shape[0]
         else:  # a list of images of different sizes: each keeps its own
             if not isinstance(a, (list, tuple)) or len(a) != len(o) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(a, o)):
                 raise ValueError(f"torchaug.transforms.{name}: a per-sample choice needs transforms that keep each image's "
                                  "shape and dtype; pass per_sample=False for one decision per call (torchvision's)")
             t = take.to(o[0].device)
-            out = [torch.where(t[i], x, y) for i, (x, y) in enumerate(zip(a, o))]
+            out = [where_images(t[i], x, y) for i, (x, y) in enumerate(zip(a, o))]
             single, batch = False, len(o)
         if not o_targets:
             return out, o_targets

@@ -537,7 +537,7 @@ class RandomPerspective(Transform):
     def transform(self, images, params):
         out = F.perspective(images, interpolation=self.interpolation, fill=self.fill, coefficients=params["coefficients"])
         a = params["applies"]
-        return torch.where(a.view(-1, 1, 1, 1)[0] if images.dim() == 3 else a.view(-1, 1, 1, 1), out, images)
+        return F._utils.where_images(a.view(-1, 1, 1, 1)[0] if images.dim() == 3 else a.view(-1, 1, 1, 1), out, images)
 
     def _target_steps(self, images, info, params):
         m = F._geometry.perspective_inverse(params["coefficients"])
