@@ -18,6 +18,7 @@ missing=()
 if [ "${TORCHAUG_SETUP:-}" = test ]; then
   "$PY" -c "import pytest" 2>/dev/null || missing+=("pytest>=7")
   "$PY" -c "import hypothesis" 2>/dev/null || missing+=("hypothesis>=6")
+  "$PY" -c "import pytest_timeout" 2>/dev/null || missing+=(pytest-timeout)
   "$PY" -c "import pycocotools" 2>/dev/null || missing+=(pycocotools)  # torchvision's CocoDetection (accelerate's detection path)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

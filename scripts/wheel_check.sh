@@ -31,7 +31,7 @@ torch_version=$("$PY" -c "import torch; print(torch.__version__.split('+')[0])")
 "$PY" -m venv "$WORK/venv"
 VPY=$WORK/venv/bin/python
 pipi "$VPY" "torch==$torch_version"
-pipi "$VPY" "$wheel" pytest hypothesis numpy pillow tqdm pycocotools
+pipi "$VPY" "$wheel" pytest pytest-timeout hypothesis numpy pillow tqdm pycocotools
 # the torchvision release that pairs with torch (the parity references), without letting pip touch torch
 tv=$("$VPY" -c "import torch; major, minor = torch.__version__.split('+')[0].split('.')[:2]; print(f'0.{int(minor) + 15}.*')")
 pipi "$VPY" --no-deps "torchvision==$tv"
