@@ -459,6 +459,29 @@ def test_warp_affine_gradcheck(device, fill):
     assert torch.autograd.gradcheck(lambda t: ops.warp_affine(t, m.detach(), [5, 8], 0, f), (x,))
 
 
+@pytest.mark.parametrize("in_dtype", [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided", "to_channels_last"])
+def test_normalize_equals_its_formula(device, in_dtype, out_dtype, layout):
+    """normalize(x, mean, std) is (x * scale - mean) / std in the input's accumulation type (float,
+    double for double images; scale 1/255 for uint8 as to_dtype(scale=True) has it), rounded once
+    to out_dtype: bit for bit, per-sample and batch-broadcast parameters, every layout."""
+    gen = torch.Generator().manual_seed(11)
+    x = random_images(3, 3, 9, 14, in_dtype, generator=gen, channels_last=layout == "channels_last")
+    if layout == "strided":
+        x = random_images(3, 3, 9, 28, in_dtype, generator=gen)[..., ::2]
+    fmt = torch.channels_last if layout == "to_channels_last" else None
+    acc = torch.float64 if in_dtype == torch.float64 else torch.float32
+    for mean, std in ((torch.rand(3, 3, generator=gen), torch.rand(3, 3, generator=gen) + 0.1),
+                      (torch.tensor([[0.485, 0.456, 0.406]]).expand(3, 3), torch.tensor([[0.229, 0.224, 0.225]]).expand(3, 3))):
+        got = ops.normalize(x.to(device), mean.to(device), std.to(device), out_dtype, fmt)
+        scale = torch.tensor(1 / 255 if in_dtype == torch.uint8 else 1.0, dtype=torch.float32).to(acc)
+        want = ((x.to(acc) * scale - mean.to(acc)[:, :, None, None]) / std.to(acc)[:, :, None, None]).to(out_dtype)
+        assert got.dtype == out_dtype and got.shape == x.shape
+        assert got.is_contiguous(memory_format=fmt or (torch.channels_last if layout == "channels_last" else torch.contiguous_format))
+        assert torch.equal(got.cpu(), want), (got.cpu() - want).abs().max()
+
+
 def test_flip_and_normalize_gradcheck(device):
     x = random_images(2, 3, 4, 5, torch.float64, device).requires_grad_()
     flip = torch.tensor([True, False], device=device)

@@ -109,17 +109,6 @@ DenseTaps<acc_t> dense_taps(const AxisTaps<acc_t>& t) {
   return d;
 }
 
-template <typename out_t, typename acc_t>
-inline out_t to_output(acc_t v) {  // store_pixel's conversions, for one output type
-  if constexpr (std::is_same_v<out_t, uint8_t>) {
-    return kernels::PixelStore<uint8_t>::from(v);
-  } else if constexpr (std::is_same_v<out_t, float> || std::is_same_v<out_t, double>) {
-    return static_cast<out_t>(v);
-  } else {
-    return static_cast<out_t>(static_cast<float>(v));
-  }
-}
-
 // Output row oy of sample b from its resampled values line (channels x W): resized_crop_store's
 // epilogue (quantized to the input dtype, then scaled or normalized, then cast), a channel at a time.
 template <typename scalar_t, typename out_t, typename acc_t>
@@ -134,9 +123,9 @@ void store_row(const acc_t* line, const ResizedCropParams& p, int64_t b, int64_t
     if (p.mean != nullptr) {
       const acc_t mean = static_cast<acc_t>(p.mean[p.ms.at(b, c)]), sd = static_cast<acc_t>(p.std[p.ss.at(b, c)]);
       for (int64_t ox = 0; ox < W; ++ox)
-        dst[ox * sx] = to_output<out_t>(kernels::normalize_px<acc_t>(kernels::PixelStore<scalar_t>::quantize(src[ox]), inv_max, mean, sd));
+        dst[ox * sx] = pixel_as<out_t>(kernels::normalize_px<acc_t>(kernels::PixelStore<scalar_t>::quantize(src[ox]), inv_max, mean, sd));
     } else {
-      for (int64_t ox = 0; ox < W; ++ox) dst[ox * sx] = to_output<out_t>(kernels::PixelStore<scalar_t>::quantize(src[ox]) * inv_max);
+      for (int64_t ox = 0; ox < W; ++ox) dst[ox * sx] = pixel_as<out_t>(kernels::PixelStore<scalar_t>::quantize(src[ox]) * inv_max);
     }
   }
 }
@@ -186,13 +175,7 @@ void resized_crop_sample(const scalar_t* in, const Batch& batch, const ResizedCr
       const acc_t* src = rows.data() + (ty.index[k] - y0) * C * W;
       for (int64_t i = 0; i < C * W; ++i) line[i] += w * src[i];
     }
-    switch (p.out_kind) {
-      case kPixU8: store_row<scalar_t, uint8_t>(line.data(), p, b, oy); break;
-      case kPixF32: store_row<scalar_t, float>(line.data(), p, b, oy); break;
-      case kPixF64: store_row<scalar_t, double>(line.data(), p, b, oy); break;
-      case kPixF16: store_row<scalar_t, c10::Half>(line.data(), p, b, oy); break;
-      default: store_row<scalar_t, c10::BFloat16>(line.data(), p, b, oy); break;
-    }
+    with_pixel_type(p.out_kind, [&](auto o) { store_row<scalar_t, decltype(o)>(line.data(), p, b, oy); });
   }
 }
 

@@ -157,15 +157,40 @@ inline int pixel_kind(at::ScalarType t) {
   }
 }
 
+// v (already in the output's value range) as a pixel of type out_t: uint8 rounds half to even and
+// saturates, floating types convert (half and bfloat16 through float).
+template <typename out_t, typename acc_t>
+C10_HOST_DEVICE inline out_t pixel_as(acc_t v) {
+  if constexpr (std::is_same_v<out_t, uint8_t>) {
+    return kernels::PixelStore<uint8_t>::from(v);
+  } else if constexpr (std::is_same_v<out_t, float> || std::is_same_v<out_t, double>) {
+    return static_cast<out_t>(v);
+  } else {
+    return static_cast<out_t>(static_cast<float>(v));
+  }
+}
+
+// fn(out_t{}) with the pixel type of dtype code `kind`: the output type dispatched once, outside a loop.
+template <typename Fn>
+inline void with_pixel_type(int kind, Fn&& fn) {
+  switch (kind) {
+    case kPixU8: fn(uint8_t{}); break;
+    case kPixF32: fn(float{}); break;
+    case kPixF64: fn(double{}); break;
+    case kPixF16: fn(c10::Half{}); break;
+    default: fn(c10::BFloat16{}); break;
+  }
+}
+
 // Store v (already in the output's value range) into out[i] of dtype `kind`.
 template <typename acc_t>
 C10_HOST_DEVICE inline void store_pixel(void* out, int64_t i, int kind, acc_t v) {
   switch (kind) {
-    case kPixU8: static_cast<uint8_t*>(out)[i] = kernels::PixelStore<uint8_t>::from(v); break;
-    case kPixF32: static_cast<float*>(out)[i] = static_cast<float>(v); break;
-    case kPixF64: static_cast<double*>(out)[i] = static_cast<double>(v); break;
-    case kPixF16: static_cast<c10::Half*>(out)[i] = static_cast<c10::Half>(static_cast<float>(v)); break;
-    default: static_cast<c10::BFloat16*>(out)[i] = static_cast<c10::BFloat16>(static_cast<float>(v)); break;
+    case kPixU8: static_cast<uint8_t*>(out)[i] = pixel_as<uint8_t>(v); break;
+    case kPixF32: static_cast<float*>(out)[i] = pixel_as<float>(v); break;
+    case kPixF64: static_cast<double*>(out)[i] = pixel_as<double>(v); break;
+    case kPixF16: static_cast<c10::Half*>(out)[i] = pixel_as<c10::Half>(v); break;
+    default: static_cast<c10::BFloat16*>(out)[i] = pixel_as<c10::BFloat16>(v); break;
   }
 }
 
