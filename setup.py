@@ -65,7 +65,11 @@ def extension():
     sources = ["csrc/torchaug.cpp", "csrc/python_module.cpp", "csrc/autograd.cpp"] + rel("csrc/ops/*.cpp") + rel("csrc/cpu/*.cpp")
     # -fopenmp: at::parallel_for is inline OpenMP in torch builds whose ATen threading is OpenMP (the
     # PyPI wheels); without the flag every CPU kernel here silently ran on one thread
-    extra = {"cxx": ["-O3", "-fopenmp"]}
+    # -fno-trapping-math: the CPU kernels' clamps, selects and float -> int conversions may run for
+    # every lane, so that their pixel loops vectorize (values are unchanged: only floating-point
+    # exception flags, which nothing here reads, may differ). -ffp-contract=off: no product and sum
+    # fused where the shared math keeps them apart (the loops compiled for FMA, TORCHAUG_CPU_CLONES)
+    extra = {"cxx": ["-O3", "-fopenmp", "-fno-trapping-math", "-ffp-contract=off"]}
     include_dirs, libraries, library_dirs = [], [], []
     jpeg_inc = libjpeg_include()
     if jpeg_inc:

@@ -14,6 +14,101 @@ using kernels::kColorAutocontrast;
 using kernels::kColorContrast;
 using kernels::kColorEqualize;
 
+// Pixels run through a program a block at a time, each channel's values in an array, and each slot
+// over the whole block with its op fixed at compile time (with_color_op): the op's switch leaves
+// the pixel loop, which the compiler then vectorizes; the per-pixel math is color_slot's, the
+// same as on CUDA.
+constexpr int kBlock = 256;
+
+template <typename acc_t>
+using BlockValues = acc_t[3][kBlock];
+
+// f(std::integral_constant<int, op>) for the ops of kernels::ColorOp but the identity.
+template <typename F>
+void with_color_op(int op, F&& f) {
+  using namespace kernels;
+  switch (op) {
+    case kColorBrightness: f(std::integral_constant<int, kColorBrightness>()); break;
+    case kColorContrast: f(std::integral_constant<int, kColorContrast>()); break;
+    case kColorSaturation: f(std::integral_constant<int, kColorSaturation>()); break;
+    case kColorHue: f(std::integral_constant<int, kColorHue>()); break;
+    case kColorGamma: f(std::integral_constant<int, kColorGamma>()); break;
+    case kColorGrayscale: f(std::integral_constant<int, kColorGrayscale>()); break;
+    case kColorInvert: f(std::integral_constant<int, kColorInvert>()); break;
+    case kColorPosterize: f(std::integral_constant<int, kColorPosterize>()); break;
+    case kColorSolarize: f(std::integral_constant<int, kColorSolarize>()); break;
+    case kColorSolarizeAdd: f(std::integral_constant<int, kColorSolarizeAdd>()); break;
+    case kColorAutocontrast: f(std::integral_constant<int, kColorAutocontrast>()); break;
+    case kColorEqualize: f(std::integral_constant<int, kColorEqualize>()); break;
+    default: break;
+  }
+}
+
+// Pixels [first, first + n) of sample b into v.
+template <typename T, int C>
+void load_block(const T* in, const ColorParams& P, int64_t b, int64_t first, int n, BlockValues<typename AccOf<T>::type>& v) {
+  using acc_t = typename AccOf<T>::type;
+  for (int c = 0; c < C; ++c) {
+    if (P.dense) {
+      const T* src = in + b * P.is.b + c * P.is.c + first * P.is.x;
+      const int64_t sx = P.is.x;
+      for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(src[i * sx]);
+    } else {
+      for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(in[color_in_offset(P, b, first + i) + c * P.is.c]);
+    }
+  }
+}
+
+// One slot, op Op, on the n pixels of v: the loop where the pixel math runs, compiled for AVX2 and
+// FMA beside the baseline (TORCHAUG_CPU_CLONES).
+template <typename T, int C, int Op>
+TORCHAUG_CPU_CLONES void run_slot(BlockValues<typename AccOf<T>::type>& v, int n, typename AccOf<T>::type p0,
+                                  typename AccOf<T>::type p1, typename AccOf<T>::type om, kernels::ColorStats st) {
+  using acc_t = typename AccOf<T>::type;
+  for (int i = 0; i < n; ++i) {
+    acc_t px[C];
+    for (int c = 0; c < C; ++c) px[c] = v[c][i];
+    color_slot<T, C>(Op, px, p0, p1, om, st);
+    for (int c = 0; c < C; ++c) v[c][i] = px[c];
+  }
+}
+
+// Slots [begin, end) of the sample's program on the n pixels of v.
+template <typename T, int C>
+void run_block(const ColorParams& P, const SampleProgram& sp, int64_t b, int begin, int end, int n,
+               BlockValues<typename AccOf<T>::type>& v) {
+  using acc_t = typename AccOf<T>::type;
+  for (int k = begin; k < end; ++k) {
+    const acc_t p0 = static_cast<acc_t>(sp.p0[k]), p1 = static_cast<acc_t>(sp.p1[k]), om = kernels::one_minus(p0);
+    const kernels::ColorStats st = slot_stats(P, b, k);
+    with_color_op(sp.op[k], [&](auto op) { run_slot<T, C, decltype(op)::value>(v, n, p0, p1, om, st); });
+  }
+}
+
+// The sum of the grayscale values contrast blends with, over the n pixels of v: uint8 images in
+// integers (exact in any order, so that the loop vectorizes), floating images in double, in pixel
+// order.
+template <typename T, int C>
+TORCHAUG_CPU_CLONES void add_gray(const BlockValues<typename AccOf<T>::type>& v, int n, ColorSlotAccum& acc) {
+  using acc_t = typename AccOf<T>::type;
+  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
+  if constexpr (kU8) {
+    int32_t sum = 0;  // at most 256 values of at most 255
+    for (int i = 0; i < n; ++i) {
+      acc_t px[C];
+      for (int c = 0; c < C; ++c) px[c] = v[c][i];
+      sum += static_cast<int32_t>(kernels::blend_gray<acc_t, true>(px, C));
+    }
+    acc.usum += static_cast<uint64_t>(sum);
+  } else {
+    for (int i = 0; i < n; ++i) {
+      acc_t px[C];
+      for (int c = 0; c < C; ++c) px[c] = v[c][i];
+      acc.fsum += static_cast<double>(kernels::blend_gray<acc_t, false>(px, C));
+    }
+  }
+}
+
 // Statistics of slot k of sample b: every pixel runs slots 0..k-1, then is accumulated; the raw
 // statistics are derived into P.stats / P.luts with the functions the CUDA finalize kernel uses.
 template <typename T, int C>
@@ -24,12 +119,20 @@ void color_stats_sample(const T* in, const ColorParams& P, const SampleProgram& 
   const int op = sp.op[k];
   std::vector<uint32_t> hist(op == kColorEqualize ? 3 * 256 : 0, 0u);
   ColorSlotAccum acc;
-  acc_t v[3];
-  for (int64_t p = 0; p < n; ++p) {
-    const int64_t o = color_in_offset(P, b, p);
-    for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
-    run_color_program<T, C>(P, sp, b, 0, k, v);
-    acc.add<acc_t, kU8, C>(op, v, [&](int i) { ++hist[i]; });
+  BlockValues<acc_t> v;
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int m = static_cast<int>(std::min<int64_t>(kBlock, n - first));
+    load_block<T, C>(in, P, b, first, m, v);
+    run_block<T, C>(P, sp, b, 0, k, m, v);
+    if (op == kColorContrast) {
+      add_gray<T, C>(v, m, acc);
+      continue;
+    }
+    for (int i = 0; i < m; ++i) {
+      acc_t px[C];
+      for (int c = 0; c < C; ++c) px[c] = v[c][i];
+      acc.add<acc_t, kU8, C>(op, px, [&](int j) { ++hist[j]; });
+    }
   }
   // raw statistics in the layout the derive functions read (kernels/color.h)
   uint64_t raw64[6] = {0, 0, 0, 0, 0, 0};
@@ -64,13 +167,20 @@ void color_sample(const T* in, T* out, const ColorParams& P, int64_t b) {
   for (int k = 0; k < P.n; ++k)
     if (kernels::color_op_needs_stats(sp.op[k])) color_stats_sample<T, C>(in, P, sp, b, k);
   const int64_t n = P.height * P.width;
-  acc_t v[3];
-  for (int64_t p = 0; p < n; ++p) {
-    const int64_t o = color_in_offset(P, b, p);
-    for (int c = 0; c < C; ++c) v[c] = static_cast<acc_t>(in[o + c * P.is.c]);
-    run_color_program<T, C>(P, sp, b, 0, P.n, v);
-    const int64_t oo = color_out_offset(P, b, p);
-    for (int c = 0; c < P.out_channels; ++c) out[oo + c * P.os.c] = static_cast<T>(v[c]);
+  BlockValues<acc_t> v;
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int m = static_cast<int>(std::min<int64_t>(kBlock, n - first));
+    load_block<T, C>(in, P, b, first, m, v);
+    run_block<T, C>(P, sp, b, 0, P.n, m, v);
+    for (int c = 0; c < P.out_channels; ++c) {
+      if (P.dense) {
+        T* dst = out + b * P.os.b + c * P.os.c + first * P.os.x;
+        const int64_t sx = P.os.x;
+        for (int i = 0; i < m; ++i) dst[i * sx] = static_cast<T>(v[c][i]);
+      } else {
+        for (int i = 0; i < m; ++i) out[color_out_offset(P, b, first + i) + c * P.os.c] = static_cast<T>(v[c][i]);
+      }
+    }
   }
 }
 

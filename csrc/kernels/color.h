@@ -113,21 +113,21 @@ TORCHAUG_HOST_DEVICE inline acc_t from_unit(acc_t v) {
 // fmod(a, 1) computed exactly as a - trunc(a) (both exact in floating point), without the
 // iterative fmod of the device math library.
 template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline acc_t fmod_one(acc_t a) {
-  return rn_sub(a, trunc(a));
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline acc_t fmod_one(acc_t a) {
+  return rn_sub(a, trunc_exact(a));
 }
 
 template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline acc_t remainder_one(acc_t a) {
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline acc_t remainder_one(acc_t a) {
   acc_t m = fmod_one(a);
-  if (m != acc_t(0) && m < acc_t(0)) m = rn_add(m, acc_t(1));
+  if (m < acc_t(0)) m = rn_add(m, acc_t(1));  // (-0 stays: torch.remainder's sign of a zero result)
   return m;
 }
 
 // adjust_hue on one pixel in [0, 1]: torchvision's _rgb_to_hsv, shift, _hsv_to_rgb, operation by
 // operation (the masked sums included), so that float32 results agree bit for bit.
 template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
   const acc_t r = rgb[0], g = rgb[1], b = rgb[2];
   const acc_t maxc = max_of(r, max_of(g, b));
   const acc_t minc = min_of(r, min_of(g, b));
@@ -139,31 +139,48 @@ TORCHAUG_HOST_DEVICE inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
   // one is not zero: hr = bc - gc (r is the max), hg = (rc + 2) - bc (g is, r not), hb =
   // (gc + 4) - rc (b). Adding the two zeros changes nothing (x - x is +0), so the two quotients of
   // the pixel's term are all it needs: the same bits with two divisions instead of three.
-  const bool is_r = maxc == r;
-  const bool is_g = !is_r && maxc == g;
-  const acc_t first = is_r ? b : (is_g ? r : g);    // the quotient added: bc, rc or gc
-  const acc_t second = is_r ? g : (is_g ? b : r);   // the quotient subtracted: gc, bc or rc
+  // (each choice a select of two values on one compare: if-converted and vectorized on the host)
+  const bool is_r = maxc == r, g_is_max = maxc == g;  // g's term where g is the max and r is not
+  const acc_t first = is_r ? b : (g_is_max ? r : g);    // the quotient added: bc, rc or gc
+  const acc_t second = is_r ? g : (g_is_max ? b : r);   // the quotient subtracted: gc, bc or rc
   const acc_t q1 = rn_div(rn_sub(maxc, first), crd);
   const acc_t q2 = rn_div(rn_sub(maxc, second), crd);
-  acc_t h = rn_sub(is_r ? q1 : rn_add(q1, is_g ? acc_t(2) : acc_t(4)), q2);
+  const acc_t shifted = rn_add(q1, g_is_max ? acc_t(2) : acc_t(4));
+  acc_t h = rn_sub(is_r ? q1 : shifted, q2);
   h = fmod_one(rn_add(rn_mul(h, static_cast<acc_t>(static_cast<float>(1.0 / 6.0))), acc_t(1)));
   h = remainder_one(rn_add(h, shift));
   // _hsv_to_rgb
   const acc_t v = maxc;
   const acc_t h6 = rn_mul(h, acc_t(6));
-  const acc_t fi = floor(h6);
+  const acc_t fi = floor_exact(h6);
   const acc_t f = rn_sub(h6, fi);
-  const int i = fi >= acc_t(6) ? 0 : static_cast<int>(fi);  // torchvision's i % 6 (h is in [0, 1])
+  // torchvision's i % 6 (h is in [0, 1]), kept as a float: selects on float compares, no conversion,
+  // so that the host's pixel loop vectorizes
+  const acc_t i = fi >= acc_t(6) ? acc_t(0) : fi;
   const acc_t sxf = rn_mul(s, f);
   const acc_t one_minus_s = rn_sub(acc_t(1), s);
   const acc_t q = clamp_of(rn_mul(rn_sub(acc_t(1), sxf), v), acc_t(0), acc_t(1));
   const acc_t t = clamp_of(rn_mul(rn_add(sxf, one_minus_s), v), acc_t(0), acc_t(1));
   const acc_t p = clamp_of(rn_mul(one_minus_s, v), acc_t(0), acc_t(1));
   // vpqt -> rgb by sector (torchvision's select table [[0,2,1,1,3,0],[3,0,0,2,1,1],[1,1,3,0,0,2]]),
-  // as selects: no divergent branches
-  rgb[0] = (i == 0 || i == 5) ? v : (i == 1 ? q : (i == 4 ? t : p));
-  rgb[1] = (i == 1 || i == 2) ? v : (i == 0 ? t : (i == 3 ? q : p));
-  rgb[2] = (i == 3 || i == 4) ? v : (i == 2 ? t : (i == 5 ? q : p));
+  // as selects of two values each: no divergent branches on the device, and a loop the host
+  // compiler if-converts and vectorizes
+  acc_t r0 = p, r1 = p, r2 = p;  // sectors are exclusive: the order of the selects is free
+  r0 = i == acc_t(4) ? t : r0;
+  r0 = i == acc_t(1) ? q : r0;
+  r0 = i == acc_t(5) ? v : r0;
+  r0 = i == acc_t(0) ? v : r0;
+  r1 = i == acc_t(3) ? q : r1;
+  r1 = i == acc_t(0) ? t : r1;
+  r1 = i == acc_t(2) ? v : r1;
+  r1 = i == acc_t(1) ? v : r1;
+  r2 = i == acc_t(5) ? q : r2;
+  r2 = i == acc_t(2) ? t : r2;
+  r2 = i == acc_t(4) ? v : r2;
+  r2 = i == acc_t(3) ? v : r2;
+  rgb[0] = r0;
+  rgb[1] = r1;
+  rgb[2] = r2;
 }
 
 // x ** gamma as torch.pow with a scalar exponent computes it (its special cases included).
@@ -194,7 +211,7 @@ TORCHAUG_HOST_DEVICE inline int equalize_bin(acc_t v) {
 // caller's Python computes it before the tensor op sees it (the blend of contrast and saturation
 // uses it; one_minus(p0) when p0 is the factor itself, -m when the factor is 1 + m in double).
 template <typename acc_t, bool kU8>
-TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p0, acc_t p1, acc_t om, ColorStats st) {
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void apply_color_op(int op, acc_t* v, int C, acc_t p0, acc_t p1, acc_t om, ColorStats st) {
   const acc_t bound = ColorRange<acc_t, kU8>::bound();
   switch (op) {
     case kColorBrightness:
@@ -249,7 +266,7 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
       } else {
         const acc_t levels = static_cast<acc_t>(1 << bits);
         for (int c = 0; c < C; ++c)
-          v[c] = rn_mul(clamp_of(floor(rn_mul(v[c], levels)), acc_t(0), levels - acc_t(1)), acc_t(1) / levels);
+          v[c] = rn_mul(clamp_of(floor_exact(rn_mul(v[c], levels)), acc_t(0), levels - acc_t(1)), acc_t(1) / levels);
       }
       break;
     }
@@ -258,7 +275,7 @@ TORCHAUG_HOST_DEVICE inline void apply_color_op(int op, acc_t* v, int C, acc_t p
       break;
     case kColorSolarizeAdd: {
       // DALI's auto_aug solarize_add: the shift of a uint8 image is an integer (np.uint8(shift)).
-      const acc_t shift = kU8 ? trunc(p0) : p0;
+      const acc_t shift = kU8 ? trunc_exact(p0) : p0;
       for (int c = 0; c < C; ++c) v[c] = v[c] < p1 ? clamp_of(rn_add(v[c], shift), acc_t(0), bound) : v[c];
       break;
     }

@@ -19,6 +19,14 @@
 #define TORCHAUG_UNROLL
 #endif
 
+// Inlined into the host's pixel loops whatever its size, so that those loops vectorize (a call per
+// pixel stops the vectorizer); the device compiler decides for itself.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TORCHAUG_INLINE_ON_HOST
+#else
+#define TORCHAUG_INLINE_ON_HOST __attribute__((always_inline))
+#endif
+
 namespace torchaug {
 namespace kernels {
 
@@ -64,7 +72,7 @@ TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
 // rounding mode choosing which integer (toward zero: trunc; down: floor; to nearest even: rint),
 // and 1.5 * 2^23 does the same for |v| <= 2^22. So each helper below is one to three full-rate
 // instructions with the same result as the cast or call it replaces, over the range it states; on
-// the host they are those casts and calls. Measured on the H100 (the RandAugment chain), they pay
+// the host they are conversions and selects that the compiler vectorizes. Measured on the H100 (the RandAugment chain), they pay
 // where they replace an F2I or FRND of a uint8 value's epilogue (saturation
 // -3 us a batch, sharpness -1.5). They are not used for a nearest tap's rint and index, nor for
 // the int -> float of the sharpness window's bytes or of pixel coordinates: the same tricks there
@@ -102,22 +110,28 @@ TORCHAUG_HOST_DEVICE inline uint32_t trunc_to_byte(float v) {
 #endif
 }
 
-// float(int(v)) (truncation) for 0 <= v < 2^23; NaN gives 0, as the device's cast does
-TORCHAUG_HOST_DEVICE inline float trunc_small(float v) {
+// float(int(v)) (truncation) for 0 <= v < 2^23; NaN gives 0, as the device's cast does. On the
+// host, as floor_small after NaN and negatives are selected to 0 (the device's fmaxf).
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline float trunc_small(float v) {
 #if defined(__CUDA_ARCH__)
   return __fsub_rn(__fadd_rz(fmaxf(v, 0.0f), kTwoPow23), kTwoPow23);
 #else
-  return v == v ? static_cast<float>(static_cast<int>(v)) : 0.0f;  // int(NaN) is undefined on the host
+  const float c = v > 0.0f ? v : 0.0f;
+  const float r = (c + kTwoPow23) - kTwoPow23;  // c rounded to the nearest integer
+  return r > c ? r - 1.0f : r;
 #endif
 }
 TORCHAUG_HOST_DEVICE inline double trunc_small(double v) { return v == v ? static_cast<double>(static_cast<int>(v)) : 0.0; }
 
-// floor(v) for 0 <= v < 2^23
-TORCHAUG_HOST_DEVICE inline float floor_small(float v) {
+// floor(v) for 0 <= v < 2^23 (NaN stays NaN). On the host, v rounded to the nearest integer by
+// adding 2^23 (the floats of [2^23, 2^24) are the integers), minus 1 where that rounded up: float
+// adds and selects, no conversion or library call, so that the pixel loops using it vectorize.
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline float floor_small(float v) {
 #if defined(__CUDA_ARCH__)
   return __fsub_rn(__fadd_rd(v, kTwoPow23), kTwoPow23);
 #else
-  return floorf(v);
+  const float r = (v + kTwoPow23) - kTwoPow23;
+  return r > v ? r - 1.0f : r;
 #endif
 }
 TORCHAUG_HOST_DEVICE inline double floor_small(double v) { return floor(v); }
@@ -127,10 +141,36 @@ TORCHAUG_HOST_DEVICE inline float rint_small(float v) {
 #if defined(__CUDA_ARCH__)
   return __fsub_rn(__fadd_rn(v, kOneAndHalfTwoPow23), kOneAndHalfTwoPow23);
 #else
-  return rintf(v);
+  return (v + kOneAndHalfTwoPow23) - kOneAndHalfTwoPow23;  // no library call: loops vectorize
 #endif
 }
 TORCHAUG_HOST_DEVICE inline double rint_small(double v) { return rint(v); }
+
+// trunc(v) and floor(v) for every float (|v| >= 2^23 is an integer already; the sign of a zero,
+// infinities and NaN kept). The host's baseline x86-64 has no rounding instruction, so that truncf
+// and floorf are library calls there; instead, v rounded to an integer by adding and subtracting
+// 2^23 (with v's sign), stepped toward zero where that rounded away from it: float adds, sign copies
+// and selects, which the pixel loops using them vectorize. On the device, the rounding instructions.
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline float trunc_exact(float v) {
+#if defined(__CUDA_ARCH__)
+  return truncf(v);
+#else
+  const float s = copysignf(kTwoPow23, v);
+  const float r = (v + s) - s;  // v rounded to the nearest integer while |v| < 2^23
+  const float t = fabsf(r) > fabsf(v) ? r - copysignf(1.0f, v) : r;
+  return fabsf(v) < kTwoPow23 ? copysignf(t, v) : v;  // false for NaN and infinities
+#endif
+}
+TORCHAUG_HOST_DEVICE inline double trunc_exact(double v) { return trunc(v); }
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline float floor_exact(float v) {
+#if defined(__CUDA_ARCH__)
+  return floorf(v);
+#else
+  const float t = trunc_exact(v);
+  return t > v ? t - 1.0f : t;
+#endif
+}
+TORCHAUG_HOST_DEVICE inline double floor_exact(double v) { return floor(v); }
 
 // round_to_uint8(v) as the byte it stores (PixelStore<uint8_t>::from): clamped first, so that the
 // add rounds a value of [0, 255]: the same byte for every v (NaN gives 0, as the device's cast does)

@@ -238,7 +238,7 @@ TORCHAUG_HOST_DEVICE inline AffineTaps<acc_t, N, idx_t> affine_taps(acc_t sx, ac
     t.mask = t.valid[0] ? acc_t(1) : acc_t(0);
   } else {
     // grid_sampler_2d bilinear
-    const acc_t fx0 = floor(sx), fy0 = floor(sy);
+    const acc_t fx0 = floor_exact(sx), fy0 = floor_exact(sy);
     const acc_t e = (fx0 + 1) - sx, wv = (fy0 + 1) - sy;  // distances to the east / south neighbours
     const acc_t wx = sx - fx0, wy = sy - fy0;
     const bool vx0 = fx0 >= acc_t(0) && fx0 < fw, vx1 = fx0 >= acc_t(-1) && fx0 < fw - acc_t(1);

@@ -144,6 +144,17 @@ struct Strides2 {
 inline Strides2 strides2(const at::Tensor& t) { return {t.stride(0), t.stride(1)}; }
 
 
+// A CPU pixel loop compiled twice, for x86-64-v3 (AVX2 and FMA: 8 floats a vector, fmaf one
+// instruction instead of a library call) and for the baseline, the one the CPU supports chosen when
+// the library loads (function multiversioning). Both give the same results: every operation in them
+// is correctly rounded, and -ffp-contract=off (setup.py, CMakeLists.txt) keeps the compiler from
+// fusing a product and a sum that the shared math keeps apart.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define TORCHAUG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TORCHAUG_CPU_CLONES
+#endif
+
 // dtype codes of the dtype-erased store
 enum PixelKind : int { kPixU8 = 0, kPixF32 = 1, kPixF64 = 2, kPixF16 = 3, kPixBF16 = 4 };
 

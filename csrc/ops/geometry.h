@@ -276,7 +276,7 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
   // derivatives of the four bilinear weights with respect to sx and sy
   acc_t dwx[4] = {0, 0, 0, 0}, dwy[4] = {0, 0, 0, 0};
   if (bilinear) {
-    const acc_t fx0 = floor(sx), fy0 = floor(sy);
+    const acc_t fx0 = kernels::floor_exact(sx), fy0 = kernels::floor_exact(sy);
     const acc_t e = (fx0 + 1) - sx, s = (fy0 + 1) - sy, wx = sx - fx0, wy = sy - fy0;
     dwx[0] = -s; dwy[0] = -e;
     dwx[1] = s;  dwy[1] = -wx;

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include <torchaug/kernels/augment.h>
 #include <torchaug/kernels/convert.h>
@@ -16,6 +18,34 @@ TEST(Kernels, RoundToUint8IsHalfToEvenAndSaturates) {
   EXPECT_EQ(round_to_uint8(-3.0f), 0.0f);
   EXPECT_EQ(round_to_uint8(300.0f), 255.0f);
   EXPECT_EQ(PixelStore<uint8_t>::from(254.7f), 255);
+}
+
+// The host's rounding helpers (adds of 2^23 and selects, no conversion or library call) against
+// truncf / floorf, bit for bit, over floats of every exponent and sign (every 61st bit pattern,
+// NaNs and infinities included).
+TEST(Kernels, HostRoundingHelpersAreTruncAndFloor) {
+  const auto same = [](float a, float b) {
+    uint32_t x, y;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&y, &b, 4);
+    return x == y || (a != a && b != b);
+  };
+  int64_t bad = 0;
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 61) {
+    const uint32_t w = static_cast<uint32_t>(u);
+    float v;
+    std::memcpy(&v, &w, 4);
+    bad += !same(trunc_exact(v), std::trunc(v));
+    bad += !same(floor_exact(v), std::floor(v));
+    if (v >= 0.0f && v < 8388608.0f) {
+      bad += !same(floor_small(v), std::floor(v));
+      bad += !same(trunc_small(v), std::trunc(v));
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(trunc_small(std::nanf("")), 0.0f);  // as the device's conversion
+  EXPECT_TRUE(std::isnan(floor_small(std::nanf(""))));
+  EXPECT_TRUE(std::signbit(trunc_exact(-0.25f)) && std::signbit(floor_exact(-0.0f)));
 }
 
 TEST(Kernels, NearestSourceIndexFollowsPyTorch) {
