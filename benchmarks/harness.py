@@ -58,6 +58,17 @@ def commit() -> str:
         return os.environ.get("TORCHAUG_COMMIT", "unknown")
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> Dict[str, str]:
     env = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -70,7 +81,7 @@ def environment() -> Dict[str, str]:
         p = torch.cuda.get_device_properties(0)
         env["device"] = f"{p.name} ({p.multi_processor_count} SMs, {p.total_memory / 2**30:.0f} GiB)"
     else:
-        env["device"] = f"CPU only ({platform.processor() or platform.machine()})"
+        env["device"] = f"CPU only ({cpu_model()})"
     try:
         import torchvision
 
@@ -144,6 +155,20 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
         end.record()
         end.synchronize()
         per_iter.append(start.elapsed_time(end) / iters)
+    return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
+
+
+def time_cpu(fn: Callable[[int], object], iters: int, warmup: int = 2, repeats: int = 5) -> Dict[str, float]:
+    """time_cuda's statistics for work on the CPU: wall time per iteration (ms), median of `repeats`
+    blocks of `iters`."""
+    for i in range(warmup):
+        fn(i)
+    per_iter = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        for i in range(iters):
+            fn(r * iters + i)
+        per_iter.append((time.perf_counter() - t0) * 1e3 / iters)
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "../ops/augment.h"
+#include "color_block.h"
 
 namespace torchaug {
 namespace {
@@ -36,6 +37,22 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
           const int64_t b = i / P.height, y = i % P.height;
           const AugStepT<acc_t> s = aug_step_at<acc_t>(P, b, k);
           const kernels::ColorStats st = aug_stats_at(P, b);
+          if (s.kind == kernels::kAugKindColor) {  // a block of the row at a time (color_block.h)
+            BlockValues<acc_t> v;
+            for (int64_t x0 = 0; x0 < P.width; x0 += kBlock) {
+              const int m = static_cast<int>(std::min<int64_t>(kBlock, P.width - x0));
+              for (int c = 0; c < C; ++c) {
+                const scalar_t* row = src + b * P.is.b + c * P.is.c + y * P.is.y + x0 * P.is.x;
+                for (int i = 0; i < m; ++i) v[c][i] = static_cast<acc_t>(row[i * P.is.x]);
+              }
+              with_color_op(s.op, [&](auto op) { run_slot<scalar_t, C, decltype(op)::value>(v, m, s.p0, s.p1, s.om, st); });
+              for (int c = 0; c < C; ++c) {
+                scalar_t* row = dst + b * P.os.b + c * P.os.c + y * P.os.y + x0 * P.os.x;
+                for (int i = 0; i < m; ++i) row[i * P.os.x] = kernels::PixelStore<scalar_t>::from(v[c][i]);
+              }
+            }
+            continue;
+          }
           for (int64_t x = 0; x < P.width; ++x) {
             acc_t v[C];
             augment_value_px<scalar_t, C>(src, P, s, st, b, y, x, v);

@@ -6,6 +6,7 @@
 
 #include "../ops/color.h"
 #include "../ops/augment.h"
+#include "color_block.h"
 
 namespace torchaug {
 namespace {
@@ -13,36 +14,6 @@ namespace {
 using kernels::kColorAutocontrast;
 using kernels::kColorContrast;
 using kernels::kColorEqualize;
-
-// Pixels run through a program a block at a time, each channel's values in an array, and each slot
-// over the whole block with its op fixed at compile time (with_color_op): the op's switch leaves
-// the pixel loop, which the compiler then vectorizes; the per-pixel math is color_slot's, the
-// same as on CUDA.
-constexpr int kBlock = 256;
-
-template <typename acc_t>
-using BlockValues = acc_t[3][kBlock];
-
-// f(std::integral_constant<int, op>) for the ops of kernels::ColorOp but the identity.
-template <typename F>
-void with_color_op(int op, F&& f) {
-  using namespace kernels;
-  switch (op) {
-    case kColorBrightness: f(std::integral_constant<int, kColorBrightness>()); break;
-    case kColorContrast: f(std::integral_constant<int, kColorContrast>()); break;
-    case kColorSaturation: f(std::integral_constant<int, kColorSaturation>()); break;
-    case kColorHue: f(std::integral_constant<int, kColorHue>()); break;
-    case kColorGamma: f(std::integral_constant<int, kColorGamma>()); break;
-    case kColorGrayscale: f(std::integral_constant<int, kColorGrayscale>()); break;
-    case kColorInvert: f(std::integral_constant<int, kColorInvert>()); break;
-    case kColorPosterize: f(std::integral_constant<int, kColorPosterize>()); break;
-    case kColorSolarize: f(std::integral_constant<int, kColorSolarize>()); break;
-    case kColorSolarizeAdd: f(std::integral_constant<int, kColorSolarizeAdd>()); break;
-    case kColorAutocontrast: f(std::integral_constant<int, kColorAutocontrast>()); break;
-    case kColorEqualize: f(std::integral_constant<int, kColorEqualize>()); break;
-    default: break;
-  }
-}
 
 // Pixels [first, first + n) of sample b into v.
 template <typename T, int C>
@@ -56,20 +27,6 @@ void load_block(const T* in, const ColorParams& P, int64_t b, int64_t first, int
     } else {
       for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(in[color_in_offset(P, b, first + i) + c * P.is.c]);
     }
-  }
-}
-
-// One slot, op Op, on the n pixels of v: the loop where the pixel math runs, compiled for AVX2 and
-// FMA beside the baseline (TORCHAUG_CPU_CLONES).
-template <typename T, int C, int Op>
-TORCHAUG_CPU_CLONES void run_slot(BlockValues<typename AccOf<T>::type>& v, int n, typename AccOf<T>::type p0,
-                                  typename AccOf<T>::type p1, typename AccOf<T>::type om, kernels::ColorStats st) {
-  using acc_t = typename AccOf<T>::type;
-  for (int i = 0; i < n; ++i) {
-    acc_t px[C];
-    for (int c = 0; c < C; ++c) px[c] = v[c][i];
-    color_slot<T, C>(Op, px, p0, p1, om, st);
-    for (int c = 0; c < C; ++c) v[c][i] = px[c];
   }
 }
 

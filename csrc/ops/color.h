@@ -83,7 +83,7 @@ C10_HOST_DEVICE inline typename AccOf<T>::type requantize(typename AccOf<T>::typ
 
 // One op of a program on the pixel v of an image of type T (om: see kernels::apply_color_op).
 template <typename T, int C>
-C10_HOST_DEVICE inline void color_slot(int op, typename AccOf<T>::type* v, typename AccOf<T>::type p0,
+C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void color_slot(int op, typename AccOf<T>::type* v, typename AccOf<T>::type p0,
                                        typename AccOf<T>::type p1, typename AccOf<T>::type om,
                                        kernels::ColorStats st) {
   using acc_t = typename AccOf<T>::type;
