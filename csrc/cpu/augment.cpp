@@ -24,6 +24,20 @@ void augment_lower_cpu(const at::Tensor& ops, const at::Tensor& magnitudes, cons
     }
 }
 
+// Row y of sample b through a geometric, sharpness or copy step, pixel by pixel (augment_value_px,
+// the device's math), compiled for AVX2 and FMA beside the baseline.
+template <typename scalar_t, int C>
+TORCHAUG_CPU_CLONES void augment_row(const scalar_t* src, scalar_t* dst, const AugmentParams& P,
+                                     const AugStepT<typename AccOf<scalar_t>::type>& s, kernels::ColorStats st,
+                                     int64_t b, int64_t y) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  for (int64_t x = 0; x < P.width; ++x) {
+    acc_t v[C];
+    augment_value_px<scalar_t, C>(src, P, s, st, b, y, x, v);
+    augment_store_px<scalar_t, C>(dst, P, b, y, x, v);
+  }
+}
+
 void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k) {
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, in.scalar_type(), "augment_cpu", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
@@ -53,11 +67,7 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
             }
             continue;
           }
-          for (int64_t x = 0; x < P.width; ++x) {
-            acc_t v[C];
-            augment_value_px<scalar_t, C>(src, P, s, st, b, y, x, v);
-            augment_store_px<scalar_t, C>(dst, P, b, y, x, v);
-          }
+          augment_row<scalar_t, C>(src, dst, P, s, st, b, y);
         }
       });
     });

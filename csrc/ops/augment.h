@@ -92,7 +92,7 @@ C10_HOST_DEVICE inline void color_words(int op, uint32_t* w, float p0, float p1,
 // the slot's input (strides P.is); st: the sample's statistics of this slot (color ops that need
 // them).
 template <typename T, int C>
-C10_HOST_DEVICE inline void augment_value_px(const T* in, const AugmentParams& P,
+C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void augment_value_px(const T* in, const AugmentParams& P,
                                              const AugStepT<typename AccOf<T>::type>& s, kernels::ColorStats st,
                                              int64_t b, int64_t y, int64_t x, typename AccOf<T>::type* v) {
   using acc_t = typename AccOf<T>::type;

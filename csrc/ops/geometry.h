@@ -232,7 +232,7 @@ C10_HOST_DEVICE inline void with_affine_taps(int64_t interpolation, F&& f) {
 // count of p.interpolation (with_affine_taps); kC: the channel count at compile time (a caller
 // that keeps the values in registers), or 0 for p.channels.
 template <int N, int kC, typename scalar_t, typename F>
-C10_HOST_DEVICE inline void warp_affine_px(const scalar_t* in, const typename AccOf<scalar_t>::type* m, const float* fill,
+C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_affine_px(const scalar_t* in, const typename AccOf<scalar_t>::type* m, const float* fill,
                                            const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox, F&& f) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
