@@ -34,6 +34,9 @@ ABOUT = {
              "torchaug on the batch against torchvision v2's per-sample loop and its whole-batch call (one draw for "
              "the batch) on the same GPU, and kornia where it has the op.",
     "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
+    "cpu": "The CPU kernels (CPU tensors: DataLoader workers, machines without a GPU) on batches of 32 uint8 "
+           "images, every sample its own parameters, against torchvision v2's per-sample loop on the same cores, "
+           "at one intra-op thread (target: 2x torchvision) and at every core.",
     "train": "End-to-end training (examples/train.py: bf16, channels_last, SGD) on generated 500x375 JPEGs: "
              "torchaug against torchvision's CPU DataLoader and synthetic data (the model's own speed).",
     "accelerate": "benchmarks/reference_train.py, a training script in the shape of torchvision's "
