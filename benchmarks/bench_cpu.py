@@ -54,7 +54,7 @@ def main():
     import_torchvision()
     from torchvision.transforms import v2 as TV
 
-    iters, repeats = (1, 3) if args.quick else (3, 5)
+    iters, repeats = (1, 3) if args.quick else (5, 9)
     gen = torch.Generator().manual_seed(0)
     res = Results(f"CPU kernels, batches of {B} uint8 images, against torchvision v2's per-sample loop")
     saved = torch.get_num_threads()
