@@ -10,6 +10,7 @@ At one intra-op thread (the target: torchaug at least 2x torchvision's images pe
 every core of the machine. Runs anywhere (no GPU needed); torchvision is the peer.
 
     python benchmarks/bench_cpu.py [--json out.json] [--markdown out.md] [--quick]
+(exercised by tests/test_tools.py with --quick)
 """
 import argparse
 import os
@@ -54,18 +55,19 @@ def main():
     import_torchvision()
     from torchvision.transforms import v2 as TV
 
-    iters, repeats = (1, 3) if args.quick else (5, 9)
+    # --quick (the test suite's smoke run): 4-image batches, one thread, one timing
+    batch, iters, repeats = (4, 1, 1) if args.quick else (B, 5, 9)
     gen = torch.Generator().manual_seed(0)
-    res = Results(f"CPU kernels, batches of {B} uint8 images, against torchvision v2's per-sample loop")
+    res = Results(f"CPU kernels, batches of {batch} uint8 images, against torchvision v2's per-sample loop")
     saved = torch.get_num_threads()
-    for threads in sorted({1, os.cpu_count() or 1}):
+    for threads in [1] if args.quick else sorted({1, os.cpu_count() or 1}):
         torch.set_num_threads(threads)
         for case, (h, w), ours, theirs in cases(TV):
-            xs = [torch.randint(0, 256, (B, 3, h, w), dtype=torch.uint8, generator=gen) for _ in range(2)]
+            xs = [torch.randint(0, 256, (batch, 3, h, w), dtype=torch.uint8, generator=gen) for _ in range(2)]
             name = f"{case}, {threads} thread{'s' if threads > 1 else ''}"
-            tv = res.add(name, "torchvision v2 per-sample loop", B,
+            tv = res.add(name, "torchvision v2 per-sample loop", batch,
                          time_cpu(lambda i: [theirs(img) for img in xs[i % 2]], iters, repeats=repeats))
-            res.add(name, "torchaug transform (batch, per-sample parameters)", B,
+            res.add(name, "torchaug transform (batch, per-sample parameters)", batch,
                     time_cpu(lambda i: ours(xs[i % 2]), iters, repeats=repeats),
                     target=2 * tv["img_per_s"] if threads == 1 else None)
     torch.set_num_threads(saved)

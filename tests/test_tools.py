@@ -1,5 +1,6 @@
-"""The repository's tools: the profile readers of scripts/profile/ on small inputs, and
-benchmarks/RESULTS.md being what benchmarks/results.py builds from benchmarks/results/."""
+"""The repository's tools: the profile readers of scripts/profile/ on small inputs,
+benchmarks/RESULTS.md being what benchmarks/results.py builds from benchmarks/results/, and the CPU
+benchmark's smoke run."""
 import os
 import subprocess
 import sys
@@ -43,3 +44,20 @@ def test_ncu_summary_sums_by_opcode_and_line(tmp_path):
 def test_results_md_is_built_from_the_result_files():
     out = _run("benchmarks/results.py", "--check")
     assert out.returncode == 0, "benchmarks/RESULTS.md differs from what `python3 benchmarks/results.py` builds"
+
+
+def test_cpu_benchmark_times_every_case_against_torchvision(tmp_path):
+    import importlib.util
+    import json
+    if importlib.util.find_spec("torchvision") is None:
+        import pytest
+        pytest.skip("needs torchvision (the peer)")
+    out = _run("benchmarks/bench_cpu.py", "--quick", "--json", str(tmp_path / "cpu.json"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = json.loads((tmp_path / "cpu.json").read_text())["rows"]
+    cases = {r["case"] for r in rows}
+    assert len(cases) == 6 and len(rows) == 12
+    for case in cases:
+        impls = {r["impl"].split()[0] for r in rows if r["case"] == case}
+        assert impls == {"torchaug", "torchvision"}, case
+    assert all(r["img_per_s"] > 0 for r in rows)
