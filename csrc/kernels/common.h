@@ -72,9 +72,9 @@ TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
 // rounding mode choosing which integer (toward zero: trunc; down: floor; to nearest even: rint),
 // and 1.5 * 2^23 does the same for |v| <= 2^22. So each helper below is one to three full-rate
 // instructions with the same result as the cast or call it replaces, over the range it states; on
-// the host they are conversions and selects that the compiler vectorizes. Measured on the H100 (the RandAugment chain), they pay
-// where they replace an F2I or FRND of a uint8 value's epilogue (saturation
-// -3 us a batch, sharpness -1.5). They are not used for a nearest tap's rint and index, nor for
+// the host they are float adds and selects that the compiler vectorizes. Measured on the H100 (the
+// RandAugment chain), they pay where they replace an F2I or FRND of a uint8 value's epilogue
+// (saturation -3 us a batch, sharpness -1.5). They are not used for a nearest tap's rint and index, nor for
 // the int -> float of the sharpness window's bytes or of pixel coordinates: the same tricks there
 // made the resident kernel 2-8 us slower. word_byte_to_float, the one int -> float here, is the
 // resident kernel's normalize store's, moved here for color_words; it was not measured apart.
