@@ -349,6 +349,36 @@ print("exiting with the iterator live", flush=True)
         assert "exiting with the iterator live" in run.stdout and "terminate" not in run.stderr
 
 
+def test_exit_with_a_producer_stuck_in_the_loader_does_not_hang():
+    """A program that ends while a producer thread waits forever inside the loader (a wedged
+    DataLoader, a stalled network read) still exits: at exit the producers get a bounded wait, then
+    are left behind, instead of an endless one that held the process."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    child = """
+import threading, torch, torchaug, torchaug._producers as P
+P._EXIT_WAIT_S = 1.0  # the bound at exit (private): short for the test
+never = threading.Event()
+def loader():
+    yield torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
+    never.wait()  # the second batch never comes
+    yield torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
+it = iter(torchaug.Prefetcher(loader(), lambda x: x, device="cpu", threads=2))
+next(it)
+print("exiting with a producer stuck in the loader", flush=True)
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "exiting with a producer stuck in the loader" in run.stdout
+    assert time.monotonic() - t0 < 30
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_persistent_workers_survive_epochs_and_early_break(device):
     """A loader with persistent workers keeps them from one epoch to the next: the prefetcher must not

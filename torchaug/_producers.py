@@ -343,17 +343,20 @@ class _PrefetchIterator:
             self._switch = False
             _SWITCH.release()
 
-    def close(self) -> None:
+    def close(self, wait: Optional[float] = None) -> None:
         """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
-        workers) down, unless the loader keeps persistent workers for the next epoch."""
+        workers) down, unless the loader keeps persistent workers for the next epoch. wait: seconds
+        to wait for the producers to finish the batch in hand (None: as long as that takes); one
+        still running then is left behind, told to stop (a daemon thread)."""
         _RUNNING.discard(self)
         self._give_switch_back()
         self._stop.set()
         threads, self._threads = self._threads, []
+        deadline = None if wait is None else time.monotonic() + wait
         for thread in threads:
             if thread is threading.current_thread():
                 continue
-            while thread.is_alive():
+            while thread.is_alive() and (deadline is None or time.monotonic() < deadline):
                 try:
                     self._queue.get(timeout=0.05)
                 except queue.Empty:
@@ -379,14 +382,17 @@ class _PrefetchIterator:
 # Iterators whose producer threads may still run. At interpreter exit they are closed before Python
 # finalizes: a producer thread still inside a torch call then (which released the GIL) is stopped by
 # the interpreter as it takes the GIL back, unwinding through C++ frames that must not be unwound,
-# and the process aborts ("terminate called without an active exception").
+# and the process aborts ("terminate called without an active exception"). The wait is bounded
+# (_EXIT_WAIT_S for each iterator): a producer stuck in the loader (a wedged DataLoader worker, a
+# read that never returns) is left behind rather than holding the process forever.
 _RUNNING: "weakref.WeakSet[_PrefetchIterator]" = weakref.WeakSet()
+_EXIT_WAIT_S = 10.0
 
 
 @atexit.register
 def _close_running() -> None:
     for it in list(_RUNNING):
         try:
-            it.close()
+            it.close(wait=_EXIT_WAIT_S)
         except Exception:
             pass
