@@ -360,7 +360,7 @@ def test_exit_with_a_producer_stuck_in_the_loader_does_not_hang():
 
     child = """
 import threading, torch, torchaug, torchaug._producers as P
-P._EXIT_WAIT_S = 1.0  # the bound at exit (private): short for the test
+P._CLOSE_WAIT_S = 1.0  # the bound at exit (private): short for the test
 never = threading.Event()
 def loader():
     yield torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
@@ -377,6 +377,32 @@ print("exiting with a producer stuck in the loader", flush=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "exiting with a producer stuck in the loader" in run.stdout
     assert time.monotonic() - t0 < 30
+
+
+def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monkeypatch):
+    """An iterator dropped while a producer waits inside the loader is closed with a bounded wait
+    (its collector may run anywhere: a training step must not stop there for good)."""
+    import gc
+    import threading
+    import time
+
+    import torchaug._producers as P
+    monkeypatch.setattr(P, "_CLOSE_WAIT_S", 0.5)
+    release = threading.Event()
+
+    def loader():
+        yield torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
+        release.wait()
+        yield torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
+    try:
+        it = iter(torchaug.Prefetcher(loader(), lambda x: x, device="cpu", threads=2))
+        next(it)
+        t0 = time.monotonic()
+        del it
+        gc.collect()
+        assert time.monotonic() - t0 < 10
+    finally:
+        release.set()
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -374,7 +374,7 @@ class _PrefetchIterator:
 
     def __del__(self):
         try:
-            self.close()
+            self.close(wait=_CLOSE_WAIT_S)  # collected wherever the collector runs: never an endless wait
         except Exception:
             pass
 
@@ -383,16 +383,17 @@ class _PrefetchIterator:
 # finalizes: a producer thread still inside a torch call then (which released the GIL) is stopped by
 # the interpreter as it takes the GIL back, unwinding through C++ frames that must not be unwound,
 # and the process aborts ("terminate called without an active exception"). The wait is bounded
-# (_EXIT_WAIT_S for each iterator): a producer stuck in the loader (a wedged DataLoader worker, a
-# read that never returns) is left behind rather than holding the process forever.
+# (_CLOSE_WAIT_S for each iterator, as when an iterator is collected): a producer stuck in the loader
+# (a wedged DataLoader worker, a read that never returns) is left behind rather than holding the
+# process forever.
 _RUNNING: "weakref.WeakSet[_PrefetchIterator]" = weakref.WeakSet()
-_EXIT_WAIT_S = 10.0
+_CLOSE_WAIT_S = 10.0
 
 
 @atexit.register
 def _close_running() -> None:
     for it in list(_RUNNING):
         try:
-            it.close(wait=_EXIT_WAIT_S)
+            it.close(wait=_CLOSE_WAIT_S)
         except Exception:
             pass
