@@ -139,7 +139,7 @@ def test_threads_errors_early_break_and_arguments(device):
     pf = _slow_first_stage(torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device, depth=3, threads=3),
                            lambda i: 0.02 * (i % 2))
     it = iter(pf)
-    threads = list(it._threads)
+    threads = list(it._run.threads)
     assert len(threads) == 3
     assert [next(it)[1].tolist() for _ in range(3)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     with pytest.raises(ValueError, match="corrupt sample 13"):
@@ -165,7 +165,7 @@ def test_threads_errors_early_break_and_arguments(device):
     it = iter(torchaug.Prefetcher(DataLoader(RaggedDataset(n=40), batch_size=2, collate_fn=collate_ragged),
                                   T.Resize([8, 8]), device=device, threads=3))
     next(it)
-    threads = list(it._threads)
+    threads = list(it._run.threads)
     assert len(threads) == 3
     it.close()
     assert not any(t.is_alive() for t in threads)
@@ -218,7 +218,7 @@ def test_epochs_len_and_early_break():
         assert sum(1 for _ in pf) == 10
     it = iter(pf)
     next(it)
-    workers = it._it._workers
+    workers = it._run.it._workers
     assert all(w.is_alive() for w in workers)
     for _ in it:
         break  # early break, then close (the loop's end, or garbage collection, does it too)
@@ -273,7 +273,7 @@ def test_break_without_close_shuts_everything_down(device):
     pf = torchaug.Prefetcher(loader, T.Resize([8, 8]), device=device, threads=2)
     for _ in pf:
         it = pf._live()
-        workers, threads, it_ref = list(it._it._workers), list(it._threads), weakref.ref(it)
+        workers, threads, it_ref = list(it._run.it._workers), list(it._run.threads), weakref.ref(it)
         del it
         break
     assert it_ref() is None  # collected, hence closed
@@ -380,14 +380,15 @@ print("exiting with a producer stuck in the loader", flush=True)
 
 
 def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monkeypatch):
-    """An iterator dropped while a producer waits inside the loader is closed with a bounded wait
-    (its collector may run anywhere: a training step must not stop there for good)."""
+    """An iterator dropped while a producer waits inside the loader: the collection returns at once
+    (its collector may run anywhere: a training step, another iterator's producer thread), and the
+    reaper thread stops the producer once the loader lets it go."""
     import gc
     import threading
     import time
 
     import torchaug._producers as P
-    monkeypatch.setattr(P, "_CLOSE_WAIT_S", 0.5)
+    monkeypatch.setattr(P, "_CLOSE_WAIT_S", 5.0)
     release = threading.Event()
 
     def loader():
@@ -397,12 +398,52 @@ def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monk
     try:
         it = iter(torchaug.Prefetcher(loader(), lambda x: x, device="cpu", threads=2))
         next(it)
+        threads = list(it._run.threads)
         t0 = time.monotonic()
         del it
         gc.collect()
-        assert time.monotonic() - t0 < 10
+        assert time.monotonic() - t0 < 1.0
+        assert any(t.is_alive() for t in threads)  # still inside the loader
     finally:
         release.set()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_collecting_an_iterator_inside_the_switch_interval_lock_does_not_deadlock():
+    """The collector may run while this module holds a lock (an allocation inside
+    _SWITCH.acquire): closing the collected iterator there took the same lock again, and the
+    thread waited for itself for ever. Collection only tells the producers to stop; the reaper
+    thread does the rest."""
+    import gc
+    import sys
+    import threading
+
+    import torchaug._producers as P
+    before = sys.getswitchinterval()
+    x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    it = iter(torchaug.Prefetcher([x] * 4, lambda t: t, device="cpu", threads=2))
+    next(it)
+    threads = list(it._run.threads)
+    done = threading.Event()
+
+    def collect_holding_the_lock():
+        nonlocal it
+        with P._SWITCH.lock:
+            del it
+            gc.collect()
+        done.set()
+    worker = threading.Thread(target=collect_holding_the_lock, daemon=True)
+    worker.start()
+    assert done.wait(timeout=10), "the collection waited for the lock its own thread holds"
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads)
+    deadline = __import__("time").monotonic() + 10
+    while P._SWITCH.users and __import__("time").monotonic() < deadline:
+        __import__("time").sleep(0.01)
+    assert P._SWITCH.users == 0 and sys.getswitchinterval() == before
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -476,10 +517,11 @@ def test_timeout_stops_a_stalled_prefetcher(device, threads):
         return images
     stalls_on_the_second_batch.calls = 0
     x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
-    it = iter(torchaug.Prefetcher([x, x, x], stalls_on_the_second_batch, device=device, timeout=0.5, threads=threads))
+    # 2 s: room for a busy 2-core machine to deliver the first batch, which does not stall
+    it = iter(torchaug.Prefetcher([x, x, x], stalls_on_the_second_batch, device=device, timeout=2.0, threads=threads))
     try:
         next(it)
-        with pytest.raises(RuntimeError, match="(?s)no batch came for 0.5 s.*stalls_on_the_second_batch"):
+        with pytest.raises(RuntimeError, match="(?s)no batch came for 2 s.*stalls_on_the_second_batch"):
             next(it)
         with pytest.raises(StopIteration):
             next(it)

@@ -253,9 +253,7 @@ class _PrefetchIterator:
         # the training and loader threads); on the CPU, where the chain runs on them, with this
         # thread's count, read before the loader's iterator starts its pin thread.
         num_threads = torch.get_num_threads()
-        self._it = iter(owner.loader)
-        self._stop = threading.Event()
-        self._threads = []
+        self._run = run = _Run(loader, iter(loader))
         # on the CPU with one thread and no timeout the chain runs inline; else producer threads
         # prepare the batches (a timeout needs one: a stalled loader blocks the thread that asks it)
         self._inline = owner._stream is None and owner.threads == 1 and owner.timeout <= 0
@@ -263,21 +261,22 @@ class _PrefetchIterator:
             # the stream the consumer reads on (the main thread's): batches already on the GPU are
             # prepared after the work queued there
             self._consumer = torch.cuda.current_stream(owner.device) if owner._stream is not None else None
-            self._queue = queue.Queue(maxsize=owner.depth)
+            run.queue = queue.Queue(maxsize=owner.depth)
+            _REAPER.start()
             _SWITCH.acquire()
-            self._switch = True
-            shared = _Producers(owner, self._it, self._queue, self._stop, self._consumer,
+            run.switch = True
+            shared = _Producers(owner, run.it, run.queue, run.stop, self._consumer,
                                 1 if owner._stream is not None else num_threads)
             # the threads hold no reference to this iterator, so that a loop that breaks early lets
             # it be collected and closed (__del__)
-            self._threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
+            run.threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
                                               name="torchaug-prefetch" + (f"-{k}" if k else ""))
                              for k, stream in enumerate(owner._streams or [None] * owner.threads)]
-            for t in self._threads:
+            for t in run.threads:
                 t.start()
             # each producer's torch.set_num_threads also set the count of threads started later:
             # back to this thread's own
-            for _ in self._threads:
+            for _ in run.threads:
                 shared.counted.acquire(timeout=5)
             torch.set_num_threads(num_threads)
             _RUNNING.add(self)
@@ -288,11 +287,11 @@ class _PrefetchIterator:
     def __next__(self):
         owner = self._owner
         if self._inline:  # CPU, one thread: the chain inline
-            if self._it is None:
+            if self._run.it is None:
                 raise StopIteration
             t0 = time.perf_counter()
             try:
-                batch = next(self._it)
+                batch = next(self._run.it)
             except StopIteration:
                 self.close()
                 raise
@@ -300,11 +299,12 @@ class _PrefetchIterator:
             batch = owner._prepare(batch)
             owner.stats.add_batch(t1 - t0, time.perf_counter() - t1)
             return batch
-        if not self._threads:
+        run = self._run
+        if not run.threads:
             raise StopIteration
         t0 = time.perf_counter()
         try:
-            item = _take(self._queue, owner.timeout, self._threads)
+            item = _take(run.queue, owner.timeout, run.threads)
         except RuntimeError:
             self._abandon()
             raise
@@ -333,15 +333,8 @@ class _PrefetchIterator:
     def _abandon(self) -> None:
         """close() for producer threads that do not come back (a timeout): they are told to stop
         and left behind (daemon threads), and the loader's iterator is shut down."""
-        self._give_switch_back()
-        self._stop.set()
-        self._threads = []
-        self._shutdown_loader()
-
-    def _give_switch_back(self) -> None:
-        if getattr(self, "_switch", False):
-            self._switch = False
-            _SWITCH.release()
+        _RUNNING.discard(self)
+        self._run.abandon()
 
     def close(self, wait: Optional[float] = None) -> None:
         """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
@@ -349,34 +342,118 @@ class _PrefetchIterator:
         to wait for the producers to finish the batch in hand (None: as long as that takes); one
         still running then is left behind, told to stop (a daemon thread)."""
         _RUNNING.discard(self)
-        self._give_switch_back()
-        self._stop.set()
-        threads, self._threads = self._threads, []
+        self._run.close(wait)
+
+    def __del__(self):
+        # The collector runs wherever an allocation triggers it: on a producer thread of another
+        # iterator, inside a lock this module or torch holds. Here the producers are only told to
+        # stop; the waiting and the loader's shutdown (joining its worker processes) run on the
+        # reaper thread.
+        run = getattr(self, "_run", None)
+        if run is not None:
+            run.stop.set()
+            _REAPER.submit(run)
+
+
+class _Run:
+    """What closing one _PrefetchIterator takes: its stop event, producer threads, queue, the
+    loader's iterator, and its hold on the GIL switch interval. Kept apart from the iterator so that
+    the reaper thread can close a collected iterator's run."""
+
+    def __init__(self, loader, it):
+        self.persistent = getattr(loader, "persistent_workers", False)
+        self.it = it
+        self.stop = threading.Event()
+        self.threads: list = []
+        self.queue: Optional["queue.Queue"] = None
+        self.switch = False
+
+    def give_switch_back(self) -> None:
+        if self.switch:
+            self.switch = False
+            _SWITCH.release()
+
+    def abandon(self) -> None:
+        self.give_switch_back()
+        self.stop.set()
+        self.threads = []
+        self.shutdown_loader()
+
+    def close(self, wait: Optional[float]) -> None:
+        self.give_switch_back()
+        self.stop.set()
+        threads, self.threads = self.threads, []
         deadline = None if wait is None else time.monotonic() + wait
         for thread in threads:
             if thread is threading.current_thread():
                 continue
             while thread.is_alive() and (deadline is None or time.monotonic() < deadline):
                 try:
-                    self._queue.get(timeout=0.05)
+                    self.queue.get(timeout=0.05)
                 except queue.Empty:
                     pass
                 thread.join(timeout=0.05)
-        self._shutdown_loader()
+        self.shutdown_loader()
 
-    def _shutdown_loader(self) -> None:
-        it, self._it = self._it, None
-        if getattr(self._owner.loader, "persistent_workers", False):
+    def shutdown_loader(self) -> None:
+        it, self.it = self.it, None
+        if self.persistent:
             return
         shutdown = getattr(it, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()
 
-    def __del__(self):
-        try:
-            self.close(wait=_CLOSE_WAIT_S)  # collected wherever the collector runs: never an endless wait
-        except Exception:
-            pass
+
+class _Reaper:
+    """One daemon thread that closes the runs of collected iterators (each with the bounded wait
+    _CLOSE_WAIT_S). submit() is safe inside the garbage collector: a SimpleQueue's put takes no lock
+    that the interrupted code may hold, and the thread is started by the iterator that first starts
+    producer threads, never by a collection."""
+
+    def __init__(self):
+        self.pending: "queue.SimpleQueue" = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._loop, daemon=True, name="torchaug-prefetch-reaper")
+                self.thread.start()
+
+    def submit(self, run: _Run) -> None:
+        self.pending.put(run)
+
+    def _loop(self) -> None:
+        while True:
+            run = self.pending.get()
+            if run is None:
+                return
+            try:
+                run.close(wait=_CLOSE_WAIT_S)
+            except Exception:
+                pass
+
+    def finish(self) -> None:
+        """At exit: the pending runs closed on this thread, then the one the reaper is closing
+        waited for (bounded)."""
+        while True:
+            try:
+                run = self.pending.get_nowait()
+            except queue.Empty:
+                break
+            if run is not None:
+                try:
+                    run.close(wait=_CLOSE_WAIT_S)
+                except Exception:
+                    pass
+        thread = self.thread
+        if thread is not None and thread.is_alive():
+            self.pending.put(None)
+            thread.join(timeout=_CLOSE_WAIT_S + 5)
+
+
+_REAPER = _Reaper()
 
 
 # Iterators whose producer threads may still run. At interpreter exit they are closed before Python
@@ -397,3 +474,4 @@ def _close_running() -> None:
             it.close(wait=_CLOSE_WAIT_S)
         except Exception:
             pass
+    _REAPER.finish()
