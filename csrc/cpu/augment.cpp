@@ -55,15 +55,9 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
             BlockValues<acc_t> v;
             for (int64_t x0 = 0; x0 < P.width; x0 += kBlock) {
               const int m = static_cast<int>(std::min<int64_t>(kBlock, P.width - x0));
-              for (int c = 0; c < C; ++c) {
-                const scalar_t* row = src + b * P.is.b + c * P.is.c + y * P.is.y + x0 * P.is.x;
-                for (int i = 0; i < m; ++i) v[c][i] = static_cast<acc_t>(row[i * P.is.x]);
-              }
+              load_pixels<scalar_t, C>(src + b * P.is.b + y * P.is.y + x0 * P.is.x, P.is.c, P.is.x, m, v);
               with_color_op(s.op, [&](auto op) { run_slot<scalar_t, C, decltype(op)::value>(v, m, s.p0, s.p1, s.om, st); });
-              for (int c = 0; c < C; ++c) {
-                scalar_t* row = dst + b * P.os.b + c * P.os.c + y * P.os.y + x0 * P.os.x;
-                for (int i = 0; i < m; ++i) row[i * P.os.x] = kernels::PixelStore<scalar_t>::from(v[c][i]);
-              }
+              store_pixels<scalar_t>(v, C, m, dst + b * P.os.b + y * P.os.y + x0 * P.os.x, P.os.c, P.os.x);
             }
             continue;
           }

@@ -19,15 +19,9 @@ using kernels::kColorEqualize;
 template <typename T, int C>
 void load_block(const T* in, const ColorParams& P, int64_t b, int64_t first, int n, BlockValues<typename AccOf<T>::type>& v) {
   using acc_t = typename AccOf<T>::type;
-  for (int c = 0; c < C; ++c) {
-    if (P.dense) {
-      const T* src = in + b * P.is.b + c * P.is.c + first * P.is.x;
-      const int64_t sx = P.is.x;
-      for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(src[i * sx]);
-    } else {
-      for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(in[color_in_offset(P, b, first + i) + c * P.is.c]);
-    }
-  }
+  if (P.dense) return load_pixels<T, C>(in + b * P.is.b + first * P.is.x, P.is.c, P.is.x, n, v);
+  for (int c = 0; c < C; ++c)
+    for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(in[color_in_offset(P, b, first + i) + c * P.is.c]);
 }
 
 // Slots [begin, end) of the sample's program on the n pixels of v.
@@ -129,15 +123,12 @@ void color_sample(const T* in, T* out, const ColorParams& P, int64_t b) {
     const int m = static_cast<int>(std::min<int64_t>(kBlock, n - first));
     load_block<T, C>(in, P, b, first, m, v);
     run_block<T, C>(P, sp, b, 0, P.n, m, v);
-    for (int c = 0; c < P.out_channels; ++c) {
-      if (P.dense) {
-        T* dst = out + b * P.os.b + c * P.os.c + first * P.os.x;
-        const int64_t sx = P.os.x;
-        for (int i = 0; i < m; ++i) dst[i * sx] = static_cast<T>(v[c][i]);
-      } else {
-        for (int i = 0; i < m; ++i) out[color_out_offset(P, b, first + i) + c * P.os.c] = static_cast<T>(v[c][i]);
-      }
+    if (P.dense) {
+      store_pixels<T>(v, P.out_channels, m, out + b * P.os.b + first * P.os.x, P.os.c, P.os.x);
+      continue;
     }
+    for (int c = 0; c < P.out_channels; ++c)
+      for (int i = 0; i < m; ++i) out[color_out_offset(P, b, first + i) + c * P.os.c] = static_cast<T>(v[c][i]);
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <type_traits>
+#include <utility>
 
 #include "../ops/color.h"
 
@@ -14,25 +15,32 @@ constexpr int kBlock = 256;
 template <typename acc_t>
 using BlockValues = acc_t[3][kBlock];
 
-// f(std::integral_constant<int, op>) for the ops of kernels::ColorOp but the identity.
+// f(std::integral_constant<int, op>) for op in [1, kColorNumOps) (every op of kernels::ColorOp but
+// the identity, which leaves the pixels as they are).
+template <typename F, int... Ops>
+void with_color_op_in(int op, F&& f, std::integer_sequence<int, Ops...>) {
+  (void)((op == Ops + 1 ? (f(std::integral_constant<int, Ops + 1>()), true) : false) || ...);
+}
 template <typename F>
 void with_color_op(int op, F&& f) {
-  using namespace kernels;
-  switch (op) {
-    case kColorBrightness: f(std::integral_constant<int, kColorBrightness>()); break;
-    case kColorContrast: f(std::integral_constant<int, kColorContrast>()); break;
-    case kColorSaturation: f(std::integral_constant<int, kColorSaturation>()); break;
-    case kColorHue: f(std::integral_constant<int, kColorHue>()); break;
-    case kColorGamma: f(std::integral_constant<int, kColorGamma>()); break;
-    case kColorGrayscale: f(std::integral_constant<int, kColorGrayscale>()); break;
-    case kColorInvert: f(std::integral_constant<int, kColorInvert>()); break;
-    case kColorPosterize: f(std::integral_constant<int, kColorPosterize>()); break;
-    case kColorSolarize: f(std::integral_constant<int, kColorSolarize>()); break;
-    case kColorSolarizeAdd: f(std::integral_constant<int, kColorSolarizeAdd>()); break;
-    case kColorAutocontrast: f(std::integral_constant<int, kColorAutocontrast>()); break;
-    case kColorEqualize: f(std::integral_constant<int, kColorEqualize>()); break;
-    default: break;
-  }
+  with_color_op_in(op, f, std::make_integer_sequence<int, kernels::kColorNumOps - 1>());
+}
+
+// n pixels of C channels, channel stride cs and pixel stride xs from src, into v.
+template <typename T, int C>
+inline void load_pixels(const T* src, int64_t cs, int64_t xs, int n, BlockValues<typename AccOf<T>::type>& v) {
+  using acc_t = typename AccOf<T>::type;
+  for (int c = 0; c < C; ++c)
+    for (int i = 0; i < n; ++i) v[c][i] = static_cast<acc_t>(src[c * cs + i * xs]);
+}
+
+// The first `channels` channels of the n pixels of v into dst (strides as load_pixels). Color slots
+// leave values T holds exactly (each slot quantizes a uint8 image's values), so a cast stores them.
+template <typename T>
+inline void store_pixels(const BlockValues<typename AccOf<T>::type>& v, int channels, int n, T* dst, int64_t cs,
+                         int64_t xs) {
+  for (int c = 0; c < channels; ++c)
+    for (int i = 0; i < n; ++i) dst[c * cs + i * xs] = static_cast<T>(v[c][i]);
 }
 
 // One slot, op Op, on the n pixels of v: the loop where the pixel math runs, compiled for AVX2 and
