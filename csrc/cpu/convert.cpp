@@ -9,15 +9,28 @@
 namespace torchaug {
 namespace {
 
-// Rows (b, y) of the output, each channel's row in one pass with the output type fixed. uint8 input:
-// a table of the 256 results of each channel of the current sample (normalize_px of every value,
-// stored as store_pixel stores it: the same bits as computing each pixel), built when the sample
-// changes, so that a pixel costs a table read. Floating input: normalize_px per value, a loop the
-// compiler vectorizes over unit-stride rows.
+// One channel's row of W values through normalize_px, unit strides: a loop the compiler vectorizes
+// (the math is the shared formula's plain operations, none fused), compiled for AVX2 and FMA beside
+// the baseline.
+template <typename scalar_t, typename out_t>
+TORCHAUG_CPU_CLONES void normalize_row(const scalar_t* __restrict src, out_t* __restrict dst, int64_t W,
+                                       typename AccOf<scalar_t>::type inv_max, typename AccOf<scalar_t>::type mean,
+                                       typename AccOf<scalar_t>::type sd) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  for (int64_t x = 0; x < W; ++x)
+    dst[x] = pixel_as<out_t>(kernels::normalize_px<acc_t>(static_cast<acc_t>(src[x]), inv_max, mean, sd));
+}
+
+// Rows (b, y) of the output, each channel's row in one pass with the output type fixed. A uint8
+// image whose output is uint8 or 16-bit floating reads a table of the 256 results of each channel
+// of the current sample (normalize_px of every value, stored as store_pixel stores it: the same
+// bits as computing each pixel), built when the sample changes: those conversions do not vectorize.
+// Otherwise each value is computed (normalize_row).
 template <typename scalar_t, typename out_t>
 void normalize_rows(const scalar_t* in, const NormalizeParams& p, int64_t B) {
   using acc_t = typename AccOf<scalar_t>::type;
-  constexpr bool kTable = std::is_same_v<scalar_t, uint8_t>;
+  constexpr bool kTable =
+      std::is_same_v<scalar_t, uint8_t> && !std::is_same_v<out_t, float> && !std::is_same_v<out_t, double>;
   const int64_t C = p.channels, H = p.height, W = p.width;
   out_t* out = static_cast<out_t*>(p.out);
   const int64_t isx = p.is.x, osx = p.os.x;
@@ -43,20 +56,14 @@ void normalize_rows(const scalar_t* in, const NormalizeParams& p, int64_t B) {
         out_t* __restrict dst = out + b * p.os.b + c * p.os.c + y * p.os.y;
         if constexpr (kTable) {
           const out_t* __restrict t = table.data() + c * 256;
-          if (unit) {
-            for (int64_t x = 0; x < W; ++x) dst[x] = t[src[x]];
-          } else {
-            for (int64_t x = 0; x < W; ++x) dst[x * osx] = t[src[x * isx]];
-          }
+          for (int64_t x = 0; x < W; ++x) dst[x * osx] = t[src[x * isx]];
         } else {
           const acc_t mean = p.mean[p.ms.at(b, c)], sd = p.std[p.ss.at(b, c)];
-          const auto px = [&](scalar_t v) {
-            return pixel_as<out_t>(kernels::normalize_px<acc_t>(static_cast<acc_t>(v), inv_max, mean, sd));
-          };
           if (unit) {
-            for (int64_t x = 0; x < W; ++x) dst[x] = px(src[x]);
+            normalize_row<scalar_t, out_t>(src, dst, W, inv_max, mean, sd);
           } else {
-            for (int64_t x = 0; x < W; ++x) dst[x * osx] = px(src[x * isx]);
+            for (int64_t x = 0; x < W; ++x)
+              dst[x * osx] = pixel_as<out_t>(kernels::normalize_px<acc_t>(static_cast<acc_t>(src[x * isx]), inv_max, mean, sd));
           }
         }
       }
