@@ -782,3 +782,16 @@ def test_dependent_launches_equal_ordinary_launches():
     for _ in range(2):
         got = run()
         assert torch.equal(got, ref), f"{(got != ref).sum().item()} sample sums differ"
+
+
+def test_sharpness_rows_equal_the_per_pixel_path():
+    """On the CPU, uint8 NCHW images go through sharpness a row at a time (a loop over integer window
+    sums), other layouts pixel by pixel (augment_value_px, the GPU's math): the same bytes."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randint(0, 256, (6, 3, 17, 29), dtype=torch.uint8, generator=gen)
+    mags = torch.tensor([-0.99, -0.5, 0.0, 0.3, 0.9, 3.0]).reshape(6, 1)
+    ops = torch.full((6, 1), F.AUGMENT_OPS["sharpness"], dtype=torch.int64)
+    rows = F.augment(x, ops, mags)
+    pixels = F.augment(x.contiguous(memory_format=torch.channels_last), ops, mags)
+    assert torch.equal(rows, pixels)
+    assert not torch.equal(rows, x)

@@ -719,3 +719,48 @@ def test_torch_compile_fullgraph(device):
 
     compiled = torch.compile(pipeline, fullgraph=True, backend="aot_eager")
     assert torch.equal(compiled(x, boxes, flip), pipeline(x, boxes, flip))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("fill", [None, [7.0, 250.4, 3.6]])
+def test_nearest_warp_equals_its_formula(device, dtype, channels_last, fill):
+    """Nearest-neighbour warp_affine is, bit for bit, the tap at the rounded source position
+    (m @ (x, y, 1), each product and sum rounded in the image's accumulation type, rounded half to
+    even), the fill (or zero) where that tap is outside the image: the CPU's row loops and the GPU's
+    per-pixel kernels alike."""
+    gen = torch.Generator().manual_seed(11)
+    b, c, h, w, oh, ow = 5, 3, 23, 31, 19, 37
+    x = random_images(b, c, h, w, dtype, device, channels_last, gen)
+    angle = torch.rand(b, generator=gen) * 6.28
+    m = torch.zeros(b, 2, 3, dtype=torch.float64)
+    m[:, 0, 0], m[:, 0, 1] = angle.cos() * 1.3, -angle.sin()
+    m[:, 1, 0], m[:, 1, 1] = angle.sin(), angle.cos() * 0.8
+    m[:, :, 2] = torch.rand(b, 2, generator=gen) * 40 - 10
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    m = m.to(acc)
+    out = F.warp_affine(x, m.to(device), [oh, ow], "nearest", fill)
+    ys, xs = torch.meshgrid(torch.arange(oh), torch.arange(ow), indexing="ij")
+    fx, fy = xs.to(acc), ys.to(acc)
+    sx = (m[:, 0, 0, None, None] * fx + m[:, 0, 1, None, None] * fy) + m[:, 0, 2, None, None]
+    sy = (m[:, 1, 0, None, None] * fx + m[:, 1, 1, None, None] * fy) + m[:, 1, 2, None, None]
+    rx, ry = sx.round(), sy.round()
+    assert valid_mix(rx, ry, h, w)
+    valid = (rx >= 0) & (rx < w) & (ry >= 0) & (ry < h)
+    ix, iy = rx.clamp(0, w - 1).long(), ry.clamp(0, h - 1).long()
+    xc = x.cpu()
+    taps = xc[torch.arange(b)[:, None, None, None], torch.arange(c)[None, :, None, None], iy[:, None], ix[:, None]]
+    if fill is None:
+        outside = torch.zeros(c, dtype=dtype)
+    elif dtype == torch.uint8:
+        outside = torch.tensor(fill).round().clamp(0, 255).to(torch.uint8)
+    else:
+        outside = torch.tensor(fill, dtype=torch.float32).to(dtype)
+    ref = torch.where(valid[:, None], taps, outside[None, :, None, None].expand(b, c, oh, ow))
+    assert torch.equal(out.cpu(), ref)
+
+
+def valid_mix(rx, ry, h, w):
+    """Some taps inside the image, some outside."""
+    inside = (rx >= 0) & (rx < w) & (ry >= 0) & (ry < h)
+    return bool(inside.any()) and not bool(inside.all())

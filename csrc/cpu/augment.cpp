@@ -1,4 +1,6 @@
 // CPU passes of torchaug::augment (csrc/ops/augment.h): rows of all samples in parallel.
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -6,6 +8,7 @@
 
 #include "../ops/augment.h"
 #include "color_block.h"
+#include "warp_rows.h"
 
 namespace torchaug {
 namespace {
@@ -24,7 +27,7 @@ void augment_lower_cpu(const at::Tensor& ops, const at::Tensor& magnitudes, cons
     }
 }
 
-// Row y of sample b through a geometric, sharpness or copy step, pixel by pixel (augment_value_px,
+// Row y of sample b through a geometric or sharpness step, pixel by pixel (augment_value_px,
 // the device's math), compiled for AVX2 and FMA beside the baseline.
 template <typename scalar_t, int C>
 TORCHAUG_CPU_CLONES void augment_row(const scalar_t* src, scalar_t* dst, const AugmentParams& P,
@@ -35,6 +38,45 @@ TORCHAUG_CPU_CLONES void augment_row(const scalar_t* src, scalar_t* dst, const A
     acc_t v[C];
     augment_value_px<scalar_t, C>(src, P, s, st, b, y, x, v);
     augment_store_px<scalar_t, C>(dst, P, b, y, x, v);
+  }
+}
+
+// Row y of one channel of a uint8 sample through sharpness, unit-stride rows: the border pixels
+// keep their value; an interior pixel's blur is sharpness_blur_u8 of its window's integer sum and
+// its value sharpness_mix_u8 (kernels/filter.h: the same bytes as augment_value_px), in a loop
+// the compiler vectorizes (AVX2 clone beside the baseline).
+TORCHAUG_CPU_CLONES void sharpness_row_u8(const uint8_t* __restrict top, const uint8_t* __restrict mid,
+                                          const uint8_t* __restrict bot, uint8_t* __restrict dst, int64_t W,
+                                          bool interior_row, float om) {
+  if (!interior_row || W < 3) {
+    std::memcpy(dst, mid, W);
+    return;
+  }
+  dst[0] = mid[0];
+  dst[W - 1] = mid[W - 1];
+  for (int64_t x = 1; x < W - 1; ++x) {
+    const uint32_t sum = uint32_t(top[x - 1]) + top[x] + top[x + 1] + mid[x - 1] + 5u * mid[x] + mid[x + 1] +
+                         bot[x - 1] + bot[x] + bot[x + 1];
+    dst[x] = static_cast<uint8_t>(
+        kernels::sharpness_mix_u8(mid[x], kernels::sharpness_blur_u8(sum), om, static_cast<float>(mid[x])));
+  }
+}
+
+// Row y of sample b through sharpness with sharpness_row_u8, where it applies (uint8, unit-stride
+// rows); false where it does not.
+template <int C, typename T>
+bool sharpness_rows_u8(const T* src, T* dst, const AugmentParams& P, float om, int64_t b, int64_t y) {
+  if constexpr (!std::is_same_v<T, uint8_t>) {
+    return false;
+  } else {
+    if (P.is.x != 1 || P.os.x != 1) return false;
+    const bool interior = y > 0 && y < P.height - 1;
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* mid = src + b * P.is.b + c * P.is.c + y * P.is.y;
+      sharpness_row_u8(interior ? mid - P.is.y : mid, mid, interior ? mid + P.is.y : mid,
+                       dst + b * P.os.b + c * P.os.c + y * P.os.y, P.width, interior, om);
+    }
+    return true;
   }
 }
 
@@ -51,14 +93,21 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
           const int64_t b = i / P.height, y = i % P.height;
           const AugStepT<acc_t> s = aug_step_at<acc_t>(P, b, k);
           const kernels::ColorStats st = aug_stats_at(P, b);
-          if (s.kind == kernels::kAugKindColor) {  // a block of the row at a time (color_block.h)
+          if (s.kind == kernels::kAugKindColor || s.kind == kernels::kAugKindCopy) {  // a block of the row at a time (color_block.h)
             BlockValues<acc_t> v;
             for (int64_t x0 = 0; x0 < P.width; x0 += kBlock) {
               const int m = static_cast<int>(std::min<int64_t>(kBlock, P.width - x0));
               load_pixels<scalar_t, C>(src + b * P.is.b + y * P.is.y + x0 * P.is.x, P.is.c, P.is.x, m, v);
-              with_color_op(s.op, [&](auto op) { run_slot<scalar_t, C, decltype(op)::value>(v, m, s.p0, s.p1, s.om, st); });
+              if (s.kind == kernels::kAugKindColor)
+                with_color_op(s.op, [&](auto op) { run_slot<scalar_t, C, decltype(op)::value>(v, m, s.p0, s.p1, s.om, st); });
               store_pixels<scalar_t>(v, C, m, dst + b * P.os.b + y * P.os.y + x0 * P.os.x, P.os.c, P.os.x);
             }
+            continue;
+          }
+          if (s.kind == kernels::kAugKindSharpness && sharpness_rows_u8<C>(src, dst, P, s.om, b, y)) continue;
+          if (s.kind == kernels::kAugKindAffine && P.warp.interpolation == kernels::kNearest) {
+            warp_nearest_row<scalar_t>(src + b * P.is.b, dst + b * P.os.b + y * P.os.y, s.m,
+                                       P.warp.fill ? P.warp.fill + b * C : nullptr, P.warp, y);
             continue;
           }
           augment_row<scalar_t, C>(src, dst, P, s, st, b, y);

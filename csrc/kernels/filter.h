@@ -67,10 +67,15 @@ TORCHAUG_HOST_DEVICE inline acc_t sharpness_blend(acc_t x, acc_t s, acc_t om, bo
 TORCHAUG_HOST_DEVICE inline uint32_t sharpness_blur_u8(uint32_t s) { return (2u * s + 13u) / 26u; }
 
 // sharpness_blend's uint8 value from the pixel's byte x and its blur (integers of [0, 255]): the
-// same float operations (blur - x is exact), clamped, truncated to the byte
+// same float operations (blur - x is exact), clamped, truncated to the byte. v is never NaN (om is
+// finite), so the host's clamp by comparisons is the same, and lets the CPU's row loop vectorize.
 TORCHAUG_HOST_DEVICE inline uint32_t sharpness_mix_u8(uint32_t x, uint32_t blur, float om, float xf) {
   const float v = fma_of(small_int_to_float(static_cast<int>(blur) - static_cast<int>(x)), om, xf);
+#if defined(__CUDA_ARCH__)
   return trunc_to_byte(fminf(fmaxf(v, 0.0f), 255.0f));
+#else
+  return trunc_to_byte(clamp_of(v, 0.0f, 255.0f));
+#endif
 }
 
 // adjust_sharpness of four consecutive pixels of a uint8 row (a 32-bit word, the first pixel in the

@@ -7,6 +7,8 @@
 //    fill blending of torchvision.transforms.v2.functional._apply_grid_transform.
 #pragma once
 
+#include <type_traits>
+
 #include "common.h"
 
 namespace torchaug {
@@ -199,9 +201,12 @@ TORCHAUG_UNROLL
 // ----------------------------------------------------------------------------------------------
 
 // Input position of output pixel (x, y) under the inverse map m (2x3, row-major, pixel-centre
-// coordinates: pixel i has its centre at i).
-template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, int64_t x, int64_t y, acc_t* sx, acc_t* sy) {
+// coordinates: pixel i has its centre at i). idx_t: the integer type the coordinates convert from,
+// int64_t unless the caller names another (an integer converts to the same value from any type; the
+// CPU's row loops name int32_t, whose conversion the compiler vectorizes).
+template <typename acc_t, typename idx_t = int64_t>
+TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, std::common_type_t<idx_t> x, std::common_type_t<idx_t> y,
+                                               acc_t* sx, acc_t* sy) {
   // each step rounded, never contracted: the same position in every kernel that inlines this, and
   // on the host (an FMA here or there moves a bilinear weight by an ulp)
   const acc_t fx = static_cast<acc_t>(x), fy = static_cast<acc_t>(y);
