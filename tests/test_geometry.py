@@ -359,6 +359,20 @@ def test_flip_per_sample(device, dtype, channels_last):
         assert torch.equal(out[i], ref)
     assert out.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
     assert torch.equal(F.horizontal_flip(x[0]), x[0].flip(-1))
+    # samples that neither flip touches are copied in blocks of rows, cut where the threads' ranges
+    # of rows end (here inside samples: 256 rows a range)
+    x = random_images(6, 3, 300, 64, dtype, device, channels_last)
+    h = torch.tensor([False, True, False, False, True, False], device=device)
+    v = torch.tensor([False, False, True, False, True, False], device=device)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        out = F.flip(x, h, v)
+    finally:
+        torch.set_num_threads(threads)
+    for i in range(6):
+        dims = [d for d, on in ((1, bool(v[i])), (2, bool(h[i]))) if on]
+        assert torch.equal(out[i], x[i].flip(dims) if dims else x[i])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -345,7 +345,12 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
     // NCHW: a channel's row is contiguous; channels_last: a row's pixels, channels inside, are
     const bool unit_rows = is.x == 1 && os.x == 1;
     const bool pixel_rows = is.c == 1 && os.c == 1 && is.x == C && os.x == C;
-    for_each_row(B, H, W, [&](int64_t b, int64_t y) {
+    // rows follow each other in memory (a channel's in NCHW, all channels' in channels_last): the
+    // rows of a sample that neither flip touches are copied as one block
+    const int64_t row = unit_rows ? W : C * W;
+    const bool runs = (unit_rows || pixel_rows) && is.y == row && os.y == row;
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(W, 1));
+    const auto flip_row = [&](int64_t b, int64_t y) {
       const int64_t sy = kernels::flip_index(y, H, vp[b]);
       const int64_t w = W;  // a local the stores below cannot alias, so that the copies vectorize
       if (unit_rows || pixel_rows) {
@@ -368,6 +373,19 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
         const int64_t sx = kernels::flip_index(x, W, hp[b]);
         for (int64_t c = 0; c < C; ++c)
           o[b * os.b + c * os.c + y * os.y + x * os.x] = in[b * is.b + c * is.c + sy * is.y + sx * is.x];
+      }
+    };
+    at::parallel_for(0, B * H, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t b = i / H, y = i % H;
+        if (runs && !hp[b] && !vp[b]) {
+          const int64_t n = std::min(end - i, H - y);  // rows y .. y + n - 1 of sample b
+          for (int64_t c = 0; c < (unit_rows ? C : 1); ++c)
+            std::memcpy(o + b * os.b + c * os.c + y * os.y, in + b * is.b + c * is.c + y * is.y, n * row * sizeof(scalar_t));
+          i += n - 1;
+          continue;
+        }
+        flip_row(b, y);
       }
     });
   });
