@@ -399,6 +399,7 @@ def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monk
         it = iter(torchaug.Prefetcher(loader(), lambda x: x, device="cpu", threads=2))
         next(it)
         threads = list(it._run.threads)
+        gc.collect()  # earlier tests' garbage (a DataLoader iterator's __del__ joins its workers) first
         t0 = time.monotonic()
         del it
         gc.collect()
@@ -507,7 +508,12 @@ def test_timeout_shows_where_the_producer_is():
 def test_timeout_stops_a_stalled_prefetcher(device, threads):
     # every configuration, the CPU's default one thread included (its chain then runs on a producer
     # thread, so that the caller can stop waiting)
+    import gc
     import threading
+    # earlier tests' garbage collected here first: a collection on the producer thread would run the
+    # __del__ of a dropped DataLoader iterator there (torch joins its workers, up to 5 s each), and
+    # the thread would be inside that, not in the stalled transform, when the timeout reports it
+    gc.collect()
     release = threading.Event()
 
     def stalls_on_the_second_batch(images):
