@@ -380,15 +380,14 @@ print("exiting with a producer stuck in the loader", flush=True)
 
 
 def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monkeypatch):
-    """An iterator dropped while a producer waits inside the loader: the collection returns at once
-    (its collector may run anywhere: a training step, another iterator's producer thread), and the
-    reaper thread stops the producer once the loader lets it go."""
+    """An iterator dropped while a producer waits inside the loader is closed with a bounded wait
+    (a training step must not stop there for good); the producer is left behind, told to stop."""
     import gc
     import threading
     import time
 
     import torchaug._producers as P
-    monkeypatch.setattr(P, "_CLOSE_WAIT_S", 5.0)
+    monkeypatch.setattr(P, "_CLOSE_WAIT_S", 0.5)
     release = threading.Event()
 
     def loader():
@@ -403,8 +402,7 @@ def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monk
         t0 = time.monotonic()
         del it
         gc.collect()
-        assert time.monotonic() - t0 < 1.0
-        assert any(t.is_alive() for t in threads)  # still inside the loader
+        assert time.monotonic() - t0 < 10
     finally:
         release.set()
     for t in threads:
@@ -415,8 +413,8 @@ def test_collecting_an_iterator_with_a_producer_stuck_in_the_loader_returns(monk
 def test_collecting_an_iterator_inside_the_switch_interval_lock_does_not_deadlock():
     """The collector may run while this module holds a lock (an allocation inside
     _SWITCH.acquire): closing the collected iterator there took the same lock again, and the
-    thread waited for itself for ever. Collection only tells the producers to stop; the reaper
-    thread does the rest."""
+    thread waited for itself for ever. There collection only tells the producers to stop; the
+    reaper thread does the rest."""
     import gc
     import sys
     import threading
@@ -431,7 +429,7 @@ def test_collecting_an_iterator_inside_the_switch_interval_lock_does_not_deadloc
 
     def collect_holding_the_lock():
         nonlocal it
-        with P._SWITCH.lock:
+        with P._SWITCH.holding():  # what acquire and release run under
             del it
             gc.collect()
         done.set()

@@ -130,6 +130,7 @@ def _produce(shared: _Producers, stream) -> None:
     this thread's side stream beside the other threads', then, at their turn, transformed there, with
     an event marking the end of each; an exception goes to the consumer at its batch."""
     owner, q, stop = shared.owner, shared.q, shared.stop
+    _THREAD.defer_close = True  # an iterator collected here is closed by the reaper (__del__)
     stats = owner.stats
     try:
         # torch sets a thread's count lazily, at its first get or parallel op, to the default of that
@@ -205,8 +206,20 @@ class _SwitchInterval:
         self.saved: Optional[float] = None  # the interval before, when this one set it
         self.value: Optional[float] = None
 
+    @contextlib.contextmanager
+    def holding(self):
+        """self.lock, with this thread marked as one where a collected iterator must not be closed
+        (closing gives the interval back, which takes self.lock again)."""
+        before = getattr(_THREAD, "defer_close", False)
+        _THREAD.defer_close = True
+        try:
+            with self.lock:
+                yield
+        finally:
+            _THREAD.defer_close = before
+
     def acquire(self) -> None:
-        with self.lock:
+        with self.holding():
             if self.users == 0:
                 wanted = settings.switch_interval_us() / 1e6
                 current = sys.getswitchinterval()
@@ -217,7 +230,7 @@ class _SwitchInterval:
             self.users += 1
 
     def release(self) -> None:
-        with self.lock:
+        with self.holding():
             self.users -= 1
             if self.users == 0:
                 if self.saved is not None and sys.getswitchinterval() == self.value:
@@ -226,6 +239,8 @@ class _SwitchInterval:
 
 
 _SWITCH = _SwitchInterval()
+# per thread: defer_close, set where a collected iterator must not be closed (see __del__)
+_THREAD = threading.local()
 
 
 class _PrefetchIterator:
@@ -345,14 +360,22 @@ class _PrefetchIterator:
         self._run.close(wait)
 
     def __del__(self):
-        # The collector runs wherever an allocation triggers it: on a producer thread of another
-        # iterator, inside a lock this module or torch holds. Here the producers are only told to
-        # stop; the waiting and the loader's shutdown (joining its worker processes) run on the
-        # reaper thread.
+        # The collector runs wherever an allocation triggers it. On the thread that dropped the
+        # iterator (a loop that breaks off) it is closed here, with the bounded wait. On a producer
+        # thread (the wait would hold up its batch) or inside _SWITCH's lock (closing takes it
+        # again: the thread would wait for itself) the producers are only told to stop, and the
+        # reaper closes it.
         run = getattr(self, "_run", None)
-        if run is not None:
-            run.stop.set()
+        if run is None:
+            return
+        run.stop.set()
+        if getattr(_THREAD, "defer_close", False):
             _REAPER.submit(run)
+            return
+        try:
+            run.close(wait=_CLOSE_WAIT_S)
+        except Exception:
+            pass
 
 
 class _Run:
@@ -405,15 +428,16 @@ class _Run:
 
 
 class _Reaper:
-    """One daemon thread that closes the runs of collected iterators (each with the bounded wait
-    _CLOSE_WAIT_S). submit() is safe inside the garbage collector: a SimpleQueue's put takes no lock
-    that the interrupted code may hold, and the thread is started by the iterator that first starts
-    producer threads, never by a collection."""
+    """A daemon thread that closes the runs of collected iterators, each on a thread of its own (a
+    run whose producer is stuck in its loader waits out _CLOSE_WAIT_S without delaying the others).
+    submit() is safe inside the garbage collector: a SimpleQueue's put takes no lock that the
+    interrupted code may hold, and the threads are started by the reaper, never by a collection."""
 
     def __init__(self):
         self.pending: "queue.SimpleQueue" = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.thread: Optional[threading.Thread] = None
+        self.closers: list = []
 
     def start(self) -> None:
         with self.lock:
@@ -424,33 +448,42 @@ class _Reaper:
     def submit(self, run: _Run) -> None:
         self.pending.put(run)
 
+    @staticmethod
+    def _close(run: _Run) -> None:
+        try:
+            run.close(wait=_CLOSE_WAIT_S)
+        except Exception:
+            pass
+
     def _loop(self) -> None:
         while True:
             run = self.pending.get()
             if run is None:
                 return
-            try:
-                run.close(wait=_CLOSE_WAIT_S)
-            except Exception:
-                pass
+            closer = threading.Thread(target=self._close, args=(run,), daemon=True, name="torchaug-prefetch-closer")
+            closer.start()
+            with self.lock:
+                self.closers = [t for t in self.closers if t.is_alive()] + [closer]
 
     def finish(self) -> None:
-        """At exit: the pending runs closed on this thread, then the one the reaper is closing
-        waited for (bounded)."""
+        """At exit: the pending runs closed on this thread, then the closers still running waited
+        for (bounded)."""
         while True:
             try:
                 run = self.pending.get_nowait()
             except queue.Empty:
                 break
             if run is not None:
-                try:
-                    run.close(wait=_CLOSE_WAIT_S)
-                except Exception:
-                    pass
+                self._close(run)
         thread = self.thread
         if thread is not None and thread.is_alive():
             self.pending.put(None)
-            thread.join(timeout=_CLOSE_WAIT_S + 5)
+            thread.join(timeout=1.0)
+        deadline = time.monotonic() + _CLOSE_WAIT_S + 5
+        with self.lock:
+            closers = list(self.closers)
+        for t in closers:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 _REAPER = _Reaper()
