@@ -321,7 +321,9 @@ class _PrefetchIterator:
         try:
             item = _take(run.queue, owner.timeout, run.threads)
         except RuntimeError:
-            self._abandon()
+            # producer threads that do not come back: told to stop and left behind (daemon
+            # threads), the loader's iterator shut down
+            self.close(wait=0)
             raise
         owner.stats.consumer_wait += time.perf_counter() - t0
         if item is _END:
@@ -344,12 +346,6 @@ class _PrefetchIterator:
             if t.device.type == "cuda":
                 t.record_stream(consumer)
         return batch
-
-    def _abandon(self) -> None:
-        """close() for producer threads that do not come back (a timeout): they are told to stop
-        and left behind (daemon threads), and the loader's iterator is shut down."""
-        _RUNNING.discard(self)
-        self._run.abandon()
 
     def close(self, wait: Optional[float] = None) -> None:
         """Stops the producers, drops the queued batches and shuts the loader's iterator (and its
@@ -395,12 +391,6 @@ class _Run:
         if self.switch:
             self.switch = False
             _SWITCH.release()
-
-    def abandon(self) -> None:
-        self.give_switch_back()
-        self.stop.set()
-        self.threads = []
-        self.shutdown_loader()
 
     def close(self, wait: Optional[float]) -> None:
         self.give_switch_back()
