@@ -33,6 +33,13 @@ ABOUT = {
     "warps": "RandomPerspective, ElasticTransform and JPEG on 256 x 3 x 224 x 224 uint8, parameters per sample: "
              "torchaug on the batch against torchvision v2's per-sample loop and its whole-batch call (one draw for "
              "the batch) on the same GPU, and kornia where it has the op.",
+    "peers": "torchaug beside NVIDIA DALI 2.4 and CV-CUDA 0.19 (scripts/gpu_peers.sh): RandomResizedCrop + flip + "
+             "normalize, the same with RandAugment(2, 9), and ColorJitter from uint8 device batches, and files to augmented "
+             "batch. DALI draws per sample; cvcuda.tv.Compose runs torchvision's sampling (one draw per call), so its "
+             "per-sample loop is the same semantics and its batch call is not.",
+    "scaling": "The RandomResizedCrop + flip (+ RandAugment) + normalize chains on uint8 device batches across image "
+               "sizes (32x32 to 1024x1024 at batch 256) and batch sizes (8 to 1024 at 224x224): cost per pixel and per "
+               "image, and the host time of a call.",
     "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
     "cpu": "The CPU kernels (CPU tensors: DataLoader workers, machines without a GPU) on batches of 32 uint8 "
            "images, every sample its own parameters, against torchvision v2's per-sample loop on the same cores, "

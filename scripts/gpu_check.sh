@@ -71,7 +71,7 @@ if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
 fi
 
 if [ "$BENCH" = 1 ]; then
-  for b in ${BENCHES:-geometry augment color filter decode detection train}; do
+  for b in ${BENCHES:-geometry augment color filter decode detection train scaling}; do
     python3 benchmarks/bench_$b.py --json "$OUT/bench_$b.json" --markdown "$OUT/bench_$b.md" > "$OUT/bench_$b.log" 2>&1 \
       || { tail -20 "$OUT/bench_$b.log"; summary+=("bench_$b: FAILED (see bench_$b.log)"); }
   done
@@ -80,7 +80,7 @@ fi
 echo; echo "===== summary ====="
 for s in "${summary[@]}"; do echo "$s"; done
 [ -s "$OUT/spills.txt" ] && { echo "register spills:"; cat "$OUT/spills.txt"; }
-for b in ${BENCHES:-geometry augment color filter decode detection train}; do
+for b in ${BENCHES:-geometry augment color filter decode detection train scaling}; do
   [ -f "$OUT/bench_$b.md" ] && cat "$OUT/bench_$b.md"
 done
 exit $rc
