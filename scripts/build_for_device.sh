@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds torchaug._C here (no GPU needed) for the device machine's Python and torch, and puts it,
-# stripped, with the libjpeg it links against, into .gl/ for the device tool to carry: the device
-# scripts' use_carried_or_build (scripts/device_env.sh) then loads it instead of building there
-# (a fresh device machine spends 5-7 minutes of device time on a build from source; this takes ~5
-# minutes of this machine's 2 cores and none of the device's).
+# stripped, with the libjpeg it links against and its torchaug/_build_info.py, into .gl/ for the
+# device tool to carry: the device scripts' use_carried_or_build (scripts/device_env.sh) then loads
+# it instead of building there (a fresh device machine spends 5-7 minutes of device time on a build
+# from source; this takes 30 minutes of this machine's 2 cores from scratch, less for a change, and
+# none of the device's).
 #   bash scripts/build_for_device.sh          (then name .gl in the device call's carry)
 # DEVICE_PYTHON (3.12) and DEVICE_TORCH (2.11.0, PyPI's build of which is the cu130 one the device
 # has) must match the device machine; the venv and the build tree live under BUILD_ROOT
@@ -61,8 +62,9 @@ hash=$(cd "$SRC" && library_sources_hash)
 so=$(ls "$SRC"/torchaug/_C.cpython-*.so)
 LD_LIBRARY_PATH="$NV/lib" library_loads "$VENV/bin/python" "$SRC" \
   || { echo "build_for_device: the built library does not load under torch $TV" >&2; exit 1; }
-mkdir -p .gl && rm -f .gl/_C.cpython-*.so .gl/_C.sources
+mkdir -p .gl && rm -f .gl/_C.cpython-*.so .gl/_C.sources .gl/_build_info.py
 strip --strip-unneeded "$so" -o ".gl/$(basename "$so")"
+cp "$SRC/torchaug/_build_info.py" .gl/   # the torch it was built for (what import errors name)
 # the libjpeg this library was linked against (Debian's libjpeg.so.62; the device has another soname)
 lj=$(ldd "$so" | awk '/libjpeg/ {print $3}')
 [ -n "$lj" ] && cp -L "$lj" .gl/

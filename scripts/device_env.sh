@@ -38,6 +38,7 @@ use_carried_or_build() {
       echo "carried library: built from other sources than these: building"
     else
       cp .gl/_C.cpython-*.so torchaug/
+      cp .gl/_build_info.py torchaug/ 2>/dev/null || true   # absent from a .gl made before it was carried
       export LD_LIBRARY_PATH="$PWD/.gl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       if library_loads > "$OUT/carried.log" 2>&1; then
         echo "carried library: $(ls .gl/_C.cpython-*.so), sources $(cat .gl/_C.sources)"; return
