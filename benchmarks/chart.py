@@ -6,6 +6,7 @@
 import argparse
 import json
 import os
+import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -45,11 +46,11 @@ def main():
             colours.append(colour(r["impl"]))
             y += 1
         y += 1.5
-    fig, ax = plt.subplots(figsize=(11, 0.32 * y + 1.2))
+    fig, ax = plt.subplots(figsize=(11, 0.4 * y + 1.2))
     ax.barh([p for p, _ in labels], values, color=colours, height=0.8)
     ax.set_xscale("log")
     ax.invert_yaxis()
-    ax.set_yticks([p for p, _ in labels], [name for _, name in labels], fontsize=7)
+    ax.set_yticks([p for p, _ in labels], [textwrap.fill(name, 52) for _, name in labels], fontsize=7)
     for (p, _), v in zip(labels, values):
         ax.text(v * 1.05, p, f"{v:,.0f}", va="center", fontsize=7)
     lo = min(values) / 3

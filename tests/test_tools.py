@@ -61,3 +61,37 @@ def test_cpu_benchmark_times_every_case_against_torchvision(tmp_path):
         impls = {r["impl"].split()[0] for r in rows if r["case"] == case}
         assert impls == {"torchaug", "torchvision"}, case
     assert all(r["img_per_s"] > 0 for r in rows)
+
+
+def test_peer_rows_take_their_target_from_the_fastest_basis_peer(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from bench_peers import add_with_peers
+        from harness import Results
+    finally:
+        sys.path.pop(0)
+    res = Results("peers")
+    peers = [("DALI", {"ms": 10.0}, "", True), ("CV-CUDA batch", {"ms": 1.0}, "one draw a batch", False),
+             ("CV-CUDA loop", {"ms": 20.0}, "", True)]
+    add_with_peers(res, "case", 256, {"ms": 1.5}, peers, 5, "torchaug")
+    ours, *rest = res.rows
+    assert ours["impl"] == "torchaug" and [r["impl"] for r in rest] == ["DALI", "CV-CUDA batch", "CV-CUDA loop"]
+    # 5x the fastest per-sample peer (DALI: 25,600 img/s), not the batch-wide call
+    assert abs(ours["target_img_per_s"] - 5 * 25600) < 1e-6
+    assert "met" in res.markdown().splitlines()[6]
+    add_with_peers(res, "no peers", 256, {"ms": 1.5}, [], 5, "torchaug")
+    assert "target_img_per_s" not in res.rows[-1]
+
+
+def test_chart_draws_every_row_of_a_result_file(tmp_path):
+    import importlib.util
+    import json
+    if importlib.util.find_spec("matplotlib") is None:
+        import pytest
+        pytest.skip("needs matplotlib (the GPU machine has it)")
+    src = os.path.join(ROOT, "benchmarks", "results", "bench_peers.json")
+    out = _run("benchmarks/chart.py", "--json", src, "--png", str(tmp_path / "chart.png"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = (tmp_path / "chart.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    assert len(json.load(open(src))["rows"]) > 0
