@@ -5,8 +5,9 @@ uint8 device batches, timed with CUDA events (so host-bound calls show as the ga
   normalize, and the same with RandAugment(2, 9) between. Target: the cost per pixel within +-20% of
   its median over 64..1024 (the rows' targets: img/s at least the median's per-pixel cost allows,
   less 20%);
-- batch size: 8, 32, 128, 256, 1024 at 224x224 from 500x375. Target: at batch 32 the cost per image
-  at most twice that at 256 (B=32's target: half of B=256's img/s).
+- batch size: 8, 32, 128, 256, 1024 at 224x224 from 500x375, and up to 128 the chain captured in a
+  CUDA graph and replayed (its draws are made on the GPU, so each replay draws anew). Target: at
+  batch 32 the cost per image at most twice that at 256 (B=32's target: half of B=256's img/s).
 Each row's note gives ns per output pixel and the host time a call takes (its Python and launches).
 
     python benchmarks/bench_scaling.py [--json out.json] [--markdown out.md] [--quick]
@@ -51,6 +52,19 @@ def measure(f, xs, iters):
     return time_cuda(lambda i: f(xs[i % len(xs)]), iters)
 
 
+def graphed(f, x):
+    """f(x) captured in a CUDA graph (every draw is made on the GPU, so a replay draws anew)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        f(x)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        f(x)
+    return g
+
+
 def main():
     args = family_args("bench_scaling")
     if args is None:
@@ -75,18 +89,28 @@ def main():
             target = 1e9 / (1.2 * median * s * s) if s >= 64 else None  # img/s at 1.2x the median ns/pixel
             res.add(f"size: {name}, 256 x {s}x{s} -> {s}x{s}", "torchaug transforms", 256, t, target=target,
                     note=f"{per_px[s]:.3f} ns/pixel ({per_px[s] / median - 1:+.0%} vs the median over 64..1024); host {h:.2f} ms/call")
-        by_b = {}
+        by_b, replayed = {}, {}
         for b in BATCHES:
             xs = [torch.randint(0, 256, (b, 3, 375, 500), dtype=torch.uint8, device="cuda") for _ in range(2)]
             f = chain(224, randaugment)
-            by_b[b] = (measure(f, xs, iters if b <= 256 else max(3, iters // 3)), host_ms(f, xs[0]))
+            n = iters if b <= 256 else max(3, iters // 3)
+            by_b[b] = (measure(f, xs, n), host_ms(f, xs[0]))
+            if b <= 128:  # the chain captured once per input and replayed: no Python, one graph launch
+                graphs = [graphed(f, x) for x in xs]
+                replayed[b] = time_cuda(lambda i: graphs[i % len(graphs)].replay(), n)
+                del graphs
             del xs
             torch.cuda.empty_cache()
         per_img_256 = by_b[256][0]["ms"] / 256
+        case = f"batch: {name}, 224x224 from 500x375"
         for b, (t, h) in by_b.items():
-            res.add(f"batch: {name}, 224x224 from 500x375", f"torchaug transforms, batch {b}", b, t,
-                    target=256 / by_b[256][0]["ms"] * 1e3 / 2 if b == 32 else None,
+            res.add(case, f"torchaug transforms, batch {b}", b, t, target=256 / by_b[256][0]["ms"] * 1e3 / 2 if b == 32 else None,
                     note=f"{1e3 * t['ms'] / b:.2f} us/image ({t['ms'] / b / per_img_256:.2f}x batch 256's); host {h:.2f} ms/call")
+        for b, t in replayed.items():
+            res.add(case, f"torchaug transforms in a CUDA graph, batch {b}", b, t,
+                    target=256 / by_b[256][0]["ms"] * 1e3 / 2 if b == 32 else None,
+                    note=f"{1e3 * t['ms'] / b:.2f} us/image ({t['ms'] / b / per_img_256:.2f}x batch 256's eager); "
+                    "captured once, fresh draws each replay")
     res.save(args.json, args.markdown)
     print()
     print(res.markdown())

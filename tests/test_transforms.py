@@ -512,3 +512,40 @@ def test_elastic_moves_targets_as_torchvision(device, fmt):
         # the functional takes one image's targets too
         fb = F.elastic(targets[i]["boxes"], d)
         torch.testing.assert_close(fb.as_subclass(torch.Tensor), got[i]["boxes"].as_subclass(torch.Tensor), atol=1e-6, rtol=0)
+
+
+def _graph_chain(name):
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    if name == "jitter":
+        return T.ColorJitter(0.4, 0.4, 0.4, 0.1)
+    middle = {"rrc": [], "randaugment": [T.RandAugment(2, 9)], "trivial": [T.TrivialAugmentWide()],
+              "auto": [T.AutoAugment()]}[name]
+    return T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(), *middle,
+                      T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", ["rrc", "randaugment", "trivial", "auto", "jitter"])
+def test_a_chain_replays_from_a_cuda_graph_with_fresh_draws(name):
+    """Every draw of these chains happens on the GPU from the CUDA generator's graph-safe state, with
+    no host synchronisation: the chain captured once in a CUDA graph replays with new crops, flips,
+    ops and factors each replay, and after the same seed a replay gives what eager gives."""
+    x = torch.randint(0, 256, (32, 3, 60, 80), dtype=torch.uint8, device="cuda")
+    chain = _graph_chain(name)
+    side = torch.cuda.Stream()  # warm-up off the capturing stream, as torch.cuda.graphs asks
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        chain(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = chain(x)
+    torch.cuda.manual_seed(5)
+    graph.replay()
+    first = out.clone()
+    graph.replay()
+    second = out.clone()
+    torch.cuda.manual_seed(5)
+    eager = chain(x)
+    torch.testing.assert_close(first, eager, atol=0, rtol=0)
+    assert not torch.equal(first, second)
