@@ -2,7 +2,7 @@
 
 - every single color op of torchaug with a parameter per sample (target 2,000,000 img/s each);
 - ColorJitter(0.4, 0.4, 0.4, 0.1): torchaug (per-sample factors and per-sample order, one color
-  program) vs torchvision v2 batch-wide (one factor set and one order for the whole batch: what
+  program; also replayed from a CUDA graph) vs torchvision v2 batch-wide (one factor set and one order for the whole batch: what
   its transform does to a batch) and the per-sample loop (the correct per-sample semantics);
   target 800,000 img/s;
 - equalize and autocontrast likewise (torchvision batch-wide computes statistics per image, so it
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, family_args, time_cuda  # noqa: E402
+from harness import Results, family_args, graphed, time_cuda  # noqa: E402
 
 SINGLE_TARGET = 2_000_000
 JITTER_TARGET = 800_000
@@ -81,6 +81,10 @@ def main():
     case = "ColorJitter(0.4,0.4,0.4,0.1)"
     cj = T.ColorJitter(0.4, 0.4, 0.4, 0.1)
     res.add(case, "torchaug transform (per-sample factors + order)", B, time_cuda(lambda i: cj(x(i)), iters), target=JITTER_TARGET)
+    graphs = [graphed(cj, b) for b in batches]
+    res.add(case, "torchaug transform replayed from a CUDA graph", B, time_cuda(lambda i: graphs[i % len(graphs)].replay(), iters),
+            target=JITTER_TARGET, note="captured once per input batch, fresh draws each replay")
+    del graphs
     params = cj.make_params(batches[0])
     res.add(case, "torchaug color_program (params drawn)", B,
             time_cuda(lambda i: F.color_program(x(i), params["ops"], params["params"]), iters))

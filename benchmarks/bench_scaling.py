@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, family_args, time_cuda  # noqa: E402
+from harness import Results, family_args, graphed, time_cuda  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 SIZES = (32, 64, 128, 224, 512, 1024)
@@ -50,19 +50,6 @@ def host_ms(fn, x, iters=20):
 
 def measure(f, xs, iters):
     return time_cuda(lambda i: f(xs[i % len(xs)]), iters)
-
-
-def graphed(f, x):
-    """f(x) captured in a CUDA graph (every draw is made on the GPU, so a replay draws anew)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        f(x)
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        f(x)
-    return g
 
 
 def main():

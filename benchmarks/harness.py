@@ -158,6 +158,20 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 
+def graphed(f: Callable, x: torch.Tensor) -> "torch.cuda.CUDAGraph":
+    """f(x) captured in a CUDA graph after a warm-up off the capturing stream: torchaug's chains draw
+    on the GPU from the generator's graph-safe state, so each replay draws anew."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        f(x)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        f(x)
+    return g
+
+
 def time_cpu(fn: Callable[[int], object], iters: int, warmup: int = 2, repeats: int = 5) -> Dict[str, float]:
     """time_cuda's statistics for work on the CPU: wall time per iteration (ms), median of `repeats`
     blocks of `iters`."""
