@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import requires_cuda
 
+import torchaug
 import torchaug.transforms as T
 
 RRC = (0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0)
@@ -160,19 +161,10 @@ def test_cuda_kernel_draws_in_a_graph():
     """Captured in a CUDA graph, the kernel reads the generator's seed and offset at each replay:
     after the same seed, a replay gives the boxes of torch.rand's numbers, and a second replay new ones."""
     like = torch.empty(40, 3, 4, 4, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        _boxes(batch=40, like=like)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = _boxes(batch=40, like=like)
+    graph = torchaug.graphed(lambda x: _boxes(batch=40, like=x), like)
     torch.cuda.manual_seed(12)
-    graph.replay()
-    first = out.clone()
-    graph.replay()
-    second = out.clone()
+    first = graph.replay().clone()
+    second = graph.replay().clone()
     torch.cuda.manual_seed(12)
     want = _boxes(torch.rand(40, 22, dtype=torch.float64, device="cuda"))
     assert torch.equal(first, want)

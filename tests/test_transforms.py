@@ -1,10 +1,13 @@
 """Transforms: per-sample parameter distributions (seeded, with statistical bounds), p=0/p=1,
 replay, generators, torchvision parity for the drawn parameters, Compose fusion."""
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
 
+import torchaug
 import torchaug.functional as F
 import torchaug.transforms as T
 from conftest import assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
@@ -532,20 +535,47 @@ def test_a_chain_replays_from_a_cuda_graph_with_fresh_draws(name):
     ops and factors each replay, and after the same seed a replay gives what eager gives."""
     x = torch.randint(0, 256, (32, 3, 60, 80), dtype=torch.uint8, device="cuda")
     chain = _graph_chain(name)
-    side = torch.cuda.Stream()  # warm-up off the capturing stream, as torch.cuda.graphs asks
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        chain(x)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = chain(x)
+    graph = torchaug.graphed(chain, x)
     torch.cuda.manual_seed(5)
-    graph.replay()
-    first = out.clone()
-    graph.replay()
-    second = out.clone()
+    first = graph(x).clone()
+    second = graph(x).clone()
     torch.cuda.manual_seed(5)
     eager = chain(x)
     torch.testing.assert_close(first, eager, atol=0, rtol=0)
     assert not torch.equal(first, second)
+
+
+@requires_cuda
+def test_a_graphed_chain_refuses_other_batches_and_chains_that_cannot_be_captured():
+    x = torch.randint(0, 256, (4, 3, 60, 80), dtype=torch.uint8, device="cuda")
+    graph = torchaug.graphed(T.RandomHorizontalFlip(), x)
+    for bad, got in [(x[:2], r"\(2, 3, 60, 80\) torch.uint8"), (x.float(), "torch.float32"), (x.cpu(), "on cpu"),
+                     ([x], "list")]:
+        with pytest.raises(ValueError, match=r"torchaug.graphed: the graph was captured for batches of \(4, 3, 60, 80\) "
+                                             r"torch.uint8 on cuda:\d, got .*" + got):
+            graph(bad)
+    assert graph(x).shape == x.shape  # still replays after the refusals
+
+
+@requires_cuda
+def test_graphed_names_a_chain_that_synchronises_with_the_host():
+    # in a process of its own: a failed capture can leave the CUDA context unusable (as torch's own
+    # tests of capture errors do)
+    code = ("import torch, torchaug\n"
+            "x = torch.ones(4, 3, 8, 8, device='cuda')\n"
+            "try:\n"
+            "    torchaug.graphed(lambda t: t * t.mean().item(), x)\n"
+            "except RuntimeError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "torchaug.graphed: function could not be captured in a CUDA graph" in out.stdout, out.stdout + out.stderr
+
+
+def test_graphed_names_what_it_cannot_capture():
+    with pytest.raises(TypeError, match="torchaug.graphed: chain must be callable, got int"):
+        torchaug.graphed(3, torch.zeros(1))
+    with pytest.raises(ValueError, match="torchaug.graphed: example must be a CUDA tensor .*got a cpu tensor"):
+        torchaug.graphed(T.RandomHorizontalFlip(), torch.zeros(1, 3, 4, 4, dtype=torch.uint8))
+    chain = T.Compose([T.RandomHorizontalFlip(generator=torch.Generator()), T.RandomResizedCrop(8)])
+    with pytest.raises(ValueError, match="torchaug.graphed: RandomHorizontalFlip built with generator="):
+        torchaug.graphed(chain, torch.zeros(1, 3, 4, 4, dtype=torch.uint8))

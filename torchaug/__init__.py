@@ -5,8 +5,9 @@ from . import _ops  # noqa: F401  (loads the operators)
 from . import functional, io, ops, transforms
 from .functional import InterpolationMode
 from ._accelerate import AccelerateError, AcceleratedLoader, accelerate
+from ._graphs import GraphedChain, graphed
 from ._version import __version__
 from .prefetch import PrefetchStats, Prefetcher
 
 __all__ = ["functional", "io", "ops", "transforms", "InterpolationMode", "Prefetcher", "PrefetchStats", "accelerate",
-           "AcceleratedLoader", "AccelerateError", "__version__"]
+           "AcceleratedLoader", "AccelerateError", "graphed", "GraphedChain", "__version__"]
