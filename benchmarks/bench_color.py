@@ -19,9 +19,10 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import torchaug  # noqa: E402
 import torchaug.functional as F  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, family_args, graphed, time_cuda  # noqa: E402
+from harness import Results, family_args, time_cuda  # noqa: E402
 
 SINGLE_TARGET = 2_000_000
 JITTER_TARGET = 800_000
@@ -81,7 +82,7 @@ def main():
     case = "ColorJitter(0.4,0.4,0.4,0.1)"
     cj = T.ColorJitter(0.4, 0.4, 0.4, 0.1)
     res.add(case, "torchaug transform (per-sample factors + order)", B, time_cuda(lambda i: cj(x(i)), iters), target=JITTER_TARGET)
-    graphs = [graphed(cj, b) for b in batches]
+    graphs = [torchaug.graphed(cj, b) for b in batches]
     res.add(case, "torchaug transform replayed from a CUDA graph", B, time_cuda(lambda i: graphs[i % len(graphs)].replay(), iters),
             target=JITTER_TARGET, note="captured once per input batch, fresh draws each replay")
     del graphs

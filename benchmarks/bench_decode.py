@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Results, family_args, photo_views, saved_env, time_cuda  # noqa: E402
+from harness import Results, family_args, host_ms, photo_views, saved_env, time_cuda  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -115,21 +115,6 @@ def threaded_ms(bs, threads, iters, repeats=3):
 
     once()  # every thread's decoder made and its buffers grown
     return {"ms": sorted(once() for _ in range(repeats))[repeats // 2]}
-
-
-def host_ms(chain, decode, iters=20):
-    """Host time per call of chain(decode(i)) spent in the chain (its Python and launches), the
-    decode done beforehand and the GPU idle at each call's start."""
-    total = 0.0
-    for i in range(iters + 3):
-        x = decode(i)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        chain(x)
-        dt = time.perf_counter() - t0
-        torch.cuda.synchronize()
-        total += dt if i >= 3 else 0.0
-    return 1e3 * total / iters
 
 
 def batches_of(files, b):

@@ -15,15 +15,15 @@ Each row's note gives ns per output pixel and the host time a call takes (its Py
 import os
 import statistics
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import torchaug  # noqa: E402
 import torchaug.transforms as T  # noqa: E402
-from harness import Results, family_args, graphed, time_cuda  # noqa: E402
+from harness import Results, family_args, host_ms, time_cuda  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 SIZES = (32, 64, 128, 224, 512, 1024)
@@ -34,18 +34,6 @@ def chain(size, randaugment):
     middle = [T.RandAugment(2, 9)] if randaugment else []
     return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), *middle,
                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
-
-
-def host_ms(fn, x, iters=20):
-    """Host ms per call of fn(x), the GPU idle at each call's start."""
-    total = 0.0
-    for i in range(iters + 3):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn(x)
-        total += (time.perf_counter() - t0) if i >= 3 else 0.0
-    torch.cuda.synchronize()
-    return 1e3 * total / iters
 
 
 def measure(f, xs, iters):
@@ -67,9 +55,9 @@ def main():
             xs = [torch.randint(0, 256, (256, 3, s, s), dtype=torch.uint8, device="cuda") for _ in range(2)]
             f = chain(s, randaugment)
             t = measure(f, xs, iters)
-            rows.append((s, t, host_ms(f, xs[0])))
+            rows.append((s, t, host_ms(f, lambda i, x=xs[0]: x)))
             if s <= 128:  # where a call's host time exceeds the GPU's: the chain replayed from a graph
-                graphs = [graphed(f, x) for x in xs]
+                graphs = [torchaug.graphed(f, x) for x in xs]
                 small[s] = time_cuda(lambda i: graphs[i % len(graphs)].replay(), iters)
                 del graphs
             del xs
@@ -89,9 +77,9 @@ def main():
             xs = [torch.randint(0, 256, (b, 3, 375, 500), dtype=torch.uint8, device="cuda") for _ in range(2)]
             f = chain(224, randaugment)
             n = iters if b <= 256 else max(3, iters // 3)
-            by_b[b] = (measure(f, xs, n), host_ms(f, xs[0]))
+            by_b[b] = (measure(f, xs, n), host_ms(f, lambda i, x=xs[0]: x))
             if b <= 128:  # the chain captured once per input and replayed: no Python, one graph launch
-                graphs = [graphed(f, x) for x in xs]
+                graphs = [torchaug.graphed(f, x) for x in xs]
                 replayed[b] = time_cuda(lambda i: graphs[i % len(graphs)].replay(), n)
                 del graphs
             del xs

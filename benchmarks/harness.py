@@ -158,18 +158,19 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 
-def graphed(f: Callable, x: torch.Tensor) -> "torch.cuda.CUDAGraph":
-    """f(x) captured in a CUDA graph after a warm-up off the capturing stream: torchaug's chains draw
-    on the GPU from the generator's graph-safe state, so each replay draws anew."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        f(x)
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        f(x)
-    return g
+def host_ms(chain: Callable, make_input: Callable[[int], object], iters: int = 20) -> float:
+    """Host ms per call of chain(make_input(i)) spent in the chain (its Python and launches), the
+    input made beforehand and the GPU idle at each call's start."""
+    total = 0.0
+    for i in range(iters + 3):
+        x = make_input(i)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        chain(x)
+        dt = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        total += dt if i >= 3 else 0.0
+    return 1e3 * total / iters
 
 
 def time_cpu(fn: Callable[[int], object], iters: int, warmup: int = 2, repeats: int = 5) -> Dict[str, float]:
