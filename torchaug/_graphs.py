@@ -40,22 +40,25 @@ class GraphedChain:
             got = f"a {example.device.type} tensor" if isinstance(example, torch.Tensor) else type(example).__name__
             raise ValueError(f"torchaug.graphed: example must be a CUDA tensor (a batch like those the graph replays "
                              f"on), got {got}")
+        # kept alive with the graph: tensors the chain made before the capture (cached constants)
+        # are read by the graph's kernels at every replay
         self.chain = chain
         self.input = torch.empty_like(example).copy_(example)
-        # the warm-up (lazy initialisation, the caching allocator's first blocks) off the capturing
-        # stream, as torch.cuda.graphs asks
-        side = torch.cuda.Stream(example.device)
-        side.wait_stream(torch.cuda.current_stream(example.device))
-        with torch.cuda.device(example.device), torch.cuda.stream(side):
-            chain(self.input)
-        torch.cuda.current_stream(example.device).wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.device(example.device), torch.cuda.graph(self.graph):
-                self.output = chain(self.input)
-        except RuntimeError as e:
-            raise RuntimeError(f"torchaug.graphed: {type(chain).__name__} could not be captured in a CUDA graph (a step "
-                               f"that synchronises with the host, or a draw made on the host?): {e}") from e
+        with torch.cuda.device(example.device):
+            # the warm-up (lazy initialisation, the caching allocator's first blocks) off the
+            # capturing stream, as torch.cuda.graphs asks
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                chain(self.input)
+            torch.cuda.current_stream().wait_stream(side)
+            try:
+                with torch.cuda.graph(self.graph):
+                    self.output = chain(self.input)
+            except RuntimeError as e:
+                raise RuntimeError(f"torchaug.graphed: {type(chain).__name__} could not be captured in a CUDA graph (a "
+                                   f"step that synchronises with the host, or a draw made on the host?): {e}") from e
 
     def replay(self) -> Any:
         self.graph.replay()
