@@ -83,6 +83,15 @@ TORCH_LIBRARY(torchaug, m) {
   // ops[b, k] with params[b, k] to the result of slot k - 1; statistics (contrast mean,
   // autocontrast min/max, equalize histograms) are those of the image the slot sees.
   m.def("color_program(Tensor images, Tensor ops, Tensor params) -> Tensor");
+  // ColorJitter's color programs from uniform draws rand (B, 8) float64 (csrc/kernels/color.h:
+  // jitter_sample): per sample a random order of brightness, contrast, saturation and hue (the
+  // argsort of rand[:, :4]) with factors lo + span * rand[:, 4:]; codes: their op ids (0 for an
+  // adjustment not made). Returns ops (B, 4) int64 and params (B, 4, 2) float32 for color_program.
+  // rand None: drawn from generator as _random_resized_crop_boxes draws them (batch samples, on
+  // like's device).
+  m.def(
+      "_color_jitter_program(Tensor? rand, float[] lo, float[] span, int[] codes, int batch=-1, Tensor? like=None, "
+      "Generator? generator=None) -> (Tensor, Tensor)");
 
   // ---- filter ----
   // One per-sample window applied around every pixel (csrc/ops/filter.h). Images of any dtype;

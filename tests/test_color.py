@@ -3,7 +3,7 @@ against the same ops applied in sequence, CPU <-> CUDA, opcheck, gradcheck, erro
 
 import pytest
 import torch
-from conftest import assert_close_images, random_images, requires_cuda, requires_torchvision, torchvision
+from conftest import assert_close_images, hooked, random_images, requires_cuda, requires_torchvision, torchvision
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -278,6 +278,36 @@ def test_cpu_cuda_agree_programs_with_several_statistics_ops(dtype, channels_las
             assert (a != b).float().mean() < 1e-3, size
         else:
             assert_close_images(b, a, dtype, f"{size}")
+
+
+@requires_cuda
+@pytest.mark.parametrize("size", [(224, 224), (12, 18), (13, 18), (31, 37)])  # 16-byte planes and the others
+@pytest.mark.parametrize("channels,channels_last", [(3, False), (1, False), (3, True)])
+def test_cuda_resident_programs_equal_the_passes(size, channels, channels_last):
+    """uint8 programs of several slots on images that fit a block's shared memory run in one launch
+    of augment's resident kernel, their statistics made in the block; with it off (the
+    augment_resident test hook), the statistics and apply passes run them. The same bytes: every op
+    at slot 0, the others at random, several statistics ops after other ops, flat and low-contrast
+    images, ColorJitter's programs."""
+    gen = torch.Generator().manual_seed(size[0] * 3 + channels)
+    b = 40
+    x = random_images(b, channels, *size, torch.uint8, "cpu", channels_last, gen)
+    x[:8] = x[:8] // 4 + 50  # low contrast
+    x[8:12] = 77  # flat: equalize's step 0, autocontrast's min == max
+    prog, params = _random_program(b, 6, size[1] + channels, torch.uint8, "cpu")
+    prog[:13, 0] = torch.arange(13)  # every op at slot 0
+    params[10, 0] = torch.tensor([40.0, 128.0])  # solarize_add's shift and threshold
+    x, prog, params = x.cuda(), prog.cuda(), params.cuda()
+    jitter = torch.ops.torchaug._color_jitter_program(torch.rand(b, 8, dtype=torch.float64, generator=gen).cuda(),
+                                                      [0.6, 0.6, 0.6, -0.1], [0.8, 0.8, 0.8, 0.2], [1, 2, 3, 4])
+    for ops_, params_ in ((prog, params), jitter):
+        res = F.color_program(x, ops_, params_)
+        with hooked("augment_resident", 0):
+            ref = F.color_program(x, ops_, params_)
+        differ = (res != ref).flatten(1).any(1)
+        assert not differ.any(), f"samples {differ.nonzero().flatten().tolist()} differ, programs " \
+                                 f"{[ops_[i].tolist() for i in differ.nonzero().flatten().tolist()[:3]]}"
+        assert res.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
 # ---- errors -------------------------------------------------------------------------------------

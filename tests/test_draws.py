@@ -1,5 +1,5 @@
-"""The uniform draws torchaug's parameter ops make themselves (rand None): torchaug::_random_resized_crop_boxes
-and torchaug::_policy_program give what they give for torch.rand((B, R), dtype=torch.float64, generator=g)
+"""The uniform draws torchaug's parameter ops make themselves (rand None): torchaug::_random_resized_crop_boxes,
+torchaug::_policy_program and torchaug::_color_jitter_program give what they give for torch.rand((B, R), dtype=torch.float64, generator=g)
 from the same generator state, and leave the generator where that torch.rand call leaves it. On CUDA,
 with the generator on the op's device, the op's kernel draws them (csrc/cuda/draws.cuh, the layout of
 torch's distribution kernels); these tests hold it to torch.rand on the GPU, past one grid-stride of
@@ -31,6 +31,24 @@ def _space(device):
 
 def _program(t, num_ops, rand=None, batch=-1, generator=None):
     return torch.ops.torchaug._policy_program(rand, t.ids, t.mags, t.signed, 0, num_ops, 9, None, None, None, batch, generator)
+
+
+JITTER = ([0.6, 0.5, 0.7, -0.1], [0.8, 1.0, 0.6, 0.2], [1, 2, 3, 4])  # ColorJitter(0.4, (0.5, 1.5), 0.3, 0.1)
+
+
+def _jitter(rand=None, batch=-1, like=None, generator=None, space=JITTER):
+    return torch.ops.torchaug._color_jitter_program(rand, *space, batch, like, generator)
+
+
+def _jitter_reference(u, space=JITTER):
+    """ColorJitter's programs from draws u (B, 8) as tensor ops: the order the argsort of u[:, :4],
+    the factors lo + span * u[:, 4:] in float64, then float32."""
+    lo, span, codes = (torch.tensor(v, dtype=torch.float64, device=u.device) for v in space)
+    order = u[:, :4].argsort(dim=1)
+    factors = torch.addcmul(lo, span, u[:, 4:])
+    ops_ = codes.expand(u.shape[0], 4).gather(1, order).to(torch.int64)
+    p0 = factors.gather(1, order).to(torch.float32)
+    return ops_, torch.stack([p0, torch.zeros_like(p0)], dim=-1)
 
 
 def _same_state_after(device, g, ref):
@@ -76,6 +94,29 @@ def test_program_draws_what_torch_rand_draws(device, num_ops):
     assert _same_state_after(device, g, ref)
 
 
+@pytest.mark.parametrize("batch", [0, 1, 5, 300])
+def test_jitter_draws_what_torch_rand_draws(device, batch):
+    like = torch.empty(batch, 3, 4, 4, dtype=torch.uint8, device=device)
+    g, ref = _gen(device, 31), _gen(device, 31)
+    got = _jitter(batch=batch, like=like, generator=g)
+    u = torch.rand(batch, 8, dtype=torch.float64, device=device, generator=ref)
+    want = _jitter(u)
+    assert all(a.device == like.device and torch.equal(a, b) for a, b in zip(got, want))
+    assert _same_state_after(device, g, ref)
+    # torchvision's order and factors (the tensor ops ColorJitter ran before the op existed)
+    assert all(torch.equal(a, b) for a, b in zip(want, _jitter_reference(u)))
+
+
+def test_jitter_adjustments_not_made_and_ties():
+    """Code 0 is an adjustment not made (the identity in its slot); equal draws keep index order
+    (a stable sort), the order argsort gives distinct draws."""
+    u = torch.tensor([[0.5, 0.5, 0.5, 0.5, 0.0, 0.25, 0.5, 1.0], [0.9, 0.1, 0.5, 0.3, 1.0, 1.0, 1.0, 1.0]], dtype=torch.float64)
+    ops_, params = _jitter(u, space=([0.5, 0.0, 0.0, -0.1], [1.0, 0.0, 0.0, 0.2], [1, 0, 0, 4]))
+    assert ops_.tolist() == [[1, 0, 0, 4], [0, 4, 0, 1]]
+    assert params[..., 0].tolist() == [[0.5, 0.0, 0.0, pytest.approx(0.1)], [0.0, pytest.approx(0.1), 0.0, 1.5]]
+    assert params[..., 1].eq(0).all()
+
+
 def test_transforms_draw_what_torch_rand_draws(device):
     """RandomResizedCrop and RandAugment make their parameters through the ops' own draws: what the
     ops give for torch.rand's numbers, in the order the transforms draw them."""
@@ -89,6 +130,9 @@ def test_transforms_draw_what_torch_rand_draws(device):
     want = _program(t, 2, torch.rand(12, 4, dtype=torch.float64, device=device, generator=ref))
     assert torch.equal(boxes, want_boxes)
     assert torch.equal(program["ops"], want[1]) and torch.equal(program["magnitudes"], want[2])
+    jitter = T.ColorJitter(0.4, (0.5, 1.5), 0.3, 0.1, generator=g).make_params(images)
+    want = _jitter(torch.rand(12, 8, dtype=torch.float64, device=device, generator=ref))
+    assert torch.equal(jitter["ops"], want[0]) and torch.equal(jitter["params"], want[1])
     assert _same_state_after(device, g, ref)
 
 
@@ -113,6 +157,17 @@ def test_draw_errors(device):
         _program(t, 2)
     with pytest.raises(RuntimeError, match="_policy_program: generator draws rand when rand is None"):
         _program(t, 2, torch.rand(4, 4, dtype=torch.float64, device=device), generator=g)
+    with pytest.raises(RuntimeError, match="_color_jitter_program: without rand the batch size must be given"):
+        _jitter(like=like)
+    with pytest.raises(RuntimeError, match=r"_color_jitter_program: rand must be a \(B, 8\) float64 tensor of uniform draws, got Float"):
+        _jitter(torch.rand(4, 8, device=device))
+    with pytest.raises(RuntimeError, match="_color_jitter_program: lo, span and codes must have 4 values each .*got 3, 4 and 4"):
+        _jitter(batch=4, like=like, space=([1.0] * 3, [0.0] * 4, [1] * 4))
+    with pytest.raises(RuntimeError, match=r"_color_jitter_program: codes must be color op ids in \[0, 13\), got 13 at index 2"):
+        _jitter(batch=4, like=like, space=([1.0] * 4, [0.0] * 4, [1, 2, 13, 4]))
+    with pytest.raises(RuntimeError, match="_color_jitter_program: lo must be finite and span finite and >= 0, got lo 1 and span -0.5 at index 1"):
+        _jitter(batch=4, like=like, generator=g, space=([1.0] * 4, [0.0, -0.5, 0.0, 0.0], [1] * 4))
+    assert torch.equal(g.get_state(), _gen(device, 0).get_state())  # nothing drawn before the checks
 
 
 def test_drawing_ops_opcheck(device):
@@ -124,6 +179,9 @@ def test_drawing_ops_opcheck(device):
     t = _space(device)
     torch.library.opcheck(torch.ops.torchaug._policy_program,
                           (None, t.ids, t.mags, t.signed, 0, 2, 9, None, None, None, 6, None), test_utils=utils)
+    torch.library.opcheck(torch.ops.torchaug._color_jitter_program, (None, *JITTER, 6, like, None), test_utils=utils)
+    torch.library.opcheck(torch.ops.torchaug._color_jitter_program,
+                          (torch.rand(6, 8, dtype=torch.float64, device=device), *JITTER, -1, None, None))
 
 
 @requires_cuda
@@ -172,7 +230,7 @@ def test_cuda_kernel_draws_in_a_graph():
 
 
 @requires_cuda
-@pytest.mark.parametrize("op", ["boxes", "program"])
+@pytest.mark.parametrize("op", ["boxes", "program", "jitter"])
 def test_cuda_drawing_kernels_write_after_the_kernel_before(op):
     """The drawing kernels draw before their dependent-launch wait (csrc/cuda/dependent_launch.cuh)
     but write only after it, because their output may be memory that the kernel before them still
@@ -187,6 +245,12 @@ def test_cuda_drawing_kernels_write_after_the_kernel_before(op):
         ref = torch.ops.torchaug.resized_crop(x, params, [224, 224])
         run = lambda p: torch.ops.torchaug.resized_crop(x, p, [224, 224])  # noqa: E731
         draw = lambda: (_boxes(batch=b, like=x),)  # noqa: E731
+    elif op == "jitter":
+        x = torch.randint(0, 256, (b, 3, 224, 224), dtype=torch.uint8, generator=gen).cuda()
+        codes, params = _jitter(torch.rand(b, 8, dtype=torch.float64, generator=gen).cuda())
+        ref = torch.ops.torchaug.color_program(x, codes, params)
+        run = lambda p: torch.ops.torchaug.color_program(x, codes, p)  # noqa: E731
+        draw = lambda: _jitter(batch=b, like=x)  # noqa: E731
     else:
         x = torch.randint(0, 256, (b, 3, 224, 224), dtype=torch.uint8, generator=gen).cuda()
         t = _space("cuda")

@@ -133,6 +133,7 @@ void color_sample(const T* in, T* out, const ColorParams& P, int64_t b) {
 }
 
 void color_run_cpu(const at::Tensor& images, ColorPlan& plan) {
+  color_stats_buffers(plan, images);
   const ColorParams& P = plan.p;
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "color_cpu", [&] {
     const scalar_t* in = images.data_ptr<scalar_t>();
@@ -143,6 +144,11 @@ void color_run_cpu(const at::Tensor& images, ColorPlan& plan) {
       });
     });
   });
+}
+
+void color_jitter_program_cpu(const Draws& draws, int64_t B, const kernels::JitterSpace& space, int64_t* ops, float* params) {
+  const double* u = draws.data();  // always made on the host for the CPU (resolve_draws)
+  for (int64_t b = 0; b < B; ++b) kernels::jitter_sample(space, u + b * kernels::kJitterDraws, ops + 4 * b, params + 8 * b);
 }
 
 }  // namespace
@@ -163,6 +169,6 @@ void color_stats_cpu(const at::Tensor& images, ColorParams& P) {
   });
 }
 
-TORCH_LIBRARY_IMPL(torchaug, CPU, m) { register_color_ops<color_run_cpu>(m); }
+TORCH_LIBRARY_IMPL(torchaug, CPU, m) { register_color_ops<color_run_cpu, color_jitter_program_cpu>(m); }
 
 }  // namespace torchaug

@@ -43,8 +43,9 @@ struct ResidentArgs {
   int height, width, n, plane;  // plane: bytes between planes (H * W rounded up to 16)
   const int64_t* ops;
   Strides2 ops_s;
-  const float* mags;
+  const float* mags;  // magnitudes (B, n), or a color program's params (B, n, 2) where p1_at >= 0
   Strides2 mags_s;
+  int64_t p1_at;  // a color program: the elements from a slot's p0 to its p1 (params.stride(2)); -1: magnitudes
   const float* fill;  // (B, C) contiguous, or nullptr
   int64_t interpolation;
   bool vec_in, vec_out;  // dense planes of whole 16-byte words
@@ -84,6 +85,19 @@ __device__ __forceinline__ void store_norm_group(void* base, int64_t k, const fl
     }
     __stcs(reinterpret_cast<uint2*>(base) + k, make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16)));
   }
+}
+
+// Slot (op, p0, p1) of a color program as a step: the color op with the arguments the color passes
+// give it (run_color_program); ids outside the color ops are the identity, as there.
+__device__ __forceinline__ AugStepT<float> color_program_step(int op, float p0, float p1) {
+  AugStepT<float> s{};
+  const bool color = op > kernels::kColorIdentity && op < kernels::kColorNumOps;
+  s.kind = color ? kernels::kAugKindColor : kernels::kAugKindCopy;
+  s.op = color ? op : kernels::kColorIdentity;
+  s.p0 = p0;
+  s.p1 = p1;
+  s.om = kernels::one_minus(p0);
+  return s;
 }
 
 // Walks the pixels p = threadIdx.x + i * kResThreads of an H x W plane with their (y, x).
@@ -281,8 +295,10 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   for (int k = 0; k < A.n; ++k) {
     AugStepT<float>& sk = steps[k & 1];  // two: a slot that syncs no more may run ahead of the reads
     if (t == 0) {
-      sk = aug_step_cast<float>(
-          kernels::lower_aug(static_cast<int>(A.ops[A.ops_s.at(b, k)]), A.mags[A.mags_s.at(b, k)], H, W, 255.0));
+      const int op = static_cast<int>(A.ops[A.ops_s.at(b, k)]);
+      const float* m = A.mags + A.mags_s.at(b, k);
+      sk = A.p1_at >= 0 ? color_program_step(op, m[0], m[A.p1_at])
+                       : aug_step_cast<float>(kernels::lower_aug(op, *m, H, W, 255.0));
     }
     __syncthreads();  // also: the image is in the planes (k == 0), the previous slot is done
     const AugStepT<float> s = sk;
@@ -578,9 +594,11 @@ bool dense_planes(const Strides4& s, int64_t H, int64_t W, const void* ptr) {
 
 }  // namespace
 
-bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
-                           const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
-                           const NormalizeParams* norm) {
+namespace {
+// The launch of both entry points below: values holds magnitudes (p1_at -1) or a color program's
+// params (p1_at: params.stride(2)).
+bool launch_resident(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops, const at::Tensor& values,
+                     int64_t p1_at, int64_t interpolation, const at::Tensor& fill, const NormalizeParams* norm) {
   const int64_t mode = test_hooks::get(test_hooks::kAugmentResident);  // -1: where it fits, 0: never, 1: always
   if (mode == 0) return false;
   const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
@@ -605,8 +623,9 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
   A.plane = static_cast<int>(plane);
   A.ops = ops.data_ptr<int64_t>();
   A.ops_s = strides2(ops);
-  A.mags = magnitudes.data_ptr<float>();
-  A.mags_s = strides2(magnitudes);
+  A.mags = values.data_ptr<float>();
+  A.mags_s = strides2(values);
+  A.p1_at = p1_at;
   A.fill = fill.defined() ? fill.data_ptr<float>() : nullptr;
   A.interpolation = interpolation;
   A.vec_in = dense_planes(A.is, H, W, A.in);
@@ -647,6 +666,17 @@ bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, cons
     });
   });
   return true;
+}
+}  // namespace
+
+bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
+                           const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
+                           const NormalizeParams* norm) {
+  return launch_resident(images, out, ops, magnitudes, -1, interpolation, fill, norm);
+}
+
+bool color_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops, const at::Tensor& params) {
+  return launch_resident(images, out, ops, params, params.stride(2), 0, at::Tensor(), nullptr);
 }
 
 }  // namespace torchaug

@@ -1,5 +1,7 @@
-// CUDA kernels of the color family (csrc/ops/color.h): per statistics rank a stats pass (blocks of
-// samples with fewer statistics ops exit at once) and a finalize pass; then one apply pass. Grid:
+// CUDA kernels of the color family (csrc/ops/color.h): programs of several slots on uint8 images that
+// fit a block's shared memory run on the resident path (color_resident_cuda); the others as per
+// statistics rank a stats pass (blocks of samples with fewer statistics ops exit at once) and a
+// finalize pass, then one apply pass. Grid:
 // x = chunks of a sample's pixels, y = sample; the sample's program sits in shared memory and every
 // branch on an op id is uniform across the block.
 #include <ATen/ATen.h>
@@ -12,6 +14,8 @@
 
 #include "../ops/augment.h"
 #include "../ops/color.h"
+#include "dependent_launch.cuh"
+#include "draws.cuh"
 
 namespace torchaug {
 namespace {
@@ -343,8 +347,15 @@ int apply_width(const ColorParams& P) { return (P.ops != nullptr || P.const_op =
 void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
   c10::cuda::CUDAGuard guard(images.device());
   ColorParams& P = plan.p;
+  // a program of several slots on uint8 images small enough for a block's shared memory: the whole
+  // program in one launch (csrc/cuda/augment_resident.cu), its statistics made in the block
+  if (P.ops != nullptr && P.n >= 2 && P.out_channels == P.channels &&
+      color_resident_cuda(images, plan.out, plan.ops, plan.p0)) {
+    return;
+  }
   TORCHAUG_CHECK(P.batch <= 65535, "torchaug::color: batches of more than 65535 images are not supported on CUDA, got ",
                  P.batch);
+  color_stats_buffers(plan, images);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = P.height * P.width;
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "color_cuda", [&] {
@@ -382,6 +393,36 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
   });
 }
 
+// ColorJitter's programs (kernels::jitter_sample), a thread a sample; the draws given (u), or made
+// here as torch.rand would make them (draws.cuh) before the wait for the kernel before, which they
+// do not depend on.
+__global__ void color_jitter_program_kernel(const double* __restrict__ u, KernelDraws draws, int64_t B,
+                                            kernels::JitterSpace space, int64_t* ops, float* params) {
+  constexpr int R = kernels::kJitterDraws;
+  if (u != nullptr) {
+    dependent_launch_begin();
+    const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (b < B) kernels::jitter_sample(space, u + b * R, ops + 4 * b, params + 8 * b);
+    return;
+  }
+  __shared__ double own[kDrawThreads];
+  const int per_block = draw_rows_per_block(R);
+  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
+  const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
+  kernel_draw_rows(draws, b0, rows, R, own);
+  dependent_launch_begin();
+  const int64_t b = b0 + threadIdx.x;
+  if (static_cast<int>(threadIdx.x) < rows) kernels::jitter_sample(space, own + threadIdx.x * R, ops + 4 * b, params + 8 * b);
+}
+
+void color_jitter_program_cuda(const Draws& draws, int64_t B, const kernels::JitterSpace& space, int64_t* ops,
+                               float* params) {
+  const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
+  const int64_t per_block = draws.data() != nullptr ? kDrawThreads : draw_rows_per_block(kernels::kJitterDraws);
+  launch_dependent(color_jitter_program_kernel, dim3(static_cast<unsigned>((B + per_block - 1) / per_block)),
+                   dim3(kDrawThreads), 0, stream, stream.device_index(), draws.data(), draws.kernel, B, space, ops, params);
+}
+
 }  // namespace
 
 void color_stats_cuda(const at::Tensor& images, ColorParams& P) {
@@ -396,6 +437,6 @@ void color_stats_cuda(const at::Tensor& images, ColorParams& P) {
   });
 }
 
-TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_color_ops<color_run_cuda>(m); }
+TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_color_ops<color_run_cuda, color_jitter_program_cuda>(m); }
 
 }  // namespace torchaug

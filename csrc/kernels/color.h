@@ -380,5 +380,32 @@ TORCHAUG_HOST_DEVICE inline void equalize_derive_channel(const uint32_t* hist, i
   }
 }
 
+// ---- ColorJitter's program --------------------------------------------------------------------
+// torchvision's ColorJitter per sample from kJitterDraws uniforms u: the order of brightness,
+// contrast, saturation and hue is the argsort of u[0..3] (ties by index: stable), the factor of
+// adjustment i is lo[i] + span[i] * u[4 + i] (float64, then float32 as a program holds it). The
+// program's slot k applies code[order[k]] (kColorIdentity for an adjustment not made) with p0 that
+// factor and p1 = 0: ops (4,) and params (4, 2) of the sample.
+constexpr int kJitterDraws = 8;
+struct JitterSpace {
+  double lo[4], span[4];
+  int code[4];
+};
+TORCHAUG_HOST_DEVICE inline void jitter_sample(const JitterSpace& s, const double* u, int64_t* ops, float* params) {
+  int order[4] = {0, 1, 2, 3};
+  for (int i = 1; i < 4; ++i) {
+    const int x = order[i];
+    int j = i;
+    for (; j > 0 && u[order[j - 1]] > u[x]; --j) order[j] = order[j - 1];
+    order[j] = x;
+  }
+  for (int k = 0; k < 4; ++k) {
+    const int i = order[k];
+    ops[k] = s.code[i];
+    params[2 * k] = static_cast<float>(s.lo[i] + rn_mul(s.span[i], u[4 + i]));  // torch.addcmul's product, then sum
+    params[2 * k + 1] = 0.0f;
+  }
+}
+
 }  // namespace kernels
 }  // namespace torchaug

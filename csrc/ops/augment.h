@@ -162,6 +162,10 @@ struct AugmentBackend {
 bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
                            const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
                            const NormalizeParams* norm);
+// The same path for a color program (color_program's ops (B, n) and params (B, n, 2), checked):
+// each slot the color op as the color passes apply it. false: the images do not fit (or the
+// augment_resident test hook is 0), and nothing ran.
+bool color_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops, const at::Tensor& params);
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
     const AugmentBackend& be, const std::optional<at::Tensor>& rand, const at::Tensor& ids, const at::Tensor& mags,

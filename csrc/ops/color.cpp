@@ -1,6 +1,8 @@
 // Host-side checks and plans of the color family (see csrc/ops/color.h), shared by both backends.
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 #include "color.h"
 
 namespace torchaug {
@@ -92,21 +94,23 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
   p.is_f64 = images.scalar_type() == at::kDouble;
   p.dense = images.stride(2) == W * images.stride(3) && plan.out.stride(2) == W * plan.out.stride(3);
 
-  // statistics buffers, only when a slot may need them
   p.may_need_stats = ops.defined() || kernels::color_op_needs_stats(const_op);
   p.raw = nullptr;
   p.stats = nullptr;
   p.luts = nullptr;
-  if (p.may_need_stats && B > 0) {
-    const auto opts = images.options();
-    plan.raw = at::zeros({B, p.n, kernels::kColorRawWords}, opts.dtype(at::kInt));
-    plan.stats = at::empty({B, p.n, kernels::kColorStatFloats}, opts.dtype(at::kDouble));
-    plan.luts = at::empty({B, p.n, 3 * 256}, opts.dtype(at::kByte));
-    p.raw = reinterpret_cast<uint32_t*>(plan.raw.data_ptr<int32_t>());
-    p.stats = plan.stats.data_ptr<double>();
-    p.luts = plan.luts.data_ptr<uint8_t>();
-  }
   return plan;
+}
+
+void color_stats_buffers(ColorPlan& plan, const at::Tensor& images) {
+  ColorParams& p = plan.p;
+  if (!p.may_need_stats || p.batch == 0) return;
+  const auto opts = images.options();
+  plan.raw = at::zeros({p.batch, p.n, kernels::kColorRawWords}, opts.dtype(at::kInt));
+  plan.stats = at::empty({p.batch, p.n, kernels::kColorStatFloats}, opts.dtype(at::kDouble));
+  plan.luts = at::empty({p.batch, p.n, 3 * 256}, opts.dtype(at::kByte));
+  p.raw = reinterpret_cast<uint32_t*>(plan.raw.data_ptr<int32_t>());
+  p.stats = plan.stats.data_ptr<double>();
+  p.luts = plan.luts.data_ptr<uint8_t>();
 }
 
 at::Tensor color_single_op(const char* name, ColorRunFn run, const at::Tensor& images, int op, const at::Tensor& p0,
@@ -122,6 +126,36 @@ at::Tensor color_program_op(ColorRunFn run, const at::Tensor& images, const at::
   ColorPlan plan = plan_color("color_program", images, ops, kernels::kColorIdentity, params, at::Tensor(), 0.0f, 1.0f, -1);
   if (images.numel() > 0) run(images, plan);
   return plan.out;
+}
+
+std::tuple<at::Tensor, at::Tensor> color_jitter_program_op(ColorJitterFn fn, const std::optional<at::Tensor>& rand,
+                                                           at::ArrayRef<double> lo, at::ArrayRef<double> span,
+                                                           at::IntArrayRef codes, int64_t batch,
+                                                           const std::optional<at::Tensor>& like,
+                                                           const std::optional<at::Generator>& generator) {
+  const char* op = "_color_jitter_program";
+  TORCHAUG_CHECK(rand || like, "torchaug::", op, ": without rand, like (a tensor on the batch's device) must be given");
+  const at::Tensor& on = rand ? *rand : *like;
+  const c10::OptionalDeviceGuard guard(on.device());
+  TORCHAUG_CHECK(lo.size() == 4 && span.size() == 4 && codes.size() == 4, "torchaug::", op,
+                 ": lo, span and codes must have 4 values each (brightness, contrast, saturation, hue), got ", lo.size(),
+                 ", ", span.size(), " and ", codes.size());
+  kernels::JitterSpace space;
+  for (int i = 0; i < 4; ++i) {
+    TORCHAUG_CHECK(codes[i] >= 0 && codes[i] < kernels::kColorNumOps, "torchaug::", op, ": codes must be color op ids in [0, ",
+                   int(kernels::kColorNumOps), "), got ", codes[i], " at index ", i);
+    TORCHAUG_CHECK(std::isfinite(lo[i]) && std::isfinite(span[i]) && span[i] >= 0.0, "torchaug::", op,
+                   ": lo must be finite and span finite and >= 0, got lo ", lo[i], " and span ", span[i], " at index ", i);
+    space.lo[i] = lo[i];
+    space.span[i] = span[i];
+    space.code[i] = static_cast<int>(codes[i]);
+  }
+  const Draws draws = resolve_draws(op, rand, generator, batch, kernels::kJitterDraws, on.device());  // checks rand
+  const auto opts = on.options();
+  at::Tensor ops = empty_output(op, {draws.B, 4}, opts.dtype(at::kLong));
+  at::Tensor params = empty_output(op, {draws.B, 4, 2}, opts.dtype(at::kFloat));
+  if (draws.B > 0) fn(draws, draws.B, space, ops.data_ptr<int64_t>(), params.data_ptr<float>());
+  return {ops, params};
 }
 
 }  // namespace torchaug

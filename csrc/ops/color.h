@@ -177,10 +177,15 @@ struct ColorPlan {
 };
 
 // One mechanism for every color op. ops: (B, n) int64 program or undefined (const_op in one slot);
-// p0/p1: (B, n) float32 (a (B,) tensor is one slot) or undefined (defaults).
+// p0/p1: (B, n) float32 (a (B,) tensor is one slot) or undefined (defaults). The statistics
+// buffers are made by color_stats_buffers, where the backend's passes use them.
 ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor& ops, int const_op,
                      const at::Tensor& p0, const at::Tensor& p1, float p0_default, float p1_default,
                      int64_t out_channels);
+
+// The zeroed raw statistics, derived statistics and equalize tables of the plan's (sample, slot)s,
+// where a slot may need statistics (plan.p.may_need_stats).
+void color_stats_buffers(ColorPlan& plan, const at::Tensor& images);
 
 // The public op entry points build their program and call the backend's run function.
 using ColorRunFn = void (*)(const at::Tensor& images, ColorPlan& plan);
@@ -189,9 +194,19 @@ at::Tensor color_single_op(const char* name, ColorRunFn run, const at::Tensor& i
                            int64_t out_channels = -1);
 at::Tensor color_program_op(ColorRunFn run, const at::Tensor& images, const at::Tensor& ops, const at::Tensor& params);
 
-// The public pointwise color ops, each a one-slot program of the color mechanism; registered for a
-// backend by passing its run function (csrc/cpu/color.cpp, csrc/cuda/color.cu).
-template <ColorRunFn run>
+// _color_jitter_program: the backend maps each sample's kernels::kJitterDraws draws to its program
+// (kernels::jitter_sample) into ops (B, 4) and params (B, 4, 2), both contiguous.
+using ColorJitterFn = void (*)(const Draws& draws, int64_t B, const kernels::JitterSpace& space, int64_t* ops,
+                               float* params);
+std::tuple<at::Tensor, at::Tensor> color_jitter_program_op(ColorJitterFn fn, const std::optional<at::Tensor>& rand,
+                                                           at::ArrayRef<double> lo, at::ArrayRef<double> span,
+                                                           at::IntArrayRef codes, int64_t batch,
+                                                           const std::optional<at::Tensor>& like,
+                                                           const std::optional<at::Generator>& generator);
+
+// The public pointwise color ops, each a one-slot program of the color mechanism, and ColorJitter's
+// programs; registered for a backend by passing its functions (csrc/cpu/color.cpp, csrc/cuda/color.cu).
+template <ColorRunFn run, ColorJitterFn jitter>
 void register_color_ops(torch::Library& m) {
   using at::Tensor;
   using namespace kernels;
@@ -234,6 +249,11 @@ void register_color_ops(torch::Library& m) {
   });
   m.impl("color_program", [](const Tensor& images, const Tensor& ops, const Tensor& params) {
     return color_program_op(run, images, ops, params);
+  });
+  m.impl("_color_jitter_program", [](const std::optional<Tensor>& rand, at::ArrayRef<double> lo, at::ArrayRef<double> span,
+                                     at::IntArrayRef codes, int64_t batch, const std::optional<Tensor>& like,
+                                     const std::optional<at::Generator>& generator) {
+    return color_jitter_program_op(jitter, rand, lo, span, codes, batch, like, generator);
   });
 }
 

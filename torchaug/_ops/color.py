@@ -40,6 +40,23 @@ def _color_program_fake(images, ops, params):
     return _fake_like("color_program", images)
 
 
+@register_fake("torchaug::_color_jitter_program")
+def _color_jitter_program_fake(rand, lo, span, codes, batch=-1, like=None, generator=None):
+    op = "torchaug::_color_jitter_program"
+    torch._check(len(lo) == 4 and len(span) == 4 and len(codes) == 4,
+                 lambda: f"{op}: lo, span and codes must have 4 values each (brightness, contrast, saturation, hue), got "
+                         f"{len(lo)}, {len(span)} and {len(codes)}")
+    if rand is not None:
+        torch._check(rand.dim() == 2 and rand.shape[1] == 8,
+                     lambda: f"{op}: rand must be a (B, 8) float64 tensor of uniform draws, got {rand.dtype} of shape {tuple(rand.shape)}")
+        b, on = rand.shape[0], rand
+    else:
+        torch._check(like is not None, lambda: f"{op}: without rand, like (a tensor on the batch's device) must be given")
+        torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
+        b, on = batch, like
+    return on.new_empty((b, 4), dtype=torch.int64), on.new_empty((b, 4, 2), dtype=torch.float32)
+
+
 # ---- autograd -------------------------------------------------------------------------------
 
 def _col(p, images):

@@ -132,8 +132,10 @@ class RandomSolarize(_RandomColorOp):
 class ColorJitter(_ColorProgram):
     """torchvision.transforms.v2.ColorJitter with a factor per sample and, as torchvision draws a
     new order per call, a new order of brightness / contrast / saturation / hue per sample. The
-    four adjustments run as one color program (one pass over the batch, plus a statistics pass for
-    contrast)."""
+    four adjustments run as one color program, drawn for the batch in one launch
+    (_color_jitter_program) and applied in one more on uint8 images small enough for a block's
+    shared memory on CUDA (224x224 on an H100), else in one pass over the batch plus a statistics
+    pass for contrast."""
 
     def __init__(self, brightness=None, contrast=None, saturation=None, hue=None,
                  generator: Optional[torch.Generator] = None):
@@ -145,9 +147,8 @@ class ColorJitter(_ColorProgram):
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
-        b, dev = info.batch, info.device
-        u = self._rand((b, 8), dev, torch.float64)
-        return D.jitter_params(_constant_row(self._const(), torch.device(dev), torch.float64), u)  # constants cached on the device
+        rand = D.compiled_draws(info.batch, D.JITTER_DRAWS, info.device, self.generator)
+        return D.jitter_program(info.batch, list(self._const()), info.like, self.generator, rand)
 
     def _const(self) -> Tuple[float, ...]:
         return _jitter_const([self.brightness, self.contrast, self.saturation, self.hue])

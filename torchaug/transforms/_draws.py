@@ -214,16 +214,21 @@ def salt_and_pepper_params(p: float, amount: List[float], salt_vs_pepper: List[f
     return {"amount": amount_.to(torch.float32), "salt_vs_pepper": salt.to(torch.float32), "seed": seed}
 
 
-def jitter_params(const: Tensor, u: Tensor) -> Dict[str, Tensor]:
-    """ColorJitter's program from const (1, 12) float64 [lo (4), span (4), op codes (4)] of
-    brightness, contrast, saturation, hue and u (B, 8) uniform float64 draws: a random order per
-    sample (argsort of u[:, :4]) and the factors lo + span * u[:, 4:]."""
-    b = u.shape[0]
-    order = u[:, :4].argsort(dim=1)
-    factors = torch.addcmul(const[:, :4], const[:, 4:8], u[:, 4:])
-    ops = const[:, 8:].expand(b, 4).gather(1, order).to(torch.int64)
-    p0 = factors.gather(1, order).to(torch.float32)
-    return {"ops": ops, "params": torch.stack([p0, torch.zeros_like(p0)], dim=-1)}
+JITTER_DRAWS = 8  # uniforms per sample of _color_jitter_program (csrc/kernels/color.h: kJitterDraws)
+
+
+def jitter_program(batch: int, const: List[float], like: Tensor, generator: Optional[torch.Generator],
+                   rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
+    """ColorJitter's programs for `batch` samples in one launch of torchaug::_color_jitter_program,
+    from const [lo (4), span (4), op codes (4)] of brightness, contrast, saturation, hue: per sample
+    a random order (the argsort of 4 uniforms) and the factors lo + span * u (4 more uniforms). The
+    op draws the (B, 8) float64 uniforms itself, the numbers torch.rand((B, 8), dtype=torch.float64,
+    generator=generator) gives on the generator's device (like's device without one; on CUDA inside
+    its kernel). rand: those uniforms drawn by the caller (compiled_draws), the generator then unused."""
+    codes = [int(c) for c in const[8:12]]
+    ops, params = torch.ops.torchaug._color_jitter_program(rand, const[0:4], const[4:8], codes, batch, like,
+                                                           generator if rand is None else None)
+    return {"ops": ops, "params": params}
 
 
 def channel_permutation(u: Tensor) -> Dict[str, Tensor]:

@@ -23,7 +23,7 @@ from ..functional._geometry import (_center_offset, _elastic, _perspective, _fiv
                                     _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import generator_device
 from ._draws import (elastic_displacement, perspective_params, random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
-                     erasing_params, fill_rows, jitter_params, mix_lam, photometric_distort_params, policy_sample, rand_on,
+                     erasing_params, fill_rows, jitter_program, mix_lam, photometric_distort_params, policy_sample, rand_on,
                      random_color_op_params, random_crop_offsets, random_crop_padding, uniform_on)
 
 
@@ -249,13 +249,11 @@ class ScriptColorJitter(ScriptTransform):
 
     def __init__(self, const: List[float], generator: Optional[torch.Generator] = None):
         super().__init__(generator)
-        # a float64 tensor made here: TorchScript's torch.tensor(List[float]) rounds through float32
-        self.const = torch.tensor(const, dtype=torch.float64)
+        self.const = const
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
-        u = rand_on([images.shape[0], 8], images.device, self.generator, self.gen_device, torch.float64)
-        return jitter_params(self.const.to(images.device).unsqueeze(0), u)
+        return jitter_program(images.shape[0], self.const, images, self.generator)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:

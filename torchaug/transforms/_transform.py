@@ -27,6 +27,7 @@ class BatchInfo:
                 raise ValueError("torchaug: empty RaggedImages batch")
             self.batch = len(images)
             self.device = images.device
+            self.like = images.data  # a tensor on the batch's device (ops that make parameters take one)
             self.channels = images.channels
             self.host_sizes = images.sizes
             self._host_sizes_t = images.host_layout()[1]  # the tensor its crop passes to the op too
@@ -37,6 +38,7 @@ class BatchInfo:
                 raise ValueError("torchaug: empty list of images")
             self.batch = len(images)
             self.device = images[0].device
+            self.like = images[0]
             self.channels = images[0].shape[0]
             self.host_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in images]
             self._host_sizes_t = None
@@ -46,6 +48,7 @@ class BatchInfo:
             # (C, H, W), (B, C, H, W), or clips (..., T, C, H, W): one sample per clip
             self.batch = 1 if images.dim() == 3 else images.shape[0] if images.dim() == 4 else int(math.prod(images.shape[:-4]))
             self.device = images.device
+            self.like = images
             self.channels = images.shape[-3]
             self.uniform_size = (images.shape[-2], images.shape[-1])
             self.ragged = False
