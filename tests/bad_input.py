@@ -102,6 +102,8 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
         "_random_resized_crop_boxes": dict(rand=torch.rand(B, 22, generator=g, dtype=torch.float64).to(d), sizes=None,
                                            height=H, width=W, scale_min=0.08, scale_max=1.0, ratio_min=0.75,
                                            ratio_max=4 / 3),
+        "_color_jitter_program": dict(rand=torch.rand(B, 8, generator=g, dtype=torch.float64).to(d), lo=[0.6, 0.6, 0.6, -0.1],
+                                      span=[0.8, 0.8, 0.8, 0.2], codes=[1, 2, 3, 4]),
         "augment": dict(images=img8, ops=long([1, 12], [4, 8]), magnitudes=torch.tensor([[10.0, 0], [0.2, 4]], device=d)),
         "_policy_program": dict(rand=None, ids=ids, mags=f(14, 31), signed=ids % 2 == 0, kind=0, num_ops=2, magnitude=9,
                                 sub_idx=None, sub_prob=None, sub_bins=None, batch=B),
@@ -118,7 +120,7 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
 
 # arguments whose tensors carry no batch dimension tied to the images (any leading size is valid)
 _FREE_LEADING = {"nms", "batched_nms", "roi_align", "_roi_align_backward", "_policy_program", "decode_jpeg",
-                 "_random_resized_crop_boxes"}
+                 "_random_resized_crop_boxes", "_color_jitter_program"}
 # arguments that are image-like data: their NaN/inf values are pixels (a defined result), not parameters
 _DATA_ARGS = {"images", "input", "data", "grad"}
 # ops whose tensor inputs follow torchvision's semantics for non-finite values (NaN boxes, scores and

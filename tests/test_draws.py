@@ -168,6 +168,9 @@ def test_draw_errors(device):
     with pytest.raises(RuntimeError, match="_color_jitter_program: lo must be finite and span finite and >= 0, got lo 1 and span -0.5 at index 1"):
         _jitter(batch=4, like=like, generator=g, space=([1.0] * 4, [0.0, -0.5, 0.0, 0.0], [1] * 4))
     assert torch.equal(g.get_state(), _gen(device, 0).get_state())  # nothing drawn before the checks
+    if torch.device(device).type == "cpu":  # given draws are read on the host only
+        with pytest.raises(RuntimeError, match=r"_color_jitter_program: rand must be uniform draws in \[0, 1\], got nan"):
+            _jitter(torch.full((2, 8), float("nan"), dtype=torch.float64))
 
 
 def test_drawing_ops_opcheck(device):

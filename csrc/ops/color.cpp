@@ -151,6 +151,7 @@ std::tuple<at::Tensor, at::Tensor> color_jitter_program_op(ColorJitterFn fn, con
     space.code[i] = static_cast<int>(codes[i]);
   }
   const Draws draws = resolve_draws(op, rand, generator, batch, kernels::kJitterDraws, on.device());  // checks rand
+  if (rand) check_values(op, "rand", draws.u, 0.0, 1.0, "uniform draws in [0, 1]");
   const auto opts = on.options();
   at::Tensor ops = empty_output(op, {draws.B, 4}, opts.dtype(at::kLong));
   at::Tensor params = empty_output(op, {draws.B, 4, 2}, opts.dtype(at::kFloat));
