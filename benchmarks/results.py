@@ -57,9 +57,10 @@ ABOUT = {
 HISTORY = """In short (the commits that made each step say more):
 - RandomResizedCrop + flip + cast + normalize fuse into one separable tile kernel that reads each input
   row once per tile and stores in the output's dtype and layout; uint8 taps are one FMA each.
-- An auto-augmentation program runs in one launch where the image fits a block's shared memory (the
-  resident kernel: statistics, color, sharpness and geometric slots in the block), its blocks taking
-  samples by estimated cost; elsewhere one switch pass per slot.
+- An auto-augmentation program, or a color program of several slots (ColorJitter), runs in one launch
+  where the image fits a block's shared memory (the resident kernel: statistics, color, sharpness and
+  geometric slots in the block), its blocks taking samples by estimated cost; elsewhere one pass per
+  slot (auto-augmentation) or per statistics op (color).
 - Random parameters are drawn inside the parameter kernels, the chain's kernels are dependent launches
   (each starts while the one before runs), and the hot ops' autograd kernels are C++.
 - JPEG decoding: nvJPEG's hardware engines with a pool of decoders per GPU, the scan check beside the
