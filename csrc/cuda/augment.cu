@@ -162,35 +162,18 @@ void augment_slot_cuda(const at::Tensor& in, const at::Tensor& out, const Augmen
 __global__ void policy_program_kernel(const double* __restrict__ u, KernelDraws draws, int64_t B, int kind, int num_ops,
                                       int64_t magnitude, kernels::PolicySpace sp, int64_t* choice, int64_t* ops, float* mags) {
   const int R = kernels::policy_draws(kind, num_ops), n = kernels::policy_slots(kind, num_ops);
-  if (u != nullptr) {  // given: a thread a sample
-    dependent_launch_begin();
-    const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (b < B) kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);
-    return;
-  }
-  // drawn here, as torch.rand would have drawn them (draws.cuh): the block's samples' rows first.
-  // The draws read nothing the kernels before this one write, so they run before the wait
-  // (dependent_launch.cuh), beside the kernel before's last blocks; the policy's tables (tensors)
-  // are read and the programs written after it.
-  __shared__ double own[kDrawThreads];
-  const int per_block = draw_rows_per_block(R);
-  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
-  const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
-  kernel_draw_rows(draws, b0, rows, R, own);
-  dependent_launch_begin();
-  const int64_t b = b0 + threadIdx.x;
-  if (static_cast<int>(threadIdx.x) < rows)
-    kernels::policy_sample(kind, num_ops, magnitude, own + threadIdx.x * R, sp, choice + b * n, ops + b * n, mags + b * n);
+  // the policy's tables (tensors) are read and the programs written after the wait (map_draw_rows)
+  map_draw_rows(u, draws, B, R, [&](int64_t b, const double* row) {
+    kernels::policy_sample(kind, num_ops, magnitude, row, sp, choice + b * n, ops + b * n, mags + b * n);
+  });
 }
 
 void policy_program_cuda(const Draws& draws, int64_t B, int kind, int num_ops, int64_t magnitude,
                          const kernels::PolicySpace& sp, int64_t* choice, int64_t* ops, float* mags) {
   const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t per_block =
-      draws.data() != nullptr ? kDrawThreads : draw_rows_per_block(kernels::policy_draws(kind, num_ops));
-  launch_dependent(policy_program_kernel, dim3(static_cast<unsigned>((B + per_block - 1) / per_block)), dim3(kDrawThreads), 0,
-                   stream, stream.device_index(), draws.data(), draws.kernel, B, kind, num_ops, magnitude, sp, choice, ops,
-                   mags);
+  launch_dependent(policy_program_kernel, draw_grid(draws.data() != nullptr, B, kernels::policy_draws(kind, num_ops)),
+                   dim3(kDrawThreads), 0, stream, stream.device_index(), draws.data(), draws.kernel, B, kind, num_ops,
+                   magnitude, sp, choice, ops, mags);
 }
 
 const AugmentBackend kCudaBackend{augment_lower_cuda, color_stats_cuda, augment_slot_cuda, augment_resident_cuda,

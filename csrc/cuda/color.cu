@@ -393,33 +393,18 @@ void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {
   });
 }
 
-// ColorJitter's programs (kernels::jitter_sample), a thread a sample; the draws given (u), or made
-// here as torch.rand would make them (draws.cuh) before the wait for the kernel before, which they
-// do not depend on.
+// ColorJitter's programs (kernels::jitter_sample), a thread a sample (map_draw_rows).
 __global__ void color_jitter_program_kernel(const double* __restrict__ u, KernelDraws draws, int64_t B,
                                             kernels::JitterSpace space, int64_t* ops, float* params) {
-  constexpr int R = kernels::kJitterDraws;
-  if (u != nullptr) {
-    dependent_launch_begin();
-    const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (b < B) kernels::jitter_sample(space, u + b * R, ops + 4 * b, params + 8 * b);
-    return;
-  }
-  __shared__ double own[kDrawThreads];
-  const int per_block = draw_rows_per_block(R);
-  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
-  const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
-  kernel_draw_rows(draws, b0, rows, R, own);
-  dependent_launch_begin();
-  const int64_t b = b0 + threadIdx.x;
-  if (static_cast<int>(threadIdx.x) < rows) kernels::jitter_sample(space, own + threadIdx.x * R, ops + 4 * b, params + 8 * b);
+  map_draw_rows(u, draws, B, kernels::kJitterDraws, [&](int64_t b, const double* row) {
+    kernels::jitter_sample(space, row, ops + 4 * b, params + 8 * b);
+  });
 }
 
 void color_jitter_program_cuda(const Draws& draws, int64_t B, const kernels::JitterSpace& space, int64_t* ops,
                                float* params) {
   const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t per_block = draws.data() != nullptr ? kDrawThreads : draw_rows_per_block(kernels::kJitterDraws);
-  launch_dependent(color_jitter_program_kernel, dim3(static_cast<unsigned>((B + per_block - 1) / per_block)),
+  launch_dependent(color_jitter_program_kernel, draw_grid(draws.data() != nullptr, B, kernels::kJitterDraws),
                    dim3(kDrawThreads), 0, stream, stream.device_index(), draws.data(), draws.kernel, B, space, ops, params);
 }
 

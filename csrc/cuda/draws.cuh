@@ -11,6 +11,7 @@
 
 #include "../kernels/random.h"
 #include "../ops/common.h"
+#include "dependent_launch.cuh"
 
 namespace torchaug {
 
@@ -36,6 +37,35 @@ __device__ inline void kernel_draw_rows(const KernelDraws& d, int64_t b0, int ro
   for (int k = threadIdx.x; k < rows * R; k += blockDim.x)
     u[k] = kernels::torch_cuda_uniform_f64(std::get<0>(so), std::get<1>(so), d.stride, b0 * R + k);
   __syncthreads();
+}
+
+// The grid of a drawing kernel: blocks of kDrawThreads, a thread a sample where the draws are given,
+// draw_rows_per_block(R) samples a block where the kernel makes them.
+inline dim3 draw_grid(bool given, int64_t B, int R) {
+  const int64_t per_block = given ? kDrawThreads : draw_rows_per_block(R);
+  return dim3(static_cast<unsigned>((B + per_block - 1) / per_block));
+}
+
+// The body of a kernel (launched by launch_dependent on draw_grid) that maps each sample's R uniform
+// draws to its parameters: map(b, row) for each of the block's samples b, row its R draws (given:
+// u + b * R; else drawn here as torch.rand would have drawn them). The draws read nothing the kernels
+// before this one write, so they are made before the dependent-launch wait; map runs after it
+// (it writes the outputs, which may be memory the kernel before still reads).
+template <typename Map>
+__device__ inline void map_draw_rows(const double* u, const KernelDraws& draws, int64_t B, int R, Map&& map) {
+  if (u != nullptr) {
+    dependent_launch_begin();
+    const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (b < B) map(b, u + b * R);
+    return;
+  }
+  __shared__ double own[kDrawThreads];
+  const int per_block = draw_rows_per_block(R);
+  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
+  const int rows = static_cast<int>(std::min<int64_t>(per_block, B - b0));
+  kernel_draw_rows(draws, b0, rows, R, own);
+  dependent_launch_begin();
+  if (static_cast<int>(threadIdx.x) < rows) map(b0 + threadIdx.x, own + threadIdx.x * R);
 }
 
 }  // namespace torchaug

@@ -194,8 +194,7 @@ at::Tensor random_resized_crop_boxes_cuda(const std::optional<at::Tensor>& rand,
   auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch, like, generator);
   if (plan.B == 0) return plan.boxes;
   c10::cuda::CUDAGuard guard(plan.boxes.device());
-  const int64_t per_block = plan.p.rand != nullptr ? kDrawThreads : draw_rows_per_block(kernels::kRrcDraws);
-  launch_dependent(random_resized_crop_boxes_kernel, dim3(static_cast<unsigned>((plan.B + per_block - 1) / per_block)),
+  launch_dependent(random_resized_crop_boxes_kernel, draw_grid(plan.p.rand != nullptr, plan.B, kernels::kRrcDraws),
                    dim3(kDrawThreads), 0, c10::cuda::getCurrentCUDAStream(), plan.boxes.get_device(), plan.p, plan.B);
   return plan.boxes;
 }
