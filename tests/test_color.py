@@ -236,6 +236,23 @@ def test_cpu_cuda_agree():
 
 
 @requires_cuda
+def test_cuda_hue_divides_exactly():
+    """adjust_hue divides by the channels' spread through its reciprocal on the device (rn_div_by in
+    csrc/kernels/common.h): bitwise the CPU's divisions over every uint8 RGB triple, as uint8 and
+    scaled to [0, 1] in float32, and over float32 pixels whose spread is outside the reciprocal's
+    range (the fallback to the plain division)."""
+    v = torch.arange(256, dtype=torch.uint8)
+    every = torch.stack(torch.meshgrid(v, v, v, indexing="ij")).reshape(1, 3, 4096, 4096)
+    shift = torch.tensor([0.3])
+    tiny = torch.tensor([[0.5, 0.5 + 3e-8, 0.5], [1e-30, 3e-30, 0.0], [1e-39, 0.0, 2e-39], [0.0, 1e-20, 5e-21],
+                         [0.25, 0.75, 0.5], [1.0, 1.0, 1.0]]).t().reshape(1, 3, 2, 3)
+    for x in (every, every.float() / 255, tiny):
+        a = F.adjust_hue(x, shift)
+        b = F.adjust_hue(x.cuda(), shift.cuda()).cpu()
+        assert torch.equal(a, b), (x.dtype, (a != b).sum().item())
+
+
+@requires_cuda
 @pytest.mark.parametrize("size", [(224, 224), (12, 18), (13, 18)])  # 16-byte, 4-byte and scalar loads
 @pytest.mark.parametrize("channels", [3, 1])
 def test_cpu_cuda_agree_programs(size, channels):

@@ -14,6 +14,7 @@
 #if !defined(__CUDA_ARCH__)
 #include <string.h>
 #endif
+#include <type_traits>
 
 namespace torchaug {
 namespace kernels {
@@ -143,8 +144,16 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* r
   const bool is_r = maxc == r, g_is_max = maxc == g;  // g's term where g is the max and r is not
   const acc_t first = is_r ? b : (g_is_max ? r : g);    // the quotient added: bc, rc or gc
   const acc_t second = is_r ? g : (g_is_max ? b : r);   // the quotient subtracted: gc, bc or rc
-  const acc_t q1 = rn_div(rn_sub(maxc, first), crd);
-  const acc_t q2 = rn_div(rn_sub(maxc, second), crd);
+  // both by crd: on the device one reciprocal and rn_div_by's two FMAs each give rn_div's bits
+  acc_t q1, q2;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    const float rcp = rcp_for_div(crd);
+    q1 = rn_div_by(rn_sub(maxc, first), crd, rcp);
+    q2 = rn_div_by(rn_sub(maxc, second), crd, rcp);
+  } else {
+    q1 = rn_div(rn_sub(maxc, first), crd);
+    q2 = rn_div(rn_sub(maxc, second), crd);
+  }
   const acc_t shifted = rn_add(q1, g_is_max ? acc_t(2) : acc_t(4));
   acc_t h = rn_sub(is_r ? q1 : shifted, q2);
   h = fmod_one(rn_add(rn_mul(h, static_cast<acc_t>(static_cast<float>(1.0 / 6.0))), acc_t(1)));
