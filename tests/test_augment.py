@@ -282,6 +282,26 @@ def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
 
 
 @requires_cuda
+def test_cuda_resident_path_only_for_batches_that_fill_the_gpu():
+    """A block of the resident kernel runs one sample on one SM: a batch of at most an eighth of the
+    SMs takes the passes (spread over every SM), a larger one the resident kernel; both the same
+    bytes. The kernels launched tell which path ran."""
+    from torch.profiler import ProfilerActivity, profile
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    gen = torch.Generator().manual_seed(5)
+    for b, resident in ((max(1, sms // 8), False), (sms // 8 + 1, True)):
+        x = random_images(b, 3, 32, 48, torch.uint8, "cuda", generator=gen)
+        ops, mags = _chain_program(b, 2, gen, "cuda")
+        F.augment(x, ops, mags, validate=False)  # launched once before the profiler
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = F.augment(x, ops, mags, validate=False)
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        assert any("augment_resident_kernel" in n for n in names) == resident, (b, sorted(set(names)))
+        assert torch.equal(out, _with_resident(0, lambda: F.augment(x, ops, mags, validate=False)))
+
+
+@requires_cuda
 def test_cuda_resident_path_where_it_does_not_fit():
     """Images too large for shared memory, and floating images, take the slot passes (the default
     choice); forcing the resident path on them is an error that says why, and a bad hook value is
