@@ -67,8 +67,12 @@ class SanitizeBoundingBoxes(_Sanitize):
         counts = [TG._raw(b).shape[0] for b in boxes]
         if sum(counts) == 0:
             return [torch.zeros(0, dtype=torch.int64) for _ in boxes]
-        xyxy = torch.cat([TG._to_xyxy(TG._raw(b).reshape(-1, 4).to(device, torch.float64), TG._box_format(b.format, "SanitizeBoundingBoxes"))
-                          for b in boxes])
+        raw = [TG._raw(b).reshape(-1, 4) for b in boxes]
+        fmts = [TG._box_format(b.format, "SanitizeBoundingBoxes") for b in boxes]
+        if len(set(fmts)) == 1 and len({(r.dtype, r.device) for r in raw}) == 1:  # a detection batch: one conversion
+            xyxy = TG._to_xyxy(torch.cat(raw).to(device, torch.float64), fmts[0])
+        else:
+            xyxy = torch.cat([TG._to_xyxy(r.to(device, torch.float64), f) for r, f in zip(raw, fmts)])
         canvas = torch.tensor([[float(b.canvas_size[1]), float(b.canvas_size[0])] for b in boxes for _ in range(TG._raw(b).shape[0])],
                               dtype=torch.float64).to(device, non_blocking=True)
         ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]

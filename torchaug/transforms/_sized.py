@@ -178,34 +178,40 @@ class RandomIoUCrop(_SizedPerSample):
     _NEEDS_TARGETS = True
 
     @staticmethod
-    def _boxes_per_sample(images, info: BatchInfo, targets) -> List[torch.Tensor]:
-        """Each sample's bounding boxes as (n, 4) XYXY (its box targets together)."""
+    def _box_rows(images, info: BatchInfo, targets) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The samples' bounding boxes (their box targets together) as XYXY rows on the host, copied
+        from the device at once: (rows (m, 4), the sample of each row (m,) int64)."""
         single = isinstance(images, torch.Tensor) and images.dim() == 3
         _, items = TG.collect(tuple(targets), info.batch, single, "RandomIoUCrop")
-        per: List[List[torch.Tensor]] = [[] for _ in range(info.batch)]
-        found = False
+        # the targets by format and dtype (one group for a detection batch): one conversion a group
+        groups: Dict[Tuple[str, torch.dtype], Tuple[List[torch.Tensor], List[int]]] = {}
         for it in items:
-            if it.kind != "boxes":
-                continue
-            found = True
-            rows = TG._to_xyxy(it.data.reshape(-1, 4).to(TG._work_dtype(it.data.dtype)), it.format)
-            for k, part in enumerate(torch.split(rows, it.per_row)):
-                per[it.samples[k]].append(part)
-        if not found:
+            if it.kind == "boxes":
+                data, owner = groups.setdefault((it.format, it.data.dtype), ([], []))
+                data.append(it.data.reshape(-1, 4))
+                owner.extend(s for s in it.samples for _ in range(it.per_row))
+        if not groups:
             raise ValueError("torchaug.transforms.RandomIoUCrop: needs bounding boxes among the targets (as torchvision's)")
-        return [torch.cat(p) if p else torch.zeros(0, 4) for p in per]
+        rows = torch.cat([TG._to_xyxy(torch.cat(data).to(TG._work_dtype(dtype)), fmt)
+                          for (fmt, dtype), (data, _) in groups.items()])
+        return rows.cpu(), torch.tensor([s for _, owner in groups.values() for s in owner], dtype=torch.int64)
 
     def make_params(self, images, *targets) -> Dict[str, Any]:
         info = self._info(images)
         b, t = info.batch, self.trials
-        boxes = [x.cpu() for x in self._boxes_per_sample(images, info, targets)]
-        n = max(1, max(x.shape[0] for x in boxes))
-        dtype = boxes[0].dtype
+        rows, owner = self._box_rows(images, info, targets)
+        dtype = rows.dtype
+        # (b, n, 4) boxes, sample by sample, and which of them are real: a row's place is its rank
+        # among its sample's rows
+        counts = torch.bincount(owner, minlength=b)
+        n = max(1, int(counts.max()) if b else 0)
+        order = torch.argsort(owner, stable=True)
+        rows, owner = rows[order], owner[order]
+        place = torch.arange(owner.numel()) - (torch.cumsum(counts, 0) - counts)[owner]
         padded = torch.zeros(b, n, 4, dtype=dtype)
         valid = torch.zeros(b, n, dtype=torch.bool)
-        for i, x in enumerate(boxes):
-            padded[i, :x.shape[0]] = x
-            valid[i, :x.shape[0]] = True
+        padded[owner, place] = rows
+        valid[owner, place] = True
         sizes = torch.tensor(_host_sizes(info), dtype=torch.int64)
         hh, ww = sizes[:, 0].view(b, 1, 1), sizes[:, 1].view(b, 1, 1)
         options = torch.tensor(self.options, dtype=torch.float64)
@@ -240,13 +246,15 @@ class RandomIoUCrop(_SizedPerSample):
             leave = pick >= 1.0  # (b, k): the round leaves the sample as it is
             ends = leave | ok.any(-1)
             first = torch.where(ends.any(-1), ends.to(torch.int8).argmax(-1), torch.full((b,), -1, dtype=torch.int64))
-            for i in torch.nonzero(open_ & (first >= 0)).flatten().tolist():
-                j = int(first[i])
-                open_[i] = False
-                if not leave[i, j]:
-                    trial = int(ok[i, j].to(torch.int8).argmax())
-                    crop[i] = torch.stack([top[i, j, trial], left[i, j, trial], new_h[i, j, trial], new_w[i, j, trial]])
-                    cropped[i] = True
+            # the samples this chunk settles: the first round that ends each, its first good trial
+            i = torch.nonzero(open_ & (first >= 0)).flatten()
+            j = first[i]
+            open_[i] = False
+            crops = ~leave[i, j]
+            i, j = i[crops], j[crops]
+            trial = ok[i, j].to(torch.int8).argmax(-1)
+            crop[i] = torch.stack([top[i, j, trial], left[i, j, trial], new_h[i, j, trial], new_w[i, j, trial]], 1)
+            cropped[i] = True
             if not bool(open_.any()):
                 break
         return {"crop": crop, "cropped": cropped}
@@ -260,7 +268,7 @@ class RandomIoUCrop(_SizedPerSample):
     def _maps(self, info, params):
         crop, cropped = params["crop"], params["cropped"]
         one = torch.ones(info.batch, dtype=torch.float64)
-        sizes = [(int(c[2]), int(c[3])) if bool(k) else s for c, k, s in zip(crop, cropped, _host_sizes(info))]
+        sizes = [(c[2], c[3]) if k else s for c, k, s in zip(crop.tolist(), cropped.tolist(), _host_sizes(info))]
         return torch.stack([one, -crop[:, 1].double(), one, -crop[:, 0].double()], 1), sizes, cropped
 
     def _keep(self, info, params):
