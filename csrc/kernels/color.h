@@ -126,8 +126,9 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline acc_t remainder_one(acc_t a)
 }
 
 // adjust_hue on one pixel in [0, 1]: torchvision's _rgb_to_hsv, shift, _hsv_to_rgb, operation by
-// operation (the masked sums included), so that float32 results agree bit for bit.
-template <typename acc_t>
+// operation (the masked sums included), so that float32 results agree bit for bit. kBytes: the
+// values are uint8 ones scaled to [0, 1].
+template <typename acc_t, bool kBytes = false>
 TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
   const acc_t r = rgb[0], g = rgb[1], b = rgb[2];
   const acc_t maxc = max_of(r, max_of(g, b));
@@ -145,8 +146,13 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* r
   const acc_t first = is_r ? b : (g_is_max ? r : g);    // the quotient added: bc, rc or gc
   const acc_t second = is_r ? g : (g_is_max ? b : r);   // the quotient subtracted: gc, bc or rc
   // both by crd: on the device one reciprocal and rn_div_by's two FMAs each give rn_div's bits
+  // (for uint8 values both operands lie in its range: 0 or at least 1/255, no range test)
   acc_t q1, q2;
-  if constexpr (std::is_same_v<acc_t, float>) {
+  if constexpr (std::is_same_v<acc_t, float> && kBytes) {
+    const float rcp = rcp_for_div_in_range(crd);
+    q1 = rn_div_by_in_range(rn_sub(maxc, first), crd, rcp);
+    q2 = rn_div_by_in_range(rn_sub(maxc, second), crd, rcp);
+  } else if constexpr (std::is_same_v<acc_t, float>) {
     const float rcp = rcp_for_div(crd);
     q1 = rn_div_by(rn_sub(maxc, first), crd, rcp);
     q2 = rn_div_by(rn_sub(maxc, second), crd, rcp);
@@ -245,7 +251,7 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void apply_color_op(int op, 
       // torchvision converts every image to float32 for the HSV round trip (float64 ones too)
       float u[3] = {to_unit<float, kU8>(static_cast<float>(v[0])), to_unit<float, kU8>(static_cast<float>(v[1])),
                     to_unit<float, kU8>(static_cast<float>(v[2]))};
-      hue_shift_unit(u, static_cast<float>(p0));
+      hue_shift_unit<float, kU8>(u, static_cast<float>(p0));
       for (int c = 0; c < 3; ++c) v[c] = static_cast<acc_t>(from_unit<float, kU8>(u[c]));
       break;
     }

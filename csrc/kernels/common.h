@@ -239,6 +239,23 @@ __device__ inline float rn_div_by_unchecked(float a, float b, float r) {
   return __fmaf_rn(__fmaf_rn(-q, b, a), r, q);
 }
 #endif
+// rcp_for_div and rn_div_by for operands already known to lie in the range (the quotients of
+// uint8 values scaled to [0, 1]: 0 or at least 1/255): no range test.
+TORCHAUG_HOST_DEVICE inline float rcp_for_div_in_range(float b) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(b);
+#else
+  return b;  // unused on the host
+#endif
+}
+TORCHAUG_HOST_DEVICE inline float rn_div_by_in_range(float a, float b, float r) {
+#if defined(__CUDA_ARCH__)
+  return rn_div_by_unchecked(a, b, r);
+#else
+  (void)r;
+  return rn_div(a, b);
+#endif
+}
 TORCHAUG_HOST_DEVICE inline float rn_div_by(float a, float b, float r) {
 #if defined(__CUDA_ARCH__)
   const float m = fabsf(a);
