@@ -146,7 +146,7 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* r
   const acc_t first = is_r ? b : (g_is_max ? r : g);    // the quotient added: bc, rc or gc
   const acc_t second = is_r ? g : (g_is_max ? b : r);   // the quotient subtracted: gc, bc or rc
   // both by crd: on the device one reciprocal and rn_div_by's two FMAs each give rn_div's bits
-  // (for uint8 values both operands lie in its range: 0 or at least 1/255, no range test)
+  // (for uint8 values both operands lie in its range, 0 or about 1/255 and above: no range test)
   acc_t q1, q2;
   if constexpr (std::is_same_v<acc_t, float> && kBytes) {
     const float rcp = rcp_for_div_in_range(crd);

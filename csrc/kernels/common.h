@@ -240,7 +240,7 @@ __device__ inline float rn_div_by_unchecked(float a, float b, float r) {
 }
 #endif
 // rcp_for_div and rn_div_by for operands already known to lie in the range (the quotients of
-// uint8 values scaled to [0, 1]: 0 or at least 1/255): no range test.
+// uint8 values scaled to [0, 1]: 0 or within an ulp of 1/255 and above): no range test.
 TORCHAUG_HOST_DEVICE inline float rcp_for_div_in_range(float b) {
 #if defined(__CUDA_ARCH__)
   return __frcp_rn(b);
