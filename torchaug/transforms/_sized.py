@@ -184,17 +184,18 @@ class RandomIoUCrop(_SizedPerSample):
         single = isinstance(images, torch.Tensor) and images.dim() == 3
         _, items = TG.collect(tuple(targets), info.batch, single, "RandomIoUCrop")
         # the targets by format and dtype (one group for a detection batch): one conversion a group
-        groups: Dict[Tuple[str, torch.dtype], Tuple[List[torch.Tensor], List[int]]] = {}
+        groups: Dict[Tuple[str, torch.dtype], List[TG._Item]] = {}
         for it in items:
             if it.kind == "boxes":
-                data, owner = groups.setdefault((it.format, it.data.dtype), ([], []))
-                data.append(it.data.reshape(-1, 4))
-                owner.extend(s for s in it.samples for _ in range(it.per_row))
+                groups.setdefault((it.format, it.data.dtype), []).append(it)
         if not groups:
             raise ValueError("torchaug.transforms.RandomIoUCrop: needs bounding boxes among the targets (as torchvision's)")
-        rows = torch.cat([TG._to_xyxy(torch.cat(data).to(TG._work_dtype(dtype)), fmt)
-                          for (fmt, dtype), (data, _) in groups.items()])
-        return rows.cpu(), torch.tensor([s for _, owner in groups.values() for s in owner], dtype=torch.int64)
+        rows, owners = [], []
+        for (fmt, dtype), its in groups.items():
+            data, owner, _ = TG._rows(its, 4, "cpu")
+            rows.append(TG._to_xyxy(data.to(TG._work_dtype(dtype)), fmt))
+            owners.append(owner)
+        return torch.cat(rows).cpu(), torch.cat(owners)
 
     def make_params(self, images, *targets) -> Dict[str, Any]:
         info = self._info(images)
