@@ -14,7 +14,6 @@
 #if !defined(__CUDA_ARCH__)
 #include <string.h>
 #endif
-#include <type_traits>
 
 namespace torchaug {
 namespace kernels {
@@ -126,10 +125,12 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline acc_t remainder_one(acc_t a)
 }
 
 // adjust_hue on one pixel in [0, 1]: torchvision's _rgb_to_hsv, shift, _hsv_to_rgb, operation by
-// operation (the masked sums included), so that float32 results agree bit for bit. kBytes: the
-// values are uint8 ones scaled to [0, 1].
-template <typename acc_t, bool kBytes = false>
-TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* rgb, acc_t shift) {
+// operation (the masked sums included), so that float32 results agree bit for bit. torchvision
+// makes this round trip in float32 whatever the image's dtype, so the math is float32 only. kBytes:
+// the values are uint8 ones scaled to [0, 1].
+template <bool kBytes>
+TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(float* rgb, float shift) {
+  using acc_t = float;
   const acc_t r = rgb[0], g = rgb[1], b = rgb[2];
   const acc_t maxc = max_of(r, max_of(g, b));
   const acc_t minc = min_of(r, min_of(g, b));
@@ -148,17 +149,14 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(acc_t* r
   // both by crd: on the device one reciprocal and rn_div_by's two FMAs each give rn_div's bits
   // (for uint8 values both operands lie in its range, 0 or about 1/255 and above: no range test)
   acc_t q1, q2;
-  if constexpr (std::is_same_v<acc_t, float> && kBytes) {
+  if constexpr (kBytes) {
     const float rcp = rcp_for_div_in_range(crd);
     q1 = rn_div_by_in_range(rn_sub(maxc, first), crd, rcp);
     q2 = rn_div_by_in_range(rn_sub(maxc, second), crd, rcp);
-  } else if constexpr (std::is_same_v<acc_t, float>) {
+  } else {
     const float rcp = rcp_for_div(crd);
     q1 = rn_div_by(rn_sub(maxc, first), crd, rcp);
     q2 = rn_div_by(rn_sub(maxc, second), crd, rcp);
-  } else {
-    q1 = rn_div(rn_sub(maxc, first), crd);
-    q2 = rn_div(rn_sub(maxc, second), crd);
   }
   const acc_t shifted = rn_add(q1, g_is_max ? acc_t(2) : acc_t(4));
   acc_t h = rn_sub(is_r ? q1 : shifted, q2);
@@ -251,7 +249,7 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void apply_color_op(int op, 
       // torchvision converts every image to float32 for the HSV round trip (float64 ones too)
       float u[3] = {to_unit<float, kU8>(static_cast<float>(v[0])), to_unit<float, kU8>(static_cast<float>(v[1])),
                     to_unit<float, kU8>(static_cast<float>(v[2]))};
-      hue_shift_unit<float, kU8>(u, static_cast<float>(p0));
+      hue_shift_unit<kU8>(u, static_cast<float>(p0));
       for (int c = 0; c < 3; ++c) v[c] = static_cast<acc_t>(from_unit<float, kU8>(u[c]));
       break;
     }

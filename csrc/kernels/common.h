@@ -231,16 +231,9 @@ TORCHAUG_HOST_DEVICE inline float rcp_for_div(float b) {
   return b;  // unused on the host
 #endif
 }
-#if defined(__CUDA_ARCH__)
-// rn_div_by's quotient without its range test, for callers that have established the range once
-// (normalize_px_by_unchecked)
-__device__ inline float rn_div_by_unchecked(float a, float b, float r) {
-  const float q = __fmul_rn(a, r);
-  return __fmaf_rn(__fmaf_rn(-q, b, a), r, q);
-}
-#endif
-// rcp_for_div and rn_div_by for operands already known to lie in the range (the quotients of
-// uint8 values scaled to [0, 1]: 0 or within an ulp of 1/255 and above): no range test.
+// rcp_for_div and rn_div_by for operands the caller has established to lie in the range (the
+// quotients of uint8 values scaled to [0, 1]: 0 or within an ulp of 1/255 and above; a normalize
+// whose range normalize_u8_in_range checked once): no range test.
 TORCHAUG_HOST_DEVICE inline float rcp_for_div_in_range(float b) {
 #if defined(__CUDA_ARCH__)
   return __frcp_rn(b);
@@ -250,7 +243,8 @@ TORCHAUG_HOST_DEVICE inline float rcp_for_div_in_range(float b) {
 }
 TORCHAUG_HOST_DEVICE inline float rn_div_by_in_range(float a, float b, float r) {
 #if defined(__CUDA_ARCH__)
-  return rn_div_by_unchecked(a, b, r);
+  const float q = __fmul_rn(a, r);
+  return __fmaf_rn(__fmaf_rn(-q, b, a), r, q);
 #else
   (void)r;
   return rn_div(a, b);
@@ -259,7 +253,7 @@ TORCHAUG_HOST_DEVICE inline float rn_div_by_in_range(float a, float b, float r) 
 TORCHAUG_HOST_DEVICE inline float rn_div_by(float a, float b, float r) {
 #if defined(__CUDA_ARCH__)
   const float m = fabsf(a);
-  if (r != 0.0f && (m == 0.0f || (m >= 0x1p-60f && m <= 0x1p60f))) return rn_div_by_unchecked(a, b, r);
+  if (r != 0.0f && (m == 0.0f || (m >= 0x1p-60f && m <= 0x1p60f))) return rn_div_by_in_range(a, b, r);
 #else
   (void)r;
 #endif

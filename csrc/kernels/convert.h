@@ -65,11 +65,7 @@ TORCHAUG_HOST_DEVICE inline bool normalize_u8_in_range(float inv_max, float mean
 }
 TORCHAUG_HOST_DEVICE inline float normalize_px_by_unchecked(float v, float inv_max, float mean, float std,
                                                            float std_rcp) {
-#if defined(__CUDA_ARCH__)
-  return rn_div_by_unchecked(rn_sub(rn_mul(v, inv_max), mean), std, std_rcp);
-#else
-  return normalize_px_by(v, inv_max, mean, std, std_rcp);
-#endif
+  return rn_div_by_in_range(rn_sub(rn_mul(v, inv_max), mean), std, std_rcp);
 }
 
 }  // namespace kernels
