@@ -170,10 +170,12 @@ def test_resized_crop_ragged_equals_dense(device, hwc, dtype):
 
 
 @pytest.mark.parametrize("hwc", [False, True])
-def test_resized_crop_ragged_tall_tiles_equal_dense(device, hwc):
+@pytest.mark.parametrize("out_h", [96, 128])
+def test_resized_crop_ragged_tall_tiles_equal_dense(device, hwc, out_h):
     """A ragged batch whose tallest image allows the tallest tiles on CUDA (150 rows to 96: 56-row
-    tiles for every sample), with crops inside, an upscaled one and boxes reaching outside their
-    image (the per-pixel path for the tiles they exceed) gives, per sample, the dense op's bytes."""
+    tiles for every sample; to 128: 64-row ones), with crops inside, an upscaled one and boxes
+    reaching outside their image (the per-pixel path for the tiles they exceed) gives, per sample,
+    the dense op's bytes."""
     gen = torch.Generator().manual_seed(11)
     shapes = [(150, 150), (120, 90), (60, 200), (97, 33)]
     imgs = []
@@ -182,9 +184,9 @@ def test_resized_crop_ragged_tall_tiles_equal_dense(device, hwc):
         imgs.append(t.permute(1, 2, 0).contiguous().permute(2, 0, 1) if hwc else t)
     boxes = torch.tensor([[0, 0, 150, 150], [10, 5, 110, 80], [20, 30, 12, 20], [-30, -4, 160, 40]], device=device)
     for antialias in (True, False):
-        out = F.resized_crop_boxes(imgs, boxes, [96, 40], "bilinear", antialias)
+        out = F.resized_crop_boxes(imgs, boxes, [out_h, 40], "bilinear", antialias)
         for i, img in enumerate(imgs):
-            ref = F.resized_crop_boxes(img.unsqueeze(0), boxes[i:i + 1], [96, 40], "bilinear", antialias)
+            ref = F.resized_crop_boxes(img.unsqueeze(0), boxes[i:i + 1], [out_h, 40], "bilinear", antialias)
             assert torch.equal(out[i], ref[0]), f"sample {i}, antialias {antialias}"
 
 
