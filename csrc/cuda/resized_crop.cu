@@ -447,9 +447,9 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
 // max_scale_y: an upper bound of crop height / output height when the caller knows one (crops
 // inside the images), else 0. Taller tiles spread the per-tile work (tap tables, barriers) over
 // more outputs but need about (rows + 4) * scale input rows in shared memory; the tallest tile
-// whose region fits kMaxRegionBytes is used (56 rows: 224 = 4 x 56; 64 rows where the output's
-// height is a multiple of 64 and not of 56). Tiles whose crops exceed the bound take the per-pixel
-// path.
+// whose region fits kMaxRegionBytes is used (56 rows: 224 = 4 x 56), or 64 rows where those leave
+// fewer rows below the output (64, 128, 512: none). Tiles whose crops exceed the bound take the
+// per-pixel path.
 template <typename Batch>
 void launch_resized_crop(const at::Tensor& src, const Batch& batch, const ResizedCropPlan& plan, int64_t B,
                          double max_scale_y) {
