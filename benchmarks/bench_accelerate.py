@@ -5,8 +5,8 @@ on the CPU, the same script with `torchaug.accelerate(data_loader)` added (at mo
 workers; decode and augmentation on the GPU), and synthetic data (the model's own speed), each in a
 process of its own, synthetic and accelerated runs alternating `--repeats` times (medians: one run
 of either varies by about 2% from the next). The recipe is the references' ResNet-50 one without
-MixUp / CutMix (RandomResizedCrop + flip + TrivialAugmentWide + normalize + RandomErasing(0.1), label smoothing,
-AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the share of synthetic
+MixUp / CutMix (RandomResizedCrop + flip + TrivialAugmentWide + normalize + RandomErasing(0.1),
+label smoothing, AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the share of synthetic
 speed (target: accelerate at >= 98%) and the CPU cores the process and its workers kept busy; then
 the detection references' loader (CocoDetection wrapped for transforms v2, the ssd preset: photometric
 distort, zoom out, IoU crop, flip, sanitize) on a generated COCO-style dataset, as it is and with
