@@ -6,12 +6,12 @@ workers; decode and augmentation on the GPU), and synthetic data (the model's ow
 process of its own, synthetic and accelerated runs alternating `--repeats` times (medians: one run
 of either varies by about 2% from the next). The recipe is the references' ResNet-50 one without
 MixUp / CutMix (RandomResizedCrop + flip + TrivialAugmentWide + normalize + RandomErasing(0.1),
-label smoothing, AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the share of synthetic
-speed (target: accelerate at >= 98%) and the CPU cores the process and its workers kept busy; then
-the detection references' loader (CocoDetection wrapped for transforms v2, the ssd preset: photometric
-distort, zoom out, IoU crop, flip, sanitize) on a generated COCO-style dataset, as it is and with
-the switch, delivering batches to the GPU without a model; then the accelerated loader alone (no
-model) over epochs of 4 batches against epochs of 40.
+label smoothing, AMP), on generated ImageNet-like 500x375 JPEGs. Reports images per second, the
+share of synthetic speed (target: accelerate at >= 98%) and the CPU cores the process and its
+workers kept busy; then the detection references' loader (CocoDetection wrapped for transforms v2,
+the ssd preset: photometric distort, zoom out, IoU crop, flip, sanitize) on a generated COCO-style
+dataset, as it is and with the switch, delivering batches to the GPU without a model; then the
+accelerated loader alone (no model) over epochs of 4 batches against epochs of 40.
 
     python benchmarks/bench_accelerate.py [--json out.json] [--markdown out.md] [--quick]
         [--models resnet50,efficientnet_b0] [--stock-workers 16] [--repeats 3]
