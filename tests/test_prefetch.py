@@ -3,6 +3,7 @@ synchronously (bitwise, fixed seeds), batch structures, epochs, early break, err
 with a slow producer and a slow consumer, flat memory."""
 import collections
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -259,6 +260,51 @@ def test_producer_threads_shorten_the_gil_switch_interval_while_they_run(monkeyp
     assert abs(sys.getswitchinterval() - 0.0002) < 1e-9
     again.close()
     assert sys.getswitchinterval() == before
+
+
+class _Requests:
+    """n batches (batch i filled with i), each request's time kept."""
+
+    def __init__(self, n):
+        self.n, self.times = n, []
+
+    def __iter__(self):
+        for i in range(self.n):
+            self.times.append(time.perf_counter())
+            yield torch.full((2, 3, 4, 4), i, dtype=torch.uint8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_producers_ahead_start_their_next_batch_into_the_consumers_step(device):
+    """With `depth` batches ready (the consumer is the slower side), a producer asks the loader for
+    its next batch a share of the consumer's step after the take (_Pace.SHARE: past the step's
+    forward launches), not at the take; a consumer that then takes sooner than its step wakes it at
+    once; the batches and their order are unchanged."""
+    from torchaug._producers import _Pace
+
+    step = 0.06
+    loader = _Requests(14)
+    takes = []
+    for i, batch in enumerate(torchaug.Prefetcher(loader, device=device, depth=2, timeout=30)):
+        takes.append(time.perf_counter())
+        assert batch.device.type == device and int(batch[0, 0, 0, 0]) == i
+        time.sleep(step)
+    # once three steps are measured (the 4th take on), each request comes a share of a step after the
+    # take before it (without the wait: at the take)
+    after = [r - max(t for t in takes if t <= r) for r in loader.times if r > takes[4]]
+    assert len(after) >= 5 and all(0.5 * _Pace.SHARE * step < a < step for a in after), after
+
+    # steps of 0.5 s, then the consumer takes without pausing: the second quick take ends the wait
+    loader = _Requests(12)
+    takes = []
+    for i, batch in enumerate(torchaug.Prefetcher(loader, device=device, depth=2, timeout=30)):
+        takes.append(time.perf_counter())
+        assert int(batch[0, 0, 0, 0]) == i
+        if i < 6:
+            time.sleep(0.5)
+    quick = takes[7]  # the second take without a pause before it
+    first = min(r for r in loader.times if r > quick)
+    assert first - quick < 0.5 * _Pace.SHARE * 0.5, (first - quick, _Pace.SHARE * 0.5)
 
 
 @pytest.mark.parametrize("device", DEVICES)

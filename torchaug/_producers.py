@@ -52,6 +52,58 @@ def _put(q: "queue.Queue", stop: threading.Event, item) -> bool:
     return False
 
 
+class _Pace:
+    """When the producers are ahead of the consumer (`depth` batches ready, a put that waits for a
+    take), the next preparation starts a share of the consumer's step after the take instead of at
+    it. A training step's forward pass is launched by the training thread's Python, holding the GIL
+    between launches, in about the step's first third (the backward costs about twice the forward);
+    later in the step that thread waits without the GIL (the autograd engine's backward, the sync on
+    the loss). A producer that starts its batch's Python (the loader's next batch, the chain's
+    launches) at the take shares the GIL with the forward's launches, and a model whose forward is
+    launch-bound (EfficientNet-b0's small kernels) waits for them; started later it runs beside the
+    backward. The wait ends early when the consumer takes another batch (it is faster than the
+    measured step: a pause between epochs, say), and is skipped where the queued batches would not
+    cover it and two preparations."""
+
+    SHARE = 0.4  # of the consumer's step: after its forward's launches
+
+    def __init__(self, depth: int):
+        self.depth = depth
+        self.changed = threading.Condition()
+        self.takes = 0
+        self._last: Optional[float] = None
+        self._steps: list = []  # the latest intervals between takes, in seconds
+
+    def took(self) -> None:
+        """The consumer took a batch (its thread)."""
+        now = time.perf_counter()
+        with self.changed:
+            if self._last is not None:
+                self._steps = (self._steps + [now - self._last])[-3:]
+            self._last = now
+            self.takes += 1
+            self.changed.notify_all()
+
+    def delay(self, prepare: float) -> float:
+        """Seconds to wait after a take before preparing a batch that takes `prepare` seconds."""
+        with self.changed:
+            if len(self._steps) < 3:
+                return 0.0
+            step = sorted(self._steps)[1]
+        wait = self.SHARE * step
+        return wait if wait + 2 * prepare <= self.depth * step else 0.0
+
+    def wait(self, seen: int, seconds: float, stop: threading.Event) -> None:
+        """Waits `seconds`, or until a take after the one that counted `seen` + 1, or `stop`."""
+        deadline = time.perf_counter() + seconds
+        with self.changed:
+            while self.takes <= seen + 1 and not stop.is_set():
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    return
+                self.changed.wait(min(left, 0.05))
+
+
 def _thread_stack(thread: threading.Thread) -> str:
     frame = sys._current_frames().get(thread.ident)
     return "".join(traceback.format_stack(frame)) if frame is not None else "  (the thread has ended)\n"
@@ -76,8 +128,9 @@ class _Producers:
     transformed and queued, so that the chain's random draws and the queue follow the loader's order
     whatever order the threads' first stages finish in."""
 
-    def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer, num_threads: int):
-        self.owner, self.it, self.q, self.stop, self.consumer = owner, it, q, stop, consumer
+    def __init__(self, owner: "Prefetcher", it, q: "queue.Queue", stop: threading.Event, consumer, num_threads: int,
+                 pace: _Pace):
+        self.owner, self.it, self.q, self.stop, self.consumer, self.pace = owner, it, q, stop, consumer, pace
         self.num_threads = num_threads  # the intra-op thread count the threads run with
         self.counted = threading.Semaphore(0)  # released by each thread once it has set that count
         self.taking = threading.Lock()
@@ -184,10 +237,13 @@ def _produce(shared: _Producers, stream) -> None:
             shared.pass_turn()
             return
         stats.add_batch(waited, loaded + t3 - t2)
+        seen, ahead = shared.pace.takes, q.full()
         if not _put(q, stop, item):
             return
-        stats.queue_full += time.perf_counter() - t3
         shared.pass_turn()
+        if ahead:
+            shared.pace.wait(seen, shared.pace.delay(waited + loaded + t3 - t2), stop)
+        stats.queue_full += time.perf_counter() - t3
 
 
 class _SwitchInterval:
@@ -280,8 +336,9 @@ class _PrefetchIterator:
             _REAPER.start()
             _SWITCH.acquire()
             run.switch = True
+            self._pace = _Pace(owner.depth)
             shared = _Producers(owner, run.it, run.queue, run.stop, self._consumer,
-                                1 if owner._stream is not None else num_threads)
+                                1 if owner._stream is not None else num_threads, self._pace)
             # the threads hold no reference to this iterator, so that a loop that breaks early lets
             # it be collected and closed (__del__)
             run.threads = [threading.Thread(target=_produce, args=(shared, stream), daemon=True,
@@ -326,6 +383,7 @@ class _PrefetchIterator:
             self.close(wait=0)
             raise
         owner.stats.consumer_wait += time.perf_counter() - t0
+        self._pace.took()
         if item is _END:
             self.close()
             raise StopIteration

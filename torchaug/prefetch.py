@@ -60,7 +60,8 @@ class PrefetchStats:
       the chain's work itself), summed over the producer threads: with threads > 1 it can exceed
       the wall time (a thread's wait for its turn to run the chain is not counted);
     - queue_full: the producer thread waiting because `depth` batches were ready and not taken
-      (the model is the slower side);
+      (the model is the slower side), and then for its next batch's start a share of the model's
+      step later (past the step's forward launches, whose Python its own would slow);
     - consumer_wait: the consumer waiting for a batch (the data is the slower side).
 
     On the CPU the chain runs inline: queue_full and consumer_wait stay 0. per_batch_ms(earlier)
