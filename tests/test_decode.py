@@ -493,52 +493,6 @@ def test_decoders_env_is_checked(monkeypatch):
         decode_jpeg([_bytes(_good())], device="cuda")
 
 
-@requires_cuda
-def test_cuda_one_caller_decodes_a_large_batch_on_two_decoders():
-    """A lone caller whose batch holds 64 RGB hardware files or more decodes its second half on a
-    second decoder of the pool when one is free (SecondHalf in csrc/cuda/decode.cu): the decode trace
-    shows that half (none with 63 files, none with TORCHAUG_NVJPEG_DECODERS=1), and the batch is
-    bitwise what one decoder gives, also with a damaged file in the second half (skip mode drops
-    that file only) and when nvJPEG rejects both halves (the nvjpeg_reject hook: their files retried
-    on the lanes, bitwise the lanes' own decode)."""
-    child = f"""
-import os, sys, torch, torchaug
-sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
-from torchaug.io import decode_jpeg
-from test_decode import BAD, _bytes, _hardware_files
-data = _hardware_files(129)
-damaged = _bytes(BAD["damaged_data"][0])
-def run(batch, decoders, case):
-    os.environ["TORCHAUG_NVJPEG_DECODERS"] = decoders
-    print("case", case, decoders, file=sys.stderr, flush=True)
-    got, failures = decode_jpeg(batch, device="cuda", on_error="skip")
-    torch.cuda.synchronize()
-    return [t.cpu() for t in got], failures
-for n, bad in ((63, False), (64, False), (129, False), (129, True)):
-    batch = data[:n - 3] + [damaged] + data[n - 3:n] if bad else data[:n]
-    (one, one_failures), (two, two_failures) = (run(batch, k, f"{{n}}{{'b' if bad else ''}}") for k in "12")
-    assert one_failures == two_failures and [i for i, _ in two_failures] == ([n - 3] if bad else [])
-    assert len(one) == len(two) and all(torch.equal(a, b) for a, b in zip(one, two)), n
-lanes = [t.cpu() for t in decode_jpeg(data[:128], device="cuda", hw_load=0.0)]
-torchaug._C._set_test_hook("nvjpeg_reject", 1)
-got, _ = run(data[:128], "2", "rejected")
-assert len(got) == 128 and all(torch.equal(a, b) for a, b in zip(got, lanes))
-"""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, TORCHAUG_DECODE_TRACE="1", PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    halves, case = {}, None
-    for line in run.stderr.splitlines():
-        if line.startswith("case "):
-            case = tuple(line.split()[1:])
-            halves[case] = []
-        elif "second decoder (" in line and case is not None:
-            halves[case].append(int(line.rsplit("(", 1)[1].rstrip(")")))
-    assert halves == {("63", "1"): [], ("63", "2"): [], ("64", "1"): [], ("64", "2"): [32], ("129", "1"): [],
-                      ("129", "2"): [65], ("129b", "1"): [], ("129b", "2"): [65], ("rejected", "2"): [64]}, halves
-
-
 @pytest.mark.skipif(not CUDA or torch.cuda.device_count() < 2, reason="needs 2 CUDA devices (the multi-GPU device machine)")
 def test_cuda_decode_on_the_second_gpu():
     """A decode on cuda:1 while cuda:0 is current must decode in cuda:1's context (a decode thread

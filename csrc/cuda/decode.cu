@@ -6,8 +6,7 @@
 //    another, on a CUDA stream of the decoder's own; the planar output is written straight into the
 //    samples' slots. Calls from different threads take different decoders of the device (each its
 //    own nvJPEG handle, state, stream and lanes; up to TORCHAUG_NVJPEG_DECODERS) and decode at the
-//    same time; a call that finds a second decoder free decodes half of a large RGB group on it
-//    (SecondHalf);
+//    same time;
 //  - the others nvJPEG takes (progressive, 4:1:1, everything when the GPU has no JPEG engine, and
 //    the share of the hardware-decodable ones that `hw_load` leaves to them) go through nvJPEG's
 //    hybrid decoder on the decoder's lanes: CPU threads, each with its own nvJPEG state and CUDA
@@ -42,9 +41,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <initializer_list>
-#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -148,84 +145,6 @@ bool decode_batched(Batched& b, std::vector<Job>& jobs, nvjpegOutputFormat_t for
   b.pending = true;
   return true;
 }
-
-// Half of a large RGB hardware group on a second decoder of the device's pool, taken only when one
-// is free (one caller, or callers that leave decoders idle): the second half decodes on that
-// decoder's state and stream, on a thread of its own, while the calling thread decodes the first.
-// nvJPEG's batched call does host work for each file (copies, event records and waits inside it,
-// ~260 a batch of 256) that one thread does one after another; two decoders do it side by side, as
-// two threads calling at once do. The second decoder goes back to the pool as soon as its half is
-// queued. The output memory comes from the first decoder's stream pool, whose earlier decode may
-// still be writing (the hardware decoder does not follow stream order, see the top of this file):
-// the second decoder starts only once that decode is done.
-class SecondHalf {
- public:
-  // groups smaller than this decode on one decoder: the thread and the second batch cost more than
-  // they save there
-  static constexpr size_t kMin = 64;
-
-  // Takes the second half of `jobs` when a second decoder is free and starts decoding it.
-  SecondHalf(DecoderPool& pool, const at::Device& device, int priority, Batched& first, std::vector<Job>& jobs)
-      : device_(device) {
-    if (jobs.size() < kMin) return;
-    held_.emplace(pool, std::try_to_lock);
-    if (held_->d == nullptr) return;
-    Batched& b = held_->d->batched(device);
-    b.own.follow(b.stream, priority, b.done);
-    if (first.pending) C10_CUDA_CHECK(cudaEventSynchronize(first.done.e));
-    const size_t half = jobs.size() / 2;
-    jobs_.assign(jobs.begin() + static_cast<std::ptrdiff_t>(half), jobs.end());
-    trace(device.index(), "second decoder", static_cast<int64_t>(jobs_.size()));
-    try {
-      thread_ = std::thread([this, &b, device] {
-        try {
-          const c10::cuda::CUDAGuard guard(device);
-          decoded_ = decode_batched(b, jobs_, NVJPEG_OUTPUT_RGB);
-        } catch (...) {
-          error_ = std::current_exception();
-        }
-      });
-    } catch (const std::system_error&) {  // no thread to be had: the caller decodes the whole group
-      jobs_.clear();
-      held_->release();
-      return;
-    }
-    jobs.resize(half);
-  }
-
-  // Waits for the half; the caller's stream waits for its decode. A batch nvJPEG rejected joins
-  // `retry` (decoded one by one on the first decoder's lanes) once its queued work is done.
-  void finish(const c10::cuda::CUDAStream& current, std::vector<Job>& retry) {
-    if (!thread_.joinable()) return;
-    thread_.join();
-    if (error_) std::rethrow_exception(error_);
-    Batched& b = held_->d->batched(device_);
-    if (decoded_) {
-      b.done.block(current.stream());
-    } else {
-      C10_CUDA_CHECK(cudaEventSynchronize(b.done.e));
-      retry.insert(retry.end(), jobs_.begin(), jobs_.end());
-    }
-    held_->release();
-  }
-
-  // A call that leaves by an exception frees its output: the half's decode is done with it first.
-  ~SecondHalf() {
-    if (!thread_.joinable()) return;
-    thread_.join();
-    if (decoded_) (void)cudaEventSynchronize(held_->d->batched(device_).done.e);
-  }
-  SecondHalf(const SecondHalf&) = delete;
-  SecondHalf& operator=(const SecondHalf&) = delete;
-
- private:
-  at::Device device_;
-  std::optional<HeldDecoder> held_;
-  std::vector<Job> jobs_;
-  std::thread thread_;
-  bool decoded_ = false;
-  std::exception_ptr error_;
-};
 
 struct OrientJob {
   int64_t src, dst, c, hs, ws, o;
@@ -346,9 +265,8 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& requested) {
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
   const int dev = device.index();
   trace(dev, "enter", static_cast<int64_t>(plan.samples.size()));
-  DecoderPool& pool = pool_for(device);
-  const HeldDecoder held(pool);
-  Decoder& d = *held.d;
+  const HeldDecoder held(pool_for(device));
+  Decoder& d = held.d;
   trace(dev, "locked");
   const int priority = current.priority();
   {
@@ -449,9 +367,7 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& requested) {
   start_lanes(hybrid);
 
   // meanwhile the batched groups on the decoder's stream (they need not wait for the caller's
-  // stream: their memory is the decoder's), a large RGB group's second half on a second decoder
-  // when one is free; the caller's stream waits for them
-  SecondHalf second(pool, device, priority, batched, hw_rgb);
+  // stream: their memory is the decoder's); the caller's stream waits for them
   bool queued = false;
   for (auto* group : {&hw_rgb, &hw_y}) {
     if (group->empty()) continue;
@@ -461,7 +377,6 @@ void decode_jpeg_cuda(DecodePlan& plan, const at::Device& requested) {
     queued = true;
   }
   if (queued) batched.done.block(current.stream());
-  second.finish(current, retry);
   trace(dev, "batched queued", static_cast<int64_t>(hw_rgb.size() + hw_y.size()));
   scan_check.join();
   trace(dev, "scan check joined");

@@ -220,16 +220,6 @@ LanePool& Decoder::lanes(const at::Device& device) {
 Decoder& DecoderPool::take(int limit) {
   std::unique_lock<std::mutex> lock(mutex_);
   given_back_.wait(lock, [&] { return in_use_ < limit; });
-  return take_locked(lock);
-}
-
-Decoder* DecoderPool::try_take(int limit) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (in_use_ >= limit) return nullptr;
-  return &take_locked(lock);
-}
-
-Decoder& DecoderPool::take_locked(std::unique_lock<std::mutex>& lock) {
   ++in_use_;
   if (!free_.empty()) {
     Decoder* d = free_.back();
@@ -265,9 +255,7 @@ DecoderPool& pool_for(const at::Device& device) {
   return *p;
 }
 
-HeldDecoder::HeldDecoder(DecoderPool& p) : pool(p), d(&p.take(settings::nvjpeg_decoders())) {}
-
-HeldDecoder::HeldDecoder(DecoderPool& p, std::try_to_lock_t) : pool(p), d(p.try_take(settings::nvjpeg_decoders())) {}
+HeldDecoder::HeldDecoder(DecoderPool& p) : pool(p), d(p.take(settings::nvjpeg_decoders())) {}
 
 void trace(int device, const char* step, int64_t n) {
   if (!settings::decode_trace()) return;

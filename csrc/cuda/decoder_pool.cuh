@@ -2,8 +2,7 @@
 // decoder is an nvJPEG handle with the hardware batched decoder's state and stream (Batched) and the
 // hybrid decoder's lanes (LanePool: CPU threads, each with its own nvJPEG state and CUDA stream).
 // A call holds one decoder of the device's pool for its whole decode (HeldDecoder); calls from
-// different threads take different decoders and decode at the same time, and a call that finds a
-// second decoder free decodes half of a large hardware batch on it (csrc/cuda/decode.cu). Decoders, streams and lane
+// different threads take different decoders and decode at the same time. Decoders, streams and lane
 // threads are kept for the life of the process (as torchvision does: destroying nvJPEG objects from
 // an atexit hook can run after the CUDA runtime has shut down).
 #pragma once
@@ -170,13 +169,9 @@ struct Decoder {
 class DecoderPool {
  public:
   Decoder& take(int limit);
-  // A decoder when fewer than `limit` are in use, else nullptr at once.
-  Decoder* try_take(int limit);
   void give_back(Decoder& d);
 
  private:
-  Decoder& take_locked(std::unique_lock<std::mutex>& lock);
-
   std::mutex mutex_;
   std::condition_variable given_back_;
   std::vector<Decoder*> free_;
@@ -185,25 +180,19 @@ class DecoderPool {
 
 DecoderPool& pool_for(const at::Device& device);
 
-// A decoder of the device's pool, held for the life of one call (a second one, taken when free,
-// only while half of a large batch decodes on it: SecondHalf in csrc/cuda/decode.cu). How many
-// decoders of a device may be in use at once, so how many calls (from different threads) decode on
-// it at the same time: TORCHAUG_NVJPEG_DECODERS (csrc/ops/settings.h, default 2), read at each
-// call. A call's host work before its batched decode (the header parse, the output, the Python
-// around it: ~3 ms a batch of 256) leaves the JPEG engines idle, which other threads' calls fill.
-// With 1, their host work overlaps the one batched decode in flight; with 2, two batched decodes
-// share the engines. On H100s two threads decode 1.2x-1.9x faster than one on two decoders; with 3
-// threads and ~110 KB files one decoder was faster on some machines and two on others.
+// A decoder of the device's pool, held for the life of one call. How many decoders of a device may
+// be in use at once, so how many calls (from different threads) decode on it at the same time:
+// TORCHAUG_NVJPEG_DECODERS (csrc/ops/settings.h, default 2), read at each call. A call's host work
+// before its batched decode (the header parse, the output, the Python around it: ~3 ms a batch of
+// 256) leaves the JPEG engines idle, which other threads' calls fill. With 1, their host work
+// overlaps the one batched decode in flight; with 2, two batched decodes share the engines. On H100s
+// two threads decode 1.2x-1.9x faster than one on two decoders; with 3 threads and ~110 KB files one
+// decoder was faster on some machines and two on others.
 struct HeldDecoder {
   DecoderPool& pool;
-  Decoder* d;
-  explicit HeldDecoder(DecoderPool& p);  // waits for a decoder
-  HeldDecoder(DecoderPool& p, std::try_to_lock_t);  // d is nullptr when none is free now
-  ~HeldDecoder() { release(); }
-  void release() {
-    if (d != nullptr) pool.give_back(*d);
-    d = nullptr;
-  }
+  Decoder& d;
+  explicit HeldDecoder(DecoderPool& p);
+  ~HeldDecoder() { pool.give_back(d); }
   HeldDecoder(const HeldDecoder&) = delete;
   HeldDecoder& operator=(const HeldDecoder&) = delete;
 };

@@ -11,8 +11,7 @@ namespace torchaug {
 namespace settings {
 
 // TORCHAUG_NVJPEG_DECODERS: how many nvJPEG decoders of a device calls from different threads may
-// use at once, in [1, 16]; default 2. A call that finds one free beside its own decodes half of a
-// large batch on it. Read at each decode call.
+// use at once, in [1, 16]; default 2. Read at each decode call.
 int nvjpeg_decoders();
 
 // TORCHAUG_NVJPEG_THREADS: the CPU threads (lanes) of nvJPEG's hybrid decoder, in [1, 256]; default

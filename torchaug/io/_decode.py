@@ -105,8 +105,7 @@ def decode_jpeg(
     The two decoders' pixels differ by a level or so, so a file's pixels can depend on the share.
     Calls from different threads decode at the same time on CUDA, each on a decoder of its own (up
     to TORCHAUG_NVJPEG_DECODERS per device, default 2; with 1 they take turns, each doing its host
-    work while another's batch decodes): the Prefetcher's `threads` use this. A call with 64 or more
-    files for the hardware engines that finds a second decoder free decodes half of them on it."""
+    work while another's batch decodes): the Prefetcher's `threads` use this."""
     single = isinstance(input, (torch.Tensor, bytes, bytearray, memoryview))
     flat, offsets, sizes, failures = _decode(input, device, mode, apply_exif_orientation, on_error, hw_load)
     images = [flat[o:o + c * h * w].view(c, h, w) for o, (c, h, w) in zip(offsets, sizes) if c > 0]
