@@ -236,20 +236,39 @@ def test_cpu_cuda_agree():
 
 
 @requires_cuda
-def test_cuda_hue_divides_exactly():
-    """adjust_hue divides by the channels' spread through its reciprocal on the device (rn_div_by in
-    csrc/kernels/common.h): bitwise the CPU's divisions over every uint8 RGB triple, as uint8 and
-    scaled to [0, 1] in float32, and over float32 pixels whose spread is outside the reciprocal's
-    range (the fallback to the plain division)."""
+def test_cuda_hue_matches_cpu_on_every_color():
+    """adjust_hue on the device (uint8: kernels::hue_words, whose divisions, floors and selects are
+    rewritten for bytes; float: rn_div_by in csrc/kernels/common.h) is bitwise the CPU's over every
+    uint8 RGB triple at shifts across [-0.5, 0.5], as uint8 and scaled to [0, 1] in float32, and over
+    float32 pixels whose spread is outside the reciprocal's range (the fallback to the plain
+    division). The same colors as a batch of 224 x 224 images (a block's shared memory: the resident
+    program kernel) with a shift per sample across [-1, 1] (color_program does not range-check) and
+    past 1 (the generic path); saturation there likewise (kernels::saturation_words), factors from 0
+    to 6, negative and huge ones."""
     v = torch.arange(256, dtype=torch.uint8)
     every = torch.stack(torch.meshgrid(v, v, v, indexing="ij")).reshape(1, 3, 4096, 4096)
-    shift = torch.tensor([0.3])
     tiny = torch.tensor([[0.5, 0.5 + 3e-8, 0.5], [1e-30, 3e-30, 0.0], [1e-39, 0.0, 2e-39], [0.0, 1e-20, 5e-21],
                          [0.25, 0.75, 0.5], [1.0, 1.0, 1.0]]).t().reshape(1, 3, 2, 3)
-    for x in (every, every.float() / 255, tiny):
-        a = F.adjust_hue(x, shift)
-        b = F.adjust_hue(x.cuda(), shift.cuda()).cpu()
-        assert torch.equal(a, b), (x.dtype, (a != b).sum().item())
+    for x, shifts in ((every, (-0.5, -0.37, -0.1, 0.0, 0.05, 0.3, 0.5)),
+                      (every.float() / 255, (0.3,)), (tiny, (0.3,))):
+        for s in shifts:
+            shift = torch.tensor([s])
+            a = F.adjust_hue(x, shift)
+            b = F.adjust_hue(x.cuda(), shift.cuda()).cpu()
+            assert torch.equal(a, b), (x.dtype, s, (a != b).sum().item())
+    n = (4096 * 4096 + 224 * 224 - 1) // (224 * 224)
+    flat = every.reshape(3, -1)
+    batch = torch.cat([flat, flat[:, : n * 224 * 224 - flat.shape[1]]], 1).reshape(3, n, 224, 224).transpose(0, 1).contiguous()
+    for op, p0 in (("hue", torch.linspace(-1, 1, n)), ("saturation", torch.linspace(0, 6, n))):
+        prog = torch.zeros(n, 2, dtype=torch.int64)
+        prog[:, 0] = COLOR_OPS[op]
+        params = torch.zeros(n, 2, 2)
+        params[:, 0, 0] = p0
+        params[::7, 0, 0] = {"hue": 1.4, "saturation": 1e30}[op]  # past hue_words' range; saturating blends
+        params[3::7, 0, 0] = {"hue": -2.6, "saturation": -2.5}[op]
+        a = F.color_program(batch, prog, params)
+        b = F.color_program(batch.cuda(), prog.cuda(), params.cuda()).cpu()
+        assert torch.equal(a, b), (op, (a != b).sum().item())
 
 
 @requires_cuda

@@ -284,6 +284,16 @@ __global__ void __launch_bounds__(kThreads) color_apply_u8_planar_kernel(const u
 #pragma unroll
       for (int c = 0; c < C; ++c) Bytes<kW>::set(r[c], j, lut[c][Bytes<kW>::get(px[c], j)]);
     }
+  } else if constexpr (kW == 4) {
+    // a word per channel slot by slot (color_words: the same bytes as run_color_program, and
+    // hue's word path)
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = px[c];
+    for (int k = start; k < sp.n; ++k) {
+      const int op = sp.op[k];
+      if (op == kernels::kColorIdentity) continue;
+      color_words<C>(op, r, sp.p0[k], sp.p1[k], kernels::one_minus(sp.p0[k]), slot_stats(P, b, k));
+    }
   } else {
 #pragma unroll
     for (int j = 0; j < kW; ++j) {
@@ -341,7 +351,8 @@ void launch_color_stats(const T* in, T* out, const ColorParams& P, int ranks, cu
 // pixel; with hue's long per-pixel code in it, 16 copies cost more than the wide loads save. On an
 // H200 (256x3x224x224): adjust_hue 2.18M img/s with 16 pixels, 2.35M with 4; ColorJitter's program
 // 631k vs 706k; brightness 8.8M vs 6.4M and saturation 4.6M vs 4.0M the other way. So 4 for
-// programs that may hold hue (a per-sample program, or hue itself), else 16.
+// programs that may hold hue (a per-sample program, or hue itself; at 4 pixels a thread the pass runs
+// color_words slot by slot, hue's word path included), else 16.
 int apply_width(const ColorParams& P) { return (P.ops != nullptr || P.const_op == kernels::kColorHue) ? 4 : 16; }
 
 void color_run_cuda(const at::Tensor& images, ColorPlan& plan) {

@@ -196,6 +196,112 @@ TORCHAUG_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void hue_shift_unit(float* r
   rgb[2] = r2;
 }
 
+#if defined(__CUDA_ARCH__)
+// rn(a / b) for a in [0, 1] and b in [2^-8, 1]: the fast path of the device's IEEE division
+// (div.rn.f32: an approximate reciprocal refined once, the quotient corrected once), without the
+// range check (FCHK) and slow-path branch that guard it, which such operands never take. unit_rcp
+// is the refined reciprocal, shared by the quotients of one divisor.
+__device__ __forceinline__ float unit_rcp(float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return __fmaf_rn(__fmaf_rn(-b, r, 1.0f), r, r);
+}
+__device__ __forceinline__ float unit_div(float a, float b, float r) {
+  const float q = __fmul_rn(a, r);
+  return __fmaf_rn(__fmaf_rn(-b, q, a), r, q);
+}
+
+// adjust_hue on the 4 pixels of the uint8 words w[0..2] (a word per channel), in place, for shifts
+// in [-1, 1]: to_unit, hue_shift_unit<true> and from_unit pixel by pixel, the same bytes with a third
+// fewer instructions and half the compares and selects (the device's ALU pipe, which runs at half
+// the float pipe's rate, bounds the per-pixel loop). Each step is an identity on these operands:
+// - a byte under 2^23's exponent (2^23 + x) is ordered as x: max and min of the three, and which
+//   channel is the max, from these floats; the fused 2^23 + x times 1/255 less 2^23 / 255 (exact: a
+//   power-of-two multiple) rounds once, to to_unit(x);
+// - the quotients are unit_div's (their operands are in its range; a gray pixel divides by 1);
+// - trunc, floor and the remainder of non-negative values below 2^22 are adds of 2^23 or
+//   1.5 * 2^23 rounded toward zero or down (full-rate adds instead of the conversion unit's FRND);
+// - torchvision clamps q, t and p to [0, 1], which they never leave (s, f and v lie in [0, 1]), and
+//   of q and t a sector uses one: q in odd sectors, t in even ones; from_unit's clamp likewise, and
+//   from_unit(v) is the max byte;
+// - the sector's (r, g, b) is (a, b, p) rotated by i / 2, where (a, b) is (v, t) in even sectors and
+//   (q, v) in odd ones (sector 6, h = 1 exactly, is sector 0's: a rotation by 3): one byte permute
+//   per pixel, and six to turn four pixels of three bytes into three words.
+__device__ inline void hue_words(uint32_t* w, float shift) {
+  constexpr float kInv255 = static_cast<float>(1.0 / 255.0);
+  constexpr float kBias = kInv255 * kTwoPow23;
+  constexpr float kSixth = static_cast<float>(1.0 / 6.0);
+  constexpr float kByteScale = static_cast<float>(255.999);
+  // the byte selector of a rotation by k (k = 0..3), 16 bits each: (a, b, p), (p, a, b), (b, p, a)
+  constexpr unsigned long long kRotate = 0x0410004101040410ull;
+  const auto byte_of = [&](float u) { return __float_as_uint(__fadd_rz(__fmul_rn(u, kByteScale), kTwoPow23)); };
+  uint32_t px[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float rb = __uint_as_float(__byte_perm(w[0], 0x4B000000u, 0x7540u | j));
+    const float gb = __uint_as_float(__byte_perm(w[1], 0x4B000000u, 0x7540u | j));
+    const float bb = __uint_as_float(__byte_perm(w[2], 0x4B000000u, 0x7540u | j));
+    const float mb = fmaxf(fmaxf(rb, gb), bb), nb = fminf(fminf(rb, gb), bb);
+    const bool eqc = mb == nb, is_r = mb == rb, g_is_max = mb == gb;
+    // the channels the quotients take, chosen as bytes and then scaled
+    const float first = __fmaf_rn(is_r ? bb : (g_is_max ? rb : gb), kInv255, -kBias);
+    const float second = __fmaf_rn(is_r ? gb : (g_is_max ? bb : rb), kInv255, -kBias);
+    const float maxc = __fmaf_rn(mb, kInv255, -kBias), minc = __fmaf_rn(nb, kInv255, -kBias);
+    const float cr = __fsub_rn(maxc, minc);
+    const float den = eqc ? 1.0f : maxc;
+    const float s = unit_div(cr, den, unit_rcp(den));
+    const float crd = eqc ? 1.0f : cr, rc = unit_rcp(crd);
+    const float q1 = unit_div(__fsub_rn(maxc, first), crd, rc);
+    const float q2 = unit_div(__fsub_rn(maxc, second), crd, rc);
+    float h = __fsub_rn(is_r ? q1 : __fadd_rn(q1, g_is_max ? 2.0f : 4.0f), q2);
+    h = __fadd_rn(__fmul_rn(h, kSixth), 1.0f);                                            // in [5/6, 11/6]
+    h = __fsub_rn(h, __fsub_rn(__fadd_rz(h, kTwoPow23), kTwoPow23));                      // fmod_one
+    h = __fadd_rn(h, shift);                                                               // in [-1, 2]
+    h = __fsub_rn(h, __fsub_rn(__fadd_rd(h, kOneAndHalfTwoPow23), kOneAndHalfTwoPow23));  // remainder_one
+    const float h6 = __fmul_rn(h, 6.0f);                                                   // in [0, 6]
+    const float fl = __fadd_rd(h6, kTwoPow23);                                             // 2^23 + floor(h6)
+    const float f = __fsub_rn(h6, __fsub_rn(fl, kTwoPow23));
+    const uint32_t i = __float_as_uint(fl) & 7u;
+    const float sxf = __fmul_rn(s, f), oms = __fsub_rn(1.0f, s);
+    const bool odd = (i & 1u) != 0u;
+    // from_unit(v) is the max byte itself (v * 255.999 / 255 lies in [M, M + 0.9991] for M = 0..255),
+    // whose bits mb holds: 2^23 + M
+    const uint32_t v8 = __float_as_uint(mb), p8 = byte_of(__fmul_rn(oms, maxc));
+    const uint32_t x8 = byte_of(__fmul_rn(odd ? __fsub_rn(1.0f, sxf) : __fadd_rn(sxf, oms), maxc));
+    const uint32_t ab = __byte_perm(odd ? x8 : v8, odd ? v8 : x8, 0x0040u);  // (a, b, a, a)
+    px[j] = __byte_perm(ab, p8, static_cast<uint32_t>(kRotate >> ((i & 6u) << 3)));
+  }
+  const uint32_t lo01 = __byte_perm(px[0], px[1], 0x5140u), lo23 = __byte_perm(px[2], px[3], 0x5140u);
+  const uint32_t hi01 = __byte_perm(px[0], px[1], 0x0062u), hi23 = __byte_perm(px[2], px[3], 0x0062u);
+  w[0] = __byte_perm(lo01, lo23, 0x5410u);
+  w[1] = __byte_perm(lo01, lo23, 0x7632u);
+  w[2] = __byte_perm(hi01, hi23, 0x5410u);
+}
+
+// adjust_saturation on the 4 pixels of the uint8 words w[0..2], in place: apply_color_op's blend
+// with the floored luma, each channel's byte taken from its sum's bits (one add rounded toward zero
+// after the clamp, where trunc_u8 and the word's byte conversion each add and subtract 2^23; the
+// clamp as fminf / fmaxf: NaN gives 0 either way) and inserted into its word by a byte permute.
+__device__ inline void saturation_words(uint32_t* w, float p0, float om) {
+  uint32_t out[3] = {w[0], w[1], w[2]};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    float v[3];
+#pragma unroll
+    for (int c = 0; c < 3; ++c) v[c] = word_byte_to_float(w[c], j);
+    const float gray = floor_small(luma(v[0], v[1], v[2]));
+#pragma unroll
+    for (int c = 0; c < 3; ++c) {
+      const float r = fminf(fmaxf(__fmaf_rn(gray, om, __fmul_rn(v[c], p0)), 0.0f), 255.0f);
+      // byte 0 of the sum's bits into byte j of the word: selectors 0x3214, 0x3240, 0x3410, 0x4210
+      out[c] = __byte_perm(out[c], __float_as_uint(__fadd_rz(r, kTwoPow23)), (0x3210u & ~(0xfu << (4 * j))) | (4u << (4 * j)));
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < 3; ++c) w[c] = out[c];
+}
+#endif
+
 // x ** gamma as torch.pow with a scalar exponent computes it (its special cases included).
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t pow_scalar(acc_t x, acc_t e) {
