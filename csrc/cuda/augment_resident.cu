@@ -31,6 +31,10 @@ namespace {
 
 constexpr int kResThreads = 1024;
 constexpr int kResWarps = kResThreads / 32;
+// The steps of the first kResSteps slots are made at once, a thread each, while the image loads (one
+// global load latency per sample instead of one per slot, and RandAugment's lowering in parallel);
+// later slots' steps are made by thread 0 at their turn, into the same ring.
+constexpr int kResSteps = 16;
 constexpr int kResHeld = 13;  // 4-pixel words a thread holds in registers (geometric slots): planes up to 53,248 pixels
 // the kinds of a sharpness or geometric slot, for the held loop's specializations
 constexpr int kResSharp = 0, kResBytes = 1, kResTaps = 2;
@@ -158,15 +162,38 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
   if (t < 6) red[t] = 0;
   __syncthreads();
   if (op == kernels::kColorContrast) {
-    unsigned long long sum = 0;
-    for (int p = t; p < HW; p += kResThreads) {
+    // the sum of the floored grays, integers of [0, 255]: a 4-pixel word per channel at a time (no
+    // byte load and int -> float conversion per value), the pixels past the last whole word alone.
+    // RGB: luma rounded down by the add of 2^23 (blend_gray's floor_small), whose bits end in the
+    // byte, and its first product from the byte under 2^23's exponent (2^23 + r times 0.2989 less
+    // 2^23 * 0.2989, exact: one rounding, the product's)
+    uint32_t sum = 0;  // at most 255 * ceil(HW / kResThreads) a thread
+    for (int q = t; q < HW / 4; q += kResThreads) {
+      uint32_t w[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * plane)[q];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (C == 3) {
+          constexpr float kR = 0.2989f, kG = 0.587f, kB = 0.114f;  // luma's weights
+          const float rb = __uint_as_float(__byte_perm(w[0], 0x4B000000u, 0x7540u | j));
+          const float l = __fmaf_rn(kernels::word_byte_to_float(w[2], j), kB,
+                                    __fmaf_rn(kernels::word_byte_to_float(w[1], j), kG,
+                                              __fmaf_rn(rb, kR, -kR * kernels::kTwoPow23)));
+          sum += __float_as_uint(__fadd_rd(l, kernels::kTwoPow23)) & 0xffu;
+        } else {
+          sum += (w[0] >> (8 * j)) & 0xffu;
+        }
+      }
+    }
+    for (int p = HW / 4 * 4 + t; p < HW; p += kResThreads) {
       float v[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) v[c] = planes[pl[c] * plane + p];
-      sum += kernels::trunc_to_byte(kernels::blend_gray<float, true>(v, C));  // an integer of [0, 255]
+      sum += kernels::trunc_to_byte(kernels::blend_gray<float, true>(v, C));
     }
     for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
-    if (lane == 0) atomicAdd(&red[0], sum);
+    if (lane == 0) atomicAdd(&red[0], static_cast<unsigned long long>(sum));
     __syncthreads();
     if (t == 0) kernels::contrast_derive(reinterpret_cast<const uint64_t*>(red), true, false, HW, f);
   } else {  // autocontrast: the channel's min and max as the statistics pass keeps them (ordered bits)
@@ -265,7 +292,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   __shared__ unsigned long long red[6];
   __shared__ uint32_t wsum[kResWarps];
   __shared__ int last[3];
-  __shared__ AugStepT<float> steps[2];
+  __shared__ AugStepT<float> steps[kResSteps];
   dependent_launch_begin();
   const int64_t b = A.order != nullptr ? A.order[blockIdx.x] : blockIdx.x;
   const int t = threadIdx.x, H = A.height, W = A.width, HW = H * W;
@@ -273,6 +300,12 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
   for (int c = 0; c <= C; ++c) pl[c] = c;
 
+  const auto make_step = [&](int k) {
+    const int op = static_cast<int>(A.ops[A.ops_s.at(b, k)]);
+    const float* m = A.mags + A.mags_s.at(b, k);
+    return A.p1_at >= 0 ? color_program_step(op, m[0], m[A.p1_at])
+                        : aug_step_cast<float>(kernels::lower_aug(op, *m, H, W, 255.0));
+  };
   const uint8_t* src = A.in + b * A.is.b;
   if (A.vec_in) {
     // cp.async (LDGSTS): all of the sample's 16-byte words in flight at once, through no register,
@@ -284,8 +317,10 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
       for (int c = 0; c < C; ++c) __pipeline_memcpy_async(planes + c * A.plane + 16 * q, src + c * A.is.c + 16 * q, 16);
     }
     __pipeline_commit();
+    if (t < min(A.n, kResSteps)) steps[t] = make_step(t);
     __pipeline_wait_prior(0);
   } else {
+    if (t < min(A.n, kResSteps)) steps[t] = make_step(t);
     resident_pixels(H, W, [&](int p, int y, int x) {
 #pragma unroll
       for (int c = 0; c < C; ++c) planes[c * A.plane + p] = src[c * A.is.c + y * A.is.y + x * A.is.x];
@@ -293,14 +328,10 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   }
 
   for (int k = 0; k < A.n; ++k) {
-    AugStepT<float>& sk = steps[k & 1];  // two: a slot that syncs no more may run ahead of the reads
-    if (t == 0) {
-      const int op = static_cast<int>(A.ops[A.ops_s.at(b, k)]);
-      const float* m = A.mags + A.mags_s.at(b, k);
-      sk = A.p1_at >= 0 ? color_program_step(op, m[0], m[A.p1_at])
-                       : aug_step_cast<float>(kernels::lower_aug(op, *m, H, W, 255.0));
-    }
-    __syncthreads();  // also: the image is in the planes (k == 0), the previous slot is done
+    // (a ring: a slot that syncs no more lets thread 0 run one slot ahead of the others' reads)
+    AugStepT<float>& sk = steps[k % kResSteps];
+    if (k >= kResSteps && t == 0) sk = make_step(k);
+    __syncthreads();  // also: the image is in the planes and the first steps made (k == 0), the previous slot is done
     const AugStepT<float> s = sk;
     if (s.kind == kernels::kAugKindCopy) continue;
     if (s.kind == kernels::kAugKindColor) {
