@@ -2,6 +2,8 @@
 // the samples of a batch.
 #include <c10/cuda/CUDAException.h>
 
+#include <algorithm>
+
 #include "../kernels/augment.h"
 #include "../kernels/color.h"
 #include "dependent_launch.cuh"
@@ -24,14 +26,16 @@ namespace {
 // normalize, 256 x 224 x 224) the kernel took 0.147-0.190 ms in the drawn order, 0.126-0.130 ms
 // longest first and 0.115-0.119 ms with the cheap half wave first. Which block runs a sample does
 // not change its bytes.
-constexpr int kOrderThreads = 1024;
+constexpr int kOrderThreads = 1024;  // at most; a thread a sample, and at least one a bucket
 constexpr int kOrderBuckets = 256;  // estimated costs above the last bucket share it
 
 // A slot's estimated time on the resident path, in ~3 us units of a batch of 256 samples of 224 x
 // 224 on an H100 (the batch of [op, identity] programs minus the batch of identities, fused
-// normalize to float32: a LUT slot 12-15 us, contrast / autocontrast 21-22, grayscale 25, saturation
-// 34, equalize 36, nearest shear 34-36, translate and rotate 30-32, every geometric op bilinear
-// 71-73, hue 82, sharpness in 4-pixel words ~51-63). Unknown ids are the identity (lower_aug).
+// normalize to float32: a LUT slot 12-15 us, contrast / autocontrast 21-22, grayscale 25, equalize
+// 36, nearest shear 34-36, translate and rotate 30-32, every geometric op bilinear 71-73, sharpness
+// in 4-pixel words ~51-63; saturation and hue in their word paths (kernels::saturation_words,
+// hue_words) on an H200, uint8 out: 18 and 43 us, a LUT slot 14). Unknown ids are the identity
+// (lower_aug).
 __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
   switch (op) {
     case kernels::kColorBrightness:
@@ -48,7 +52,7 @@ __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
     case kernels::kColorGrayscale:
       return 8;
     case kernels::kColorSaturation:
-      return 11;
+      return 6;
     case kernels::kColorEqualize:
       return 12;
     case kernels::kAugShearX:
@@ -59,7 +63,7 @@ __device__ __forceinline__ int resident_slot_cost(int64_t op, bool bilinear) {
     case kernels::kAugRotate:
       return bilinear ? 24 : 10;
     case kernels::kColorHue:
-      return 27;
+      return 14;
     case kernels::kAugSharpness:
       return 21;
     default:
@@ -81,9 +85,14 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
     for (int k = 0; k < n; ++k) c += resident_slot_cost(ops[ops_s.at(b, k)], bilinear);
     return kOrderBuckets - 1 - min(c, kOrderBuckets - 1);
   };
-  for (int i = t; i < kOrderBuckets; i += kOrderThreads) start[i] = 0;
+  const int nt = blockDim.x;
+  // a thread's first sample's bucket is kept (a batch of at most nt samples reads its ops once), its
+  // loads issued before the counts are cleared
+  const int first = t < B ? bucket(t) : 0;
+  for (int i = t; i < kOrderBuckets; i += nt) start[i] = 0;
   __syncthreads();
-  for (int b = t; b < B; b += kOrderThreads) atomicAdd(&start[bucket(b)], 1);
+  if (t < B) atomicAdd(&start[first], 1);
+  for (int b = t + nt; b < B; b += nt) atomicAdd(&start[bucket(b)], 1);
   __syncthreads();
   // each bucket's first position: the exclusive scan of the counts (a warp scan, then the warps before)
   int h = 0, x = 0;
@@ -98,8 +107,8 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
     start[t] = x - h;
   }
   __syncthreads();
-  for (int b = t; b < B; b += kOrderThreads) {
-    const int rank = atomicAdd(&start[bucket(b)], 1);  // 0: the most costly
+  for (int b = t; b < B; b += nt) {
+    const int rank = atomicAdd(&start[b == t ? first : bucket(b)], 1);  // 0: the most costly
     order[rank >= B - lead ? B - 1 - rank : lead + rank] = b;
   }
 }
@@ -108,7 +117,9 @@ __global__ void __launch_bounds__(kOrderThreads) resident_order_kernel(const int
 
 void launch_resident_order(const int64_t* ops, Strides2 ops_s, int B, int n, bool bilinear, int lead, int* order,
                            cudaStream_t stream, int device) {
-  launch_dependent(resident_order_kernel, dim3(1), dim3(kOrderThreads), 0, stream, device, ops, ops_s, B, n, bilinear, lead,
+  // a thread a sample up to kOrderThreads (fewer warps at the barriers of a small batch)
+  const int threads = std::min(kOrderThreads, std::max(kOrderBuckets, (B + 31) / 32 * 32));
+  launch_dependent(resident_order_kernel, dim3(1), dim3(threads), 0, stream, device, ops, ops_s, B, n, bilinear, lead,
                    order);
 }
 
