@@ -212,15 +212,17 @@ __device__ __forceinline__ float unit_div(float a, float b, float r) {
 }
 
 // adjust_hue on the 4 pixels of the uint8 words w[0..2] (a word per channel), in place, for shifts
-// in [-1, 1]: to_unit, hue_shift_unit<true> and from_unit pixel by pixel, the same bytes with a third
-// fewer instructions and half the compares and selects (the device's ALU pipe, which runs at half
-// the float pipe's rate, bounds the per-pixel loop). Each step is an identity on these operands:
+// in [-1, 1]: to_unit, hue_shift_unit<true> and from_unit pixel by pixel, the same bytes in fewer
+// instructions, half the compares and selects (the device's ALU pipe, at half the float pipe's rate,
+// bounds such a loop) and no branch (on an H200, 256x3x224x224: adjust_hue 0.060 ms against 0.098
+// through apply_color_op). Each step is an identity on these operands:
 // - a byte under 2^23's exponent (2^23 + x) is ordered as x: max and min of the three, and which
 //   channel is the max, from these floats; the fused 2^23 + x times 1/255 less 2^23 / 255 (exact: a
 //   power-of-two multiple) rounds once, to to_unit(x);
 // - the quotients are unit_div's (their operands are in its range; a gray pixel divides by 1);
-// - trunc, floor and the remainder of non-negative values below 2^22 are adds of 2^23 or
-//   1.5 * 2^23 rounded toward zero or down (full-rate adds instead of the conversion unit's FRND);
+// - trunc of a non-negative value below 2^23 is an add of 2^23 rounded toward zero, floor one
+//   rounded down (of 1.5 * 2^23 where the value may be negative, |value| <= 2^22): full-rate adds
+//   instead of the conversion unit's FRND;
 // - torchvision clamps q, t and p to [0, 1], which they never leave (s, f and v lie in [0, 1]), and
 //   of q and t a sector uses one: q in odd sectors, t in even ones; from_unit's clamp likewise, and
 //   from_unit(v) is the max byte;
