@@ -247,7 +247,7 @@ def _with_resident(mode, fn):
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
 @pytest.mark.parametrize("layout", ["3x224x224", "3x232x232", "3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x1x5",
                                     "3x3x4", "1x2x8"])
-@pytest.mark.parametrize("n", [1, 2, 10])
+@pytest.mark.parametrize("n", [1, 2, 10, 20])  # 20: slots past the steps made at once (kResSteps)
 def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
     """uint8 images that fit in shared memory run their whole program in one launch (the resident
     path, forced here); it equals the slot passes bitwise: statistics of full-range, low-contrast
