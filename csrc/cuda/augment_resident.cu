@@ -163,10 +163,7 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
   __syncthreads();
   if (op == kernels::kColorContrast) {
     // the sum of the floored grays, integers of [0, 255]: a 4-pixel word per channel at a time (no
-    // byte load and int -> float conversion per value), the pixels past the last whole word alone.
-    // RGB: luma rounded down by the add of 2^23 (blend_gray's floor_small), whose bits end in the
-    // byte, and its first product from the byte under 2^23's exponent (2^23 + r times 0.2989 less
-    // 2^23 * 0.2989, exact: one rounding, the product's)
+    // byte load and int -> float conversion per value), the pixels past the last whole word alone
     uint32_t sum = 0;  // at most 255 * ceil(HW / kResThreads) a thread
     for (int q = t; q < HW / 4; q += kResThreads) {
       uint32_t w[C];
@@ -174,16 +171,10 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
       for (int c = 0; c < C; ++c) w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * plane)[q];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if constexpr (C == 3) {
-          constexpr float kR = 0.2989f, kG = 0.587f, kB = 0.114f;  // luma's weights
-          const float rb = __uint_as_float(__byte_perm(w[0], 0x4B000000u, 0x7540u | j));
-          const float l = __fmaf_rn(kernels::word_byte_to_float(w[2], j), kB,
-                                    __fmaf_rn(kernels::word_byte_to_float(w[1], j), kG,
-                                              __fmaf_rn(rb, kR, -kR * kernels::kTwoPow23)));
-          sum += __float_as_uint(__fadd_rd(l, kernels::kTwoPow23)) & 0xffu;
-        } else {
-          sum += (w[0] >> (8 * j)) & 0xffu;
-        }
+        float v[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) v[c] = kernels::word_byte_to_float(w[c], j);
+        sum += kernels::trunc_to_byte(kernels::blend_gray<float, true>(v, C));
       }
     }
     for (int p = HW / 4 * 4 + t; p < HW; p += kResThreads) {
