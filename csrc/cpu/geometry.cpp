@@ -28,10 +28,10 @@ void for_each_row(int64_t batch, int64_t height, int64_t width, Fn fn) {
 }
 
 // dst[x] = src[w - 1 - x]. Bytes go 32 at a time through one byte shuffle (vpshufb and a lane swap
-// in the AVX2 clone, TORCHAUG_CPU_CLONES; the baseline x86-64 has no byte shuffle and gets a longer
-// sequence), the rest 8 at a time through a byte swap; wider types vectorize.
+// in flip_rows' AVX2 clone, TORCHAUG_CPU_CLONES; the baseline x86-64 has no byte shuffle and gets a
+// longer sequence), the rest 8 at a time through a byte swap; wider types vectorize.
 template <typename T>
-TORCHAUG_CPU_CLONES void reverse_row(const T* __restrict src, T* __restrict dst, int64_t w) {
+__attribute__((always_inline)) inline void reverse_row(const T* __restrict src, T* __restrict dst, int64_t w) {
   int64_t x = 0;
   if constexpr (sizeof(T) == 1) {
     typedef uint8_t bytes32 __attribute__((vector_size(32)));
@@ -56,6 +56,25 @@ TORCHAUG_CPU_CLONES void reverse_row(const T* __restrict src, T* __restrict dst,
   }
   const T* __restrict last = src + w - 1;
   for (; x < w; ++x) dst[x] = last[-x];
+}
+
+// n rows of one plane, or of one channels_last image (a row: w elements of `step` values, 1 for a
+// channel's row, C for a row of pixels), the source's first row at src and each next one
+// src_step further (negative where the plane flips vertically), the output's dst_step apart:
+// each row reversed where `reverse`, copied as it is otherwise.
+template <typename T>
+TORCHAUG_CPU_CLONES void flip_rows(const T* src, T* dst, int64_t n, int64_t w, int64_t step, int64_t src_step,
+                                   int64_t dst_step, bool reverse) {
+  for (int64_t k = 0; k < n; ++k, src += src_step, dst += dst_step) {
+    if (!reverse) {
+      std::memcpy(dst, src, w * step * sizeof(T));
+    } else if (step == 1) {
+      reverse_row(src, dst, w);
+    } else {
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < step; ++ch) dst[x * step + ch] = src[(w - 1 - x) * step + ch];
+    }
+  }
 }
 
 // The taps of every output coordinate along one axis of one sample: those of
@@ -365,39 +384,32 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
     const int64_t row = unit_rows ? W : C * W;
     const bool runs = (unit_rows || pixel_rows) && is.y == row && os.y == row;
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(W, 1));
-    const auto flip_row = [&](int64_t b, int64_t c, int64_t y) {
-      const int64_t sy = kernels::flip_index(y, H, vp[b]);
-      const int64_t w = W;  // a local the stores below cannot alias, so that the copies vectorize
-      if (unit_rows || pixel_rows) {
-        const int64_t step = unit_rows ? 1 : C;
-        const scalar_t* __restrict src = in + b * is.b + c * is.c + sy * is.y;
-        scalar_t* __restrict dst = o + b * os.b + c * os.c + y * os.y;
-        if (!hp[b]) {
-          std::memcpy(dst, src, w * step * sizeof(scalar_t));
-        } else if (step == 1) {
-          reverse_row(src, dst, w);
-        } else {
-          for (int64_t x = 0; x < w; ++x)
-            for (int64_t k = 0; k < step; ++k) dst[x * step + k] = src[(w - 1 - x) * step + k];
-        }
-        return;
-      }
-      for (int64_t x = 0; x < W; ++x) {
-        const int64_t sx = kernels::flip_index(x, W, hp[b]);
-        for (int64_t ch = 0; ch < C; ++ch)
-          o[b * os.b + ch * os.c + y * os.y + x * os.x] = in[b * is.b + ch * is.c + sy * is.y + sx * is.x];
-      }
-    };
     at::parallel_for(0, B * planes * H, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / (planes * H), c = i / H % planes, y = i % H;
+      // a chunk is the rows y .. y + n - 1 of plane c of sample b, then whole planes from row 0
+      // (the indices step plane by plane: a division a row would cost as much as the row)
+      int64_t b = begin / (planes * H), c = begin / H % planes, y = begin % H;
+      for (int64_t i = begin; i < end;) {
+        const int64_t n = std::min(end - i, H - y);
+        const scalar_t* src = in + b * is.b + c * is.c;
+        scalar_t* dst = o + b * os.b + c * os.c + y * os.y;
         if (runs && !hp[b] && !vp[b]) {
-          const int64_t n = std::min(end - i, H - y);  // rows y .. y + n - 1 of plane c of sample b
-          std::memcpy(o + b * os.b + c * os.c + y * os.y, in + b * is.b + c * is.c + y * is.y, n * row * sizeof(scalar_t));
-          i += n - 1;
-          continue;
+          std::memcpy(dst, src + y * is.y, n * row * sizeof(scalar_t));
+        } else if (unit_rows || pixel_rows) {
+          flip_rows(src + kernels::flip_index(y, H, vp[b]) * is.y, dst, n, W, unit_rows ? 1 : C,
+                    vp[b] ? -is.y : is.y, os.y, hp[b]);
+        } else {
+          for (int64_t oy = y; oy < y + n; ++oy) {
+            const int64_t sy = kernels::flip_index(oy, H, vp[b]);
+            for (int64_t x = 0; x < W; ++x) {
+              const int64_t sx = kernels::flip_index(x, W, hp[b]);
+              for (int64_t ch = 0; ch < C; ++ch)
+                o[b * os.b + ch * os.c + oy * os.y + x * os.x] = in[b * is.b + ch * is.c + sy * is.y + sx * is.x];
+            }
+          }
         }
-        flip_row(b, c, y);
+        i += n;
+        y = 0;
+        if (++c == planes) c = 0, ++b;
       }
     });
   });
