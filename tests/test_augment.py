@@ -318,6 +318,43 @@ def test_cuda_resident_path_where_it_does_not_fit():
         _with_resident(2, lambda: F.augment(x, ops, mags))
 
 
+SEPARABLE_RUNS = [
+    ["brightness", "posterize", "solarize", "invert"],  # one run, applied in the store
+    ["contrast", "brightness", "hue", "gamma"],  # into a word slot's words, then a run of one to the store
+    ["brightness", "solarize_add", "contrast", "autocontrast"],  # applied before each statistics pass
+    ["posterize", "rotate", "gamma", "sharpness"],  # applied before a geometric and a sharpness slot
+    ["invert", "equalize", "brightness", "saturation"],
+]
+
+
+@requires_cuda
+@pytest.mark.parametrize("layout", ["3x224x224", "3x31x37", "1x32x48", "3x30x36-cl"])
+@pytest.mark.parametrize("store", ["uint8", "float32", "float16-cl"])
+def test_cuda_resident_separable_slots_compose(layout, store):
+    """On the resident path runs of separable color slots compose into one table a channel, applied
+    where the pixels are read next: a non-separable color slot's words, the store (uint8 words or
+    bytes, the fused normalize's packed or per-pixel store), or a pass of its own before a
+    statistics, sharpness or geometric slot. The same bytes as the slot passes."""
+    gen = torch.Generator().manual_seed(len(layout) + len(store))
+    shape, _, cl = layout.partition("-")
+    c, h, w = (int(v) for v in shape.split("x"))
+    b = 4 * len(SEPARABLE_RUNS)
+    x = random_images(b, c, h, w, torch.uint8, "cuda", bool(cl), generator=gen)
+    ops, mags = _chain_program(b, 4, gen, "cuda")
+    ops[:] = torch.tensor([[AUGMENT_OPS[name] for name in SEPARABLE_RUNS[i % len(SEPARABLE_RUNS)]] for i in range(b)])
+    mags = torch.where(ops == AUGMENT_OPS["posterize"], 3.0, mags)
+    mags = torch.where(ops == AUGMENT_OPS["rotate"], 17.0, mags)
+    norm = {}
+    if store != "uint8":
+        norm = {"mean": MEAN[:c], "std": STD[:c], "out_dtype": getattr(torch, store.split("-")[0]),
+                "memory_format": torch.channels_last if store.endswith("-cl") else None}
+    run = lambda: F.augment(x, ops, mags, "bilinear", [9, 99, 199][:c], validate=False, **norm)  # noqa: E731
+    ref = _with_resident(0, run)
+    res = _with_resident(1, run)
+    differ = (res != ref).flatten(1).any(1)
+    assert not differ.any(), f"samples {differ.nonzero().flatten().tolist()} differ"
+
+
 @requires_cuda
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
 @pytest.mark.parametrize("layout", ["3x224x224", "3x32x48"])

@@ -25,8 +25,9 @@ namespace {
 // uint8 images small enough for shared memory (224 x 224 x 3 on an H100, whose blocks may take 227
 // KiB): a block per sample holds the image as C planes plus one free plane and runs the whole
 // program there, in one launch per call instead of lower + (statistics + finalize + switch) per
-// slot: the sample's statistics in the block, color slots in place, sharpness and geometric slots
-// channel by channel into the free plane, which then takes the channel's place. The same per-pixel
+// slot: the sample's statistics in the block, color slots in place (the separable ones as tables
+// composed and applied where the pixels are read next), sharpness and geometric slots channel by
+// channel into the free plane, which then takes the channel's place. The same per-pixel
 // functions and the same statistics as the slot passes, so the same bytes (tests compare the two).
 
 constexpr int kResThreads = 1024;
@@ -318,6 +319,27 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     });
   }
 
+  // A separable color slot (each byte's output a function of that byte: brightness, posterize,
+  // solarize, contrast once its mean is known, ...) is a 256-entry table a channel, and is not
+  // applied where it comes: its table composes with the pending one (entry v becomes the slot's
+  // output for the pending entry v, exactly what the two passes would make of v) and the result is
+  // applied where the pixels are read next anyway: in a non-separable color slot's words, or in
+  // the store's. A slot that reads the planes otherwise (statistics, sharpness, geometric ops)
+  // applies the pending tables in a pass of their own first. `pending` is uniform in the block.
+  bool pending = false;
+  const auto pending_word = [&](uint32_t w, int c) { return pending ? lut_word(tab + c * 256, w) : w; };
+  const auto apply_pending = [&] {
+    if (!pending) return;
+    const int words = A.plane / 4;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      uint32_t* w = reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane);
+      for (int q = t; q < words; q += kResThreads) w[q] = pending_word(w[q], c);
+    }
+    pending = false;
+    __syncthreads();
+  };
+
   for (int k = 0; k < A.n; ++k) {
     // (a ring: a slot that syncs no more lets thread 0 run one slot ahead of the others' reads)
     AugStepT<float>& sk = steps[k % kResSteps];
@@ -326,36 +348,37 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     const AugStepT<float> s = sk;
     if (s.kind == kernels::kAugKindCopy) continue;
     if (s.kind == kernels::kAugKindColor) {
-      if (kernels::color_op_needs_stats(s.op)) resident_stats<C>(s.op, planes, pl, A.plane, HW, f, eq_lut, hist, red, wsum, last);
+      if (kernels::color_op_needs_stats(s.op)) {
+        apply_pending();
+        resident_stats<C>(s.op, planes, pl, A.plane, HW, f, eq_lut, hist, red, wsum, last);
+      }
       const kernels::ColorStats st{f, eq_lut};
-      const int words = A.plane / 4;  // the planes' padding bytes are computed and never read
       if (kernels::color_op_is_separable(s.op)) {
-        if (t < 256) {
+        if (t < 256) {  // each thread its own entry of every channel's table
           float v[3] = {float(t), float(t), float(t)};
+#pragma unroll
+          for (int c = 0; c < C; ++c) v[c] = pending ? float(tab[c * 256 + t]) : v[c];
           color_slot<uint8_t, C>(s.op, v, s.p0, s.p1, s.om, st);
 #pragma unroll
           for (int c = 0; c < C; ++c) tab[c * 256 + t] = static_cast<uint8_t>(v[c]);
         }
-        __syncthreads();
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          uint32_t* w = reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane);
-          const uint8_t* tc = tab + c * 256;
-          for (int q = t; q < words; q += kResThreads) w[q] = lut_word(tc, w[q]);
-        }
+        pending = true;
       } else {
+        const int words = A.plane / 4;  // the planes' padding bytes are computed and never read
         for (int q = t; q < words; q += kResThreads) {
           uint32_t w[C];
 #pragma unroll
-          for (int c = 0; c < C; ++c) w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+          for (int c = 0; c < C; ++c) w[c] = pending_word(reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q], c);
           color_words<C>(s.op, w, s.p0, s.p1, s.om, st);
 #pragma unroll
           for (int c = 0; c < C; ++c) reinterpret_cast<uint32_t*>(planes + pl[c] * A.plane)[q] = w[c];
         }
+        pending = false;
       }
-      __syncthreads();  // the table and the statistics are free again
+      __syncthreads();  // the table complete, or free again, and the statistics free again
       continue;
     }
+    apply_pending();
     // sharpness and the geometric ops: the C values of a pixel at once (one set of taps); channel 0
     // goes to the free plane, the others stay in registers until every pixel is computed (planes of
     // at most kResHeld words a thread), else channel by channel into the free plane
@@ -493,6 +516,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     }
   }
   __syncthreads();
+  // the pending tables: applied in the packed stores' words below, else in a pass of their own
+  if (A.normalize ? A.norm_words == kNormWordsNone : !A.vec_out) apply_pending();
 
   if (A.normalize) {  // normalize_px per value, as the normalize op computes it
     // normalize_px_by with std's reciprocal taken once (the same quotient as normalize_px's division,
@@ -528,7 +553,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
           if constexpr (decltype(layout)::value == kNormWordsNchw) {
 #pragma unroll
             for (int c = 0; c < C; ++c) {
-              const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+              const uint32_t w = pending_word(reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q], c);
               float g[4];
 #pragma unroll
               for (int j = 0; j < 4; ++j) g[j] = norm(kernels::word_byte_to_float(w, j), c);
@@ -538,7 +563,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
             float v[4 * C];  // the 4 pixels' values in memory order: pixel-major, channel-minor
 #pragma unroll
             for (int c = 0; c < C; ++c) {
-              const uint32_t w = reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q];
+              const uint32_t w = pending_word(reinterpret_cast<const uint32_t*>(planes + pl[c] * A.plane)[q], c);
 #pragma unroll
               for (int j = 0; j < 4; ++j) v[j * C + c] = norm(kernels::word_byte_to_float(w, j), c);
             }
@@ -584,7 +609,10 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     for (int q = t; q < HW / 16; q += kResThreads) {
       uint4 v[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) v[c] = reinterpret_cast<const uint4*>(planes + pl[c] * A.plane)[q];
+      for (int c = 0; c < C; ++c) {
+        v[c] = reinterpret_cast<const uint4*>(planes + pl[c] * A.plane)[q];
+        v[c] = {pending_word(v[c].x, c), pending_word(v[c].y, c), pending_word(v[c].z, c), pending_word(v[c].w, c)};
+      }
 #pragma unroll
       for (int c = 0; c < C; ++c) reinterpret_cast<uint4*>(dst + c * A.os.c)[q] = v[c];
     }
