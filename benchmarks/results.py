@@ -59,8 +59,9 @@ HISTORY = """In short (the commits that made each step say more):
   row once per tile and stores in the output's dtype and layout; uint8 taps are one FMA each.
 - An auto-augmentation program, or a color program of several slots (ColorJitter), runs in one launch
   where the image fits a block's shared memory (the resident kernel: statistics, color, sharpness and
-  geometric slots in the block), its blocks taking samples by estimated cost; elsewhere one pass per
-  slot (auto-augmentation) or per statistics op (color).
+  geometric slots in the block; runs of separable color slots composed into one table, applied where
+  the pixels are read next), its blocks taking samples by estimated cost; elsewhere one pass per slot
+  (auto-augmentation) or per statistics op (color).
 - Random parameters are drawn inside the parameter kernels, the chain's kernels are dependent launches
   (each starts while the one before runs), and the hot ops' autograd kernels are C++.
 - JPEG decoding: nvJPEG's hardware engines with a pool of decoders per GPU, the scan check beside the
