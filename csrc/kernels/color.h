@@ -240,9 +240,7 @@ __device__ inline void hue_words(uint32_t* w, float shift) {
   uint32_t px[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const float rb = __uint_as_float(__byte_perm(w[0], 0x4B000000u, 0x7540u | j));
-    const float gb = __uint_as_float(__byte_perm(w[1], 0x4B000000u, 0x7540u | j));
-    const float bb = __uint_as_float(__byte_perm(w[2], 0x4B000000u, 0x7540u | j));
+    const float rb = word_byte_biased(w[0], j), gb = word_byte_biased(w[1], j), bb = word_byte_biased(w[2], j);
     const float mb = fmaxf(fmaxf(rb, gb), bb), nb = fminf(fminf(rb, gb), bb);
     const bool eqc = mb == nb, is_r = mb == rb, g_is_max = mb == gb;
     // the channels the quotients take, chosen as bytes and then scaled

@@ -81,11 +81,19 @@ TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
 constexpr float kTwoPow23 = 8388608.0f;              // 2^23: the floats of [2^23, 2^24) are its integers
 constexpr float kOneAndHalfTwoPow23 = 12582912.0f;  // 1.5 * 2^23
 
-// float(byte k of w), k = 0 the low byte: one byte permute puts it under 2^23's exponent (two
-// full-rate instructions, where a shift and an int -> float are one of each)
+#if defined(__CUDA_ARCH__)
+// 2^23 + byte k of w, k = 0 the low byte: one byte permute puts the byte under 2^23's exponent
+// (word_byte_to_float subtracts 2^23; kernels::hue_words folds it into its scaling instead)
+__device__ inline float word_byte_biased(uint32_t w, int k) {
+  return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(k)));
+}
+#endif
+
+// float(byte k of w), k = 0 the low byte: word_byte_biased less 2^23 on the device (two full-rate
+// instructions, where a shift and an int -> float are one of each)
 TORCHAUG_HOST_DEVICE inline float word_byte_to_float(uint32_t w, int k) {
 #if defined(__CUDA_ARCH__)
-  return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(k))), kTwoPow23);
+  return __fsub_rn(word_byte_biased(w, k), kTwoPow23);
 #else
   return static_cast<float>((w >> (8 * k)) & 0xffu);
 #endif
