@@ -375,6 +375,14 @@ def test_flip_per_sample(device, dtype, channels_last):
     for i in range(6):
         dims = [d for d, on in ((1, bool(v[i])), (2, bool(h[i]))) if on]
         assert torch.equal(out[i], x[i].flip(dims) if dims else x[i])
+    # every other column of a batch: rows of neither layout, element by element
+    x = random_images(4, 3, 5, 12, dtype, device, channels_last)[..., ::2]
+    h = torch.tensor([True, False, True, False], device=device)
+    v = torch.tensor([False, True, True, False], device=device)
+    out = F.flip(x, h, v)
+    for i in range(4):
+        dims = [d for d, on in ((1, bool(v[i])), (2, bool(h[i]))) if on]
+        assert torch.equal(out[i], x[i].flip(dims) if dims else x[i])
 
 
 # ---------------------------------------------------------------------------------------------
