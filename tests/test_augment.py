@@ -321,7 +321,7 @@ def test_cuda_resident_path_where_it_does_not_fit():
 SEPARABLE_RUNS = [
     ["brightness", "posterize", "solarize", "invert"],  # one run, applied in the store
     ["contrast", "brightness", "hue", "gamma"],  # into a word slot's words, then a run of one to the store
-    ["brightness", "solarize_add", "contrast", "autocontrast"],  # applied before each statistics pass
+    ["brightness", "solarize_add", "contrast", "autocontrast"],  # applied in each statistics pass
     ["posterize", "rotate", "gamma", "sharpness"],  # applied before a geometric and a sharpness slot
     ["invert", "equalize", "brightness", "saturation"],
 ]
@@ -332,9 +332,10 @@ SEPARABLE_RUNS = [
 @pytest.mark.parametrize("store", ["uint8", "float32", "float16-cl"])
 def test_cuda_resident_separable_slots_compose(layout, store):
     """On the resident path runs of separable color slots compose into one table a channel, applied
-    where the pixels are read next: a non-separable color slot's words, the store (uint8 words or
-    bytes, the fused normalize's packed or per-pixel store), or a pass of its own before a
-    statistics, sharpness or geometric slot. The same bytes as the slot passes."""
+    where the pixels are read next: a non-separable color slot's words, a statistics pass
+    (contrast's words and its tail bytes, autocontrast's and equalize's bytes), the store (uint8
+    words or bytes, the fused normalize's packed or per-pixel store), or a pass of its own before a
+    sharpness or geometric slot. The same bytes as the slot passes."""
     gen = torch.Generator().manual_seed(len(layout) + len(store))
     shape, _, cl = layout.partition("-")
     c, h, w = (int(v) for v in shape.split("x"))

@@ -122,19 +122,28 @@ __device__ inline void resident_pixels(int H, int W, F&& f) {
 }
 
 // The statistics of a contrast, autocontrast or equalize slot of the image in the planes, derived
-// as the statistics pass and its finalize derive them (f, lut).
+// as the statistics pass and its finalize derive them (f, lut). pend: the pending tables of the
+// kernel's separable slots (256 bytes a channel), or nullptr: applied to each pixel as it is read,
+// and written back, so that the pass that reads every pixel anyway also applies them.
 template <int C>
-__device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int plane, int HW, double* f,
-                               uint8_t* lut, uint32_t* hist, unsigned long long* red, uint32_t* wsum, int* last) {
+__device__ void resident_stats(int op, uint8_t* planes, const int* pl, int plane, int HW, const uint8_t* pend,
+                               double* f, uint8_t* lut, uint32_t* hist, unsigned long long* red, uint32_t* wsum,
+                               int* last) {
   const int t = threadIdx.x, lane = t % 32;
+  const auto byte_at = [&](uint8_t* src, int c, int p) -> uint32_t {  // the pixel, the pending table applied
+    if (pend == nullptr) return src[p];
+    const uint8_t v = pend[c * 256 + src[p]];
+    src[p] = v;
+    return v;
+  };
   if (op == kernels::kColorEqualize) {
     for (int i = t; i < C * 256; i += kResThreads) hist[i] = 0;
     if (t < C) last[t] = 0;
     __syncthreads();
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const uint8_t* src = planes + pl[c] * plane;
-      for (int p = t; p < HW; p += kResThreads) atomicAdd(&hist[c * 256 + src[p]], 1u);
+      uint8_t* src = planes + pl[c] * plane;
+      for (int p = t; p < HW; p += kResThreads) atomicAdd(&hist[c * 256 + byte_at(src, c, p)], 1u);
     }
     __syncthreads();
     // per channel, the 256 bins in parallel: the last non-empty bin, the counts below each bin
@@ -169,7 +178,11 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
     for (int q = t; q < HW / 4; q += kResThreads) {
       uint32_t w[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) w[c] = reinterpret_cast<const uint32_t*>(planes + pl[c] * plane)[q];
+      for (int c = 0; c < C; ++c) {
+        uint32_t* wc = reinterpret_cast<uint32_t*>(planes + pl[c] * plane) + q;
+        w[c] = *wc;
+        if (pend != nullptr) *wc = w[c] = lut_word(pend + c * 256, w[c]);
+      }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float v[C];
@@ -181,7 +194,7 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
     for (int p = HW / 4 * 4 + t; p < HW; p += kResThreads) {
       float v[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) v[c] = planes[pl[c] * plane + p];
+      for (int c = 0; c < C; ++c) v[c] = byte_at(planes + pl[c] * plane, c, p);
       sum += kernels::trunc_to_byte(kernels::blend_gray<float, true>(v, C));
     }
     for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
@@ -191,10 +204,10 @@ __device__ void resident_stats(int op, const uint8_t* planes, const int* pl, int
   } else {  // autocontrast: the channel's min and max as the statistics pass keeps them (ordered bits)
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const uint8_t* src = planes + pl[c] * plane;
+      uint8_t* src = planes + pl[c] * plane;
       uint32_t lo = 255, hi = 0;
       for (int p = t; p < HW; p += kResThreads) {
-        const uint32_t v = src[p];
+        const uint32_t v = byte_at(src, c, p);
         lo = min(lo, v);
         hi = max(hi, v);
       }
@@ -323,9 +336,9 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   // solarize, contrast once its mean is known, ...) is a 256-entry table a channel, and is not
   // applied where it comes: its table composes with the pending one (entry v becomes the slot's
   // output for the pending entry v, exactly what the two passes would make of v) and the result is
-  // applied where the pixels are read next anyway: in a non-separable color slot's words, or in
-  // the store's. A slot that reads the planes otherwise (statistics, sharpness, geometric ops)
-  // applies the pending tables in a pass of their own first. `pending` is uniform in the block.
+  // applied where the pixels are read next anyway: in a non-separable color slot's words, in a
+  // statistics pass (which writes the pixels back), or in the store's. A sharpness or geometric
+  // slot applies the pending tables in a pass of their own first. `pending` is uniform in the block.
   bool pending = false;
   const auto pending_word = [&](uint32_t w, int c) { return pending ? lut_word(tab + c * 256, w) : w; };
   const auto apply_pending = [&] {
@@ -349,8 +362,8 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     if (s.kind == kernels::kAugKindCopy) continue;
     if (s.kind == kernels::kAugKindColor) {
       if (kernels::color_op_needs_stats(s.op)) {
-        apply_pending();
-        resident_stats<C>(s.op, planes, pl, A.plane, HW, f, eq_lut, hist, red, wsum, last);
+        resident_stats<C>(s.op, planes, pl, A.plane, HW, pending ? tab : nullptr, f, eq_lut, hist, red, wsum, last);
+        pending = false;
       }
       const kernels::ColorStats st{f, eq_lut};
       if (kernels::color_op_is_separable(s.op)) {
