@@ -122,19 +122,23 @@ __device__ inline void resident_pixels(int H, int W, F&& f) {
 }
 
 // The statistics of a contrast, autocontrast or equalize slot of the image in the planes, derived
-// as the statistics pass and its finalize derive them (f, lut). pend: the pending tables of the
-// kernel's separable slots (256 bytes a channel), or nullptr: applied to each pixel as it is read,
-// and written back, so that the pass that reads every pixel anyway also applies them.
-template <int C>
+// as the statistics pass and its finalize derive them (f, lut). kPend: pend holds the pending
+// tables of the kernel's separable slots (256 bytes a channel), applied to each pixel as it is read
+// and written back, so that the pass that reads every pixel anyway also applies them (a template
+// argument: the loops without them keep no test per pixel).
+template <int C, bool kPend>
 __device__ void resident_stats(int op, uint8_t* planes, const int* pl, int plane, int HW, const uint8_t* pend,
                                double* f, uint8_t* lut, uint32_t* hist, unsigned long long* red, uint32_t* wsum,
                                int* last) {
   const int t = threadIdx.x, lane = t % 32;
   const auto byte_at = [&](uint8_t* src, int c, int p) -> uint32_t {  // the pixel, the pending table applied
-    if (pend == nullptr) return src[p];
-    const uint8_t v = pend[c * 256 + src[p]];
-    src[p] = v;
-    return v;
+    if constexpr (kPend) {
+      const uint8_t v = pend[c * 256 + src[p]];
+      src[p] = v;
+      return v;
+    } else {
+      return src[p];
+    }
   };
   if (op == kernels::kColorEqualize) {
     for (int i = t; i < C * 256; i += kResThreads) hist[i] = 0;
@@ -181,7 +185,7 @@ __device__ void resident_stats(int op, uint8_t* planes, const int* pl, int plane
       for (int c = 0; c < C; ++c) {
         uint32_t* wc = reinterpret_cast<uint32_t*>(planes + pl[c] * plane) + q;
         w[c] = *wc;
-        if (pend != nullptr) *wc = w[c] = lut_word(pend + c * 256, w[c]);
+        if constexpr (kPend) *wc = w[c] = lut_word(pend + c * 256, w[c]);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -362,7 +366,11 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     if (s.kind == kernels::kAugKindCopy) continue;
     if (s.kind == kernels::kAugKindColor) {
       if (kernels::color_op_needs_stats(s.op)) {
-        resident_stats<C>(s.op, planes, pl, A.plane, HW, pending ? tab : nullptr, f, eq_lut, hist, red, wsum, last);
+        if (pending) {
+          resident_stats<C, true>(s.op, planes, pl, A.plane, HW, tab, f, eq_lut, hist, red, wsum, last);
+        } else {
+          resident_stats<C, false>(s.op, planes, pl, A.plane, HW, nullptr, f, eq_lut, hist, red, wsum, last);
+        }
         pending = false;
       }
       const kernels::ColorStats st{f, eq_lut};
