@@ -281,6 +281,39 @@ def test_cuda_resident_path_equals_slot_passes(interpolation, layout, n):
         assert res.is_contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
 
 
+@pytest.mark.parametrize("layout", ["3x32x48", "3x31x37", "1x33x40", "3x30x36-cl", "3x3x4"])
+@pytest.mark.parametrize("n", [1, 2, 10])
+def test_cpu_resident_path_equals_slot_passes(layout, n):
+    """On the CPU a uint8 batch with a sample or more per thread runs sample by sample, each
+    sample's whole program in scratch images of one sample (the resident path, forced here); it
+    equals the passes over the batch bitwise: every op, statistics of full-range, low-contrast and
+    flat images, fill, both interpolations, channels_last, 1 channel, and the fused normalize
+    (float32, and float16 channels_last)."""
+    gen = torch.Generator().manual_seed(n * 5 + len(layout))
+    shape, _, cl = layout.partition("-")
+    c, h, w = (int(v) for v in shape.split("x"))
+    b = 24
+    x = random_images(b, c, h, w, torch.uint8, "cpu", bool(cl), generator=gen)
+    x[8:12] = x[8:12] // 8 + 100  # low contrast
+    x[12:14] = 77  # flat
+    ops, mags = _chain_program(b, n, gen, "cpu")
+    ops[: len(AUGMENT_OPS), 0] = torch.arange(len(AUGMENT_OPS))  # every op in slot 0
+    mean, std = [0.485, 0.456, 0.406][:c], [0.229, 0.224, 0.225][:c]
+    for interpolation, fill, norm in (("nearest", None, None), ("bilinear", [5, 60, 200][:c], None),
+                                      ("bilinear", None, (torch.float32, None)),
+                                      ("nearest", torch.rand(b, c, generator=gen) * 255, (torch.float16, torch.channels_last))):
+        fused = {} if norm is None else {"mean": mean, "std": std, "out_dtype": norm[0], "memory_format": norm[1]}
+        run = lambda: F.augment(x, ops, mags, interpolation, fill, validate=False, **fused)  # noqa: E731
+        ref = _with_resident(0, run)
+        res = _with_resident(1, run)
+        differ = (res != ref).flatten(1).any(1)
+        assert not differ.any(), f"{interpolation} fill={fill} norm={norm}: samples {differ.nonzero().flatten().tolist()} " \
+                                 f"differ, programs {[[int(v) for v in ops[i]] for i in differ.nonzero().flatten().tolist()[:3]]}"
+        assert res.dtype == ref.dtype and res.stride() == ref.stride()
+    with pytest.raises(RuntimeError, match="the forced resident path needs uint8 images"):
+        _with_resident(1, lambda: F.augment(x.float() / 255, ops, mags, validate=False))
+
+
 @requires_cuda
 def test_cuda_resident_path_only_for_batches_that_fill_the_gpu():
     """A block of the resident kernel runs one sample on one SM: a batch of at most an eighth of the

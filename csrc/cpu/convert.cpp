@@ -25,9 +25,10 @@ TORCHAUG_CPU_CLONES void normalize_row(const scalar_t* __restrict src, out_t* __
 // image whose output is uint8 or 16-bit floating reads a table of the 256 results of each channel
 // of the current sample (normalize_px of every value, stored as store_pixel stores it: the same
 // bits as computing each pixel), built when the sample changes: those conversions do not vectorize.
-// Otherwise each value is computed (normalize_row).
+// Otherwise each value is computed (normalize_row). The output's samples first .. first + B - 1
+// from the input's samples 0 .. B - 1.
 template <typename scalar_t, typename out_t>
-void normalize_rows(const scalar_t* in, const NormalizeParams& p, int64_t B) {
+void normalize_rows(const scalar_t* in, const NormalizeParams& p, int64_t B, int64_t first = 0) {
   using acc_t = typename AccOf<scalar_t>::type;
   constexpr bool kTable =
       std::is_same_v<scalar_t, uint8_t> && !std::is_same_v<out_t, float> && !std::is_same_v<out_t, double>;
@@ -40,7 +41,7 @@ void normalize_rows(const scalar_t* in, const NormalizeParams& p, int64_t B) {
     std::vector<out_t> table(kTable ? C * 256 : 0);
     int64_t table_b = -1;
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t b = r / H, y = r % H;
+      const int64_t ib = r / H, b = first + ib, y = r % H;
       if constexpr (kTable) {
         if (b != table_b) {
           for (int64_t c = 0; c < C; ++c) {
@@ -52,7 +53,7 @@ void normalize_rows(const scalar_t* in, const NormalizeParams& p, int64_t B) {
         }
       }
       for (int64_t c = 0; c < C; ++c) {
-        const scalar_t* __restrict src = in + b * p.is.b + c * p.is.c + y * p.is.y;
+        const scalar_t* __restrict src = in + ib * p.is.b + c * p.is.c + y * p.is.y;
         out_t* __restrict dst = out + b * p.os.b + c * p.os.c + y * p.os.y;
         if constexpr (kTable) {
           const out_t* __restrict t = table.data() + c * 256;
@@ -83,6 +84,15 @@ at::Tensor normalize_cpu(const at::Tensor& images, const at::Tensor& mean, const
 }
 
 }  // namespace
+
+void normalize_sample_cpu(const at::Tensor& in, const NormalizeParams& p, int64_t b) {
+  NormalizeParams q = p;
+  q.is = strides4(in);
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, in.scalar_type(), "normalize_cpu", [&] {
+    const scalar_t* src = in.data_ptr<scalar_t>();
+    with_pixel_type(q.out_kind, [&](auto o) { normalize_rows<scalar_t, decltype(o)>(src, q, 1, b); });
+  });
+}
 
 TORCH_LIBRARY_IMPL(torchaug, CPU, m) { m.impl("normalize", &normalize_cpu); }
 

@@ -47,12 +47,9 @@ static at::Tensor normalize_call(const at::Tensor& images, const at::Tensor& mea
   return op.call(images, mean, std, out_dtype, memory_format);
 }
 
-// The slot passes of a validated program of n > 0 slots over a non-empty batch into out (the
-// images' shape, dtype and memory format): lower, then per slot the statistics pass and the switch
-// pass. fill: (B, C) contiguous or undefined.
-static at::Tensor slot_passes(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
-                              const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& f,
-                              const at::Tensor& out) {
+at::Tensor augment_slot_passes(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
+                               const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& f,
+                               const at::Tensor& out) {
   const int64_t B = images.size(0), H = images.size(2), W = images.size(3), n = ops.size(1);
   const auto opts = images.options();
   const at::Tensor steps = at::empty({B, n, kernels::kAugStepWords}, opts.dtype(at::kDouble));
@@ -122,10 +119,10 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   if (n > 0 && be.resident != nullptr && be.resident(images, out, ops, magnitudes, interpolation, f, norm ? &np->p : nullptr))
     return norm ? np->out : out;
   if (norm) {
-    const at::Tensor u = n == 0 ? images : slot_passes(be, images, ops, magnitudes, interpolation, f, like_images());
+    const at::Tensor u = n == 0 ? images : augment_slot_passes(be, images, ops, magnitudes, interpolation, f, like_images());
     return normalize_call(u, *mean, *std, out_dtype, memory_format);
   }
-  return slot_passes(be, images, ops, magnitudes, interpolation, f, out);
+  return augment_slot_passes(be, images, ops, magnitudes, interpolation, f, out);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(

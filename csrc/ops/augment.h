@@ -159,10 +159,11 @@ struct AugmentBackend {
                 int64_t width, double bound);
   void (*stats)(const at::Tensor& in, ColorParams& P);
   void (*slot)(const at::Tensor& in, const at::Tensor& out, const AugmentParams& P, int64_t k);
-  // The whole program in one pass where the backend can (CUDA: uint8 images that fit in a block's
-  // shared memory); false: it did nothing, and the passes above run. fill: (B, C) contiguous or
-  // undefined. norm: the fused normalize (its plan's output is written instead of out), or nullptr.
-  // nullptr: never.
+  // The whole program sample by sample where the backend can (CUDA: uint8 images that fit in a
+  // block's shared memory, one launch; CPU: uint8 batches of a sample or more per thread, each
+  // sample's passes over images of one sample that stay in the core's cache); false: it did
+  // nothing, and the passes above run over the batch. fill: (B, C) contiguous or undefined. norm:
+  // the fused normalize (its plan's output is written instead of out), or nullptr. nullptr: never.
   bool (*resident)(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
                    const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
                    const NormalizeParams* norm);
@@ -171,6 +172,13 @@ struct AugmentBackend {
   void (*policy)(const Draws& draws, int64_t B, int kind, int num_ops, int64_t magnitude, const kernels::PolicySpace& sp,
                  int64_t* choice, int64_t* ops, float* mags);
 };
+
+// The slot passes of a validated program of n > 0 slots over a non-empty batch into out (the
+// images' shape, dtype and memory format): lower, then per slot the statistics pass and the switch
+// pass. fill: (B, C) contiguous or undefined.
+at::Tensor augment_slot_passes(const AugmentBackend& be, const at::Tensor& images, const at::Tensor& ops,
+                               const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
+                               const at::Tensor& out);
 
 // The CUDA backend's resident path (csrc/cuda/augment_resident.cu).
 bool augment_resident_cuda(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,

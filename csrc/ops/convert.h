@@ -30,6 +30,10 @@ NormalizePlan plan_normalize(const at::Tensor& images, const at::Tensor& mean, c
                                     std::optional<at::ScalarType> out_dtype,
                                     std::optional<at::MemoryFormat> memory_format, const char* op = "normalize");
 
+// CPU: sample b of p's output from `in`, one (1, C, H, W) image of p's input dtype (the rows
+// normalize writes, `in` read with its own strides instead of p.is).
+void normalize_sample_cpu(const at::Tensor& in, const NormalizeParams& p, int64_t b);
+
 // Output element (b, c, y, x).
 template <typename scalar_t>
 C10_HOST_DEVICE inline void normalize_output_px(const scalar_t* in, const NormalizeParams& p, int64_t b, int64_t c,

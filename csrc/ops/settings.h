@@ -28,7 +28,7 @@ namespace test_hooks {
 
 // Each hook holds -1 (the library's own choice) unless a test set it.
 enum Hook : int {
-  kAugmentResident,     // augment's resident kernel on CUDA: 0 never, 1 always (an error where it cannot run)
+  kAugmentResident,     // augment's resident path (CUDA kernel, CPU sample by sample): 0 never, 1 always (an error where it cannot run)
   kResidentOrder,       // 0: the resident kernel takes samples in index order (no cost-ordering kernel)
   kDependentLaunch,     // 0: ordinary launches instead of programmatic dependent launches
   kNvjpegReject,        // 1: every hardware batch counts as rejected by nvJPEG; 2: the lanes fail every file too
