@@ -83,8 +83,18 @@ def _as(value: torch.Tensor, shape: Tuple[int, ...], device, dtype) -> torch.Ten
     return value if tuple(value.shape) == shape else value.expand(shape)
 
 
+def _in_place(value, shape: Tuple[int, ...], device, dtype) -> bool:
+    """Whether value is already the tensor per_sample / per_sample_rows would return (the draws the
+    transforms pass), so that it is returned without their checks. A GPU tensor of the right dtype
+    passes every check they make; a CPU floating one is still checked for finite values."""
+    return (type(value) is torch.Tensor and value.dtype == dtype and value.shape == shape and value.device == device
+            and (value.device.type != "cpu" or not value.is_floating_point()))
+
+
 def per_sample(value, batch: int, device, dtype, name: str, op: str) -> torch.Tensor:
     """A (B,) tensor from a number, a 0-d, (1,) or (B,) tensor (on `device`)."""
+    if _in_place(value, (batch,), device, dtype):
+        return value
     if isinstance(value, torch.Tensor):
         _check_real(value, dtype, name, op)
         if value.dim() == 0:
@@ -137,6 +147,8 @@ def _constant_row(values: tuple, device: torch.device, dtype: torch.dtype) -> to
 def per_sample_rows(value, batch: int, k: int, device, dtype, name: str, op: str) -> torch.Tensor:
     """A (B, k) tensor from a number, a length-k sequence, or a tensor of shape (), (k,), (1, k) or
     (B, k); a batch-broadcast value is returned expanded (stride 0), not copied."""
+    if _in_place(value, (batch, k), device, dtype):
+        return value
     values = None  # the row, when value is a constant given as numbers
     if (type(value) is list or type(value) is tuple) and len(value) == k and all(type(v) is float for v in value):
         # a transform's constant (Normalize keeps mean and std as lists of floats), without the
@@ -207,6 +219,8 @@ def check_boxes(boxes: torch.Tensor, op: str) -> None:
 
 
 def pair(size, name: str, op: str) -> List[int]:
+    if type(size) in (list, tuple) and len(size) == 2 and type(size[0]) is int and type(size[1]) is int:
+        return [size[0], size[1]]  # a transform's size, without the ABC checks below (a few us a call)
     if isinstance(size, numbers.Integral):
         return [int(size), int(size)]
     if isinstance(size, Sequence) and len(size) == 2 and all(isinstance(s, (numbers.Integral, torch.SymInt)) for s in size):

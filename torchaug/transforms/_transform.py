@@ -19,6 +19,13 @@ class BatchInfo:
     or per sample for a list of images of different sizes or a RaggedImages batch)."""
 
     def __init__(self, images):
+        if type(images) is torch.Tensor and images.dim() == 4:  # a batch: the common case first
+            self.batch, self.channels, h, w = images.shape
+            self.device = images.device
+            self.like = images
+            self.uniform_size = (h, w)
+            self.ragged = False
+            return
         if isinstance(images, BatchInfo):  # a copy (what make_params saw, for the targets)
             self.__dict__.update(images.__dict__)
             return
