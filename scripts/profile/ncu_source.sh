@@ -6,7 +6,7 @@
 # defaults: resized_crop_kernel in scripts/profile/resized_crop.py (RandomResizedCrop + flip + normalize);
 # scripts/profile/chain.py is the RandAugment chain (resized_crop_kernel, augment_resident_kernel).
 set -uo pipefail
-source "$(dirname "$0")/device_env.sh"
+source "$(dirname "$0")/../device_env.sh"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
 K=${1:-resized_crop_kernel}
 S=${2:-scripts/profile/resized_crop.py}
