@@ -60,10 +60,12 @@ struct alignas(2 * sizeof(acc_t)) RowTap {
   acc_t w;
 };
 
-// The tile kernel's epilogues: resized_crop_store (any output), float32 written out, uint8 written out.
+// The tile kernel's epilogues: resized_crop_store (any output), float32 written out (scaled, or
+// normalized), uint8 written out.
 constexpr int kOutGeneric = 0;
 constexpr int kOutF32 = 1;
-constexpr int kOutU8 = 2;
+constexpr int kOutF32Norm = 2;
+constexpr int kOutU8 = 3;
 
 // Dynamic shared memory for the horizontally resampled rows: region_rows x the channels of a chunk
 // x 32 columns, plus a row of zeros, sized at launch from the tile height and the crop scale bound.
@@ -340,26 +342,29 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       __syncthreads();
       // 3. vertical pass and epilogue
       const auto vertical = [&](auto out_mode, auto taps_constant) {
-        // kF32: float32 output from a float accumulator (the training case): the store is written
-        // out here with this tile's normalization constants loaded once (std's reciprocal for
-        // rn_div_by) instead of resized_crop_store's per-pixel lookups and output-type switch;
-        // the same operations in the same order, so the same values.
+        // kF32 / kF32Norm: float32 output from a float accumulator (the training case), scaled or
+        // normalized: the store is written out here with this tile's normalization constants
+        // loaded once (std's reciprocal for rn_div_by) instead of resized_crop_store's per-pixel
+        // lookups and output-type switch; the same operations in the same order, so the same
+        // values. With uint8 images kF32Norm runs only where normalize_u8_in_range holds for every
+        // channel of the chunk (vertical_at), so its quotients take no per-value range test.
         // kU8: uint8 in and out, no normalization (a crop before uint8 ops, auto-augmentation
         // say): resized_crop_store rounds, multiplies by inv_max == 1 and rounds again, which is
         // the one rounding PixelStore<uint8_t>::from does (here one saturating convert,
         // round_sat_u8); stored here without the output-type switch.
         // kT: taps a row, a compile-time count (the lists are padded to it with zero-row taps), so
         // the tap loop is unrolled: no loop counter, the taps' loads all in flight together.
-        constexpr bool kF32 = decltype(out_mode)::value == kOutF32;
+        constexpr bool kNorm = decltype(out_mode)::value == kOutF32Norm;
+        constexpr bool kF32 = decltype(out_mode)::value == kOutF32 || kNorm;
         constexpr bool kU8 = decltype(out_mode)::value == kOutU8;
         constexpr int kT = decltype(taps_constant)::value;
         if (ox >= out_w) return;
         acc_t nmean[kChunk], nstd[kChunk], nrcp[kChunk];
-        if constexpr (kF32) {
+        if constexpr (kNorm) {
           TORCHAUG_UNROLL
           for (int c = 0; c < kChunk; ++c) {
             nmean[c] = nstd[c] = nrcp[c] = 0;
-            if (p.mean != nullptr && c < nc) {
+            if (c < nc) {
               nmean[c] = p.mean[p.ms.at(b, c0 + c)];
               nstd[c] = p.std[p.ss.at(b, c0 + c)];
               nrcp[c] = kernels::rcp_for_div(nstd[c]);
@@ -394,9 +399,13 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
             for (int c = 0; c < kChunk; ++c) {
               if (c >= nc) break;
               const float val = kernels::PixelStore<scalar_t>::quantize(acc[c]);
-              of[c * p.os.c] = p.mean != nullptr
-                                   ? kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c])
-                                   : val * p.inv_max;
+              if constexpr (!kNorm) {
+                of[c * p.os.c] = val * p.inv_max;
+              } else if constexpr (kScaled) {
+                of[c * p.os.c] = kernels::normalize_px_by_unchecked(val, p.inv_max, nmean[c], nstd[c], nrcp[c]);
+              } else {
+                of[c * p.os.c] = kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c]);
+              }
             }
             of += row_step;
           } else if constexpr (kU8) {
@@ -424,9 +433,20 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           default: vertical(out_mode, std::integral_constant<int, kMaxTaps>{}); break;
         }
       };
+      // whether the chunk's normalize constants keep every quotient of a uint8 value in
+      // rn_div_by's range (normalize_u8_in_range; ImageNet's and any ordinary mean and std do)
+      const auto u8_in_range = [&] {
+        for (int64_t c = 0; c < nc; ++c) {
+          const float sd = p.std[p.ss.at(b, c0 + c)];
+          if (!kernels::normalize_u8_in_range(p.inv_max, p.mean[p.ms.at(b, c0 + c)], kernels::rcp_for_div(sd))) return false;
+        }
+        return true;
+      };
       if constexpr (std::is_same<acc_t, float>::value) {
-        if (p.out_kind == kPixF32) {
+        if (p.out_kind == kPixF32 && p.mean == nullptr) {
           vertical_at(std::integral_constant<int, kOutF32>{});
+        } else if (p.out_kind == kPixF32 && (!kScaled || u8_in_range())) {
+          vertical_at(std::integral_constant<int, kOutF32Norm>{});
         } else if constexpr (std::is_same<scalar_t, uint8_t>::value) {
           if (p.out_kind == kPixU8 && p.mean == nullptr) {
             vertical_at(std::integral_constant<int, kOutU8>{});
