@@ -166,6 +166,19 @@ TORCHAUG_CPU_CLONES void store_row(const acc_t* line, const ResizedCropParams& p
   }
 }
 
+// kN accumulators as one vector (GCC's vector extension): registers of the clone's width, where a
+// loop over an array of lanes stayed scalar, with its values kept on the stack.
+template <typename acc_t, int kN>
+struct LaneVector;
+template <int kN>
+struct LaneVector<float, kN> {
+  typedef float type __attribute__((vector_size(kN * sizeof(float))));
+};
+template <int kN>
+struct LaneVector<double, kN> {
+  typedef double type __attribute__((vector_size(kN * sizeof(double))));
+};
+
 // One sample of resized_crop on the CPU, separably: the horizontal taps of the input rows that the
 // vertical taps read, into a float buffer (rows x channels x output columns), then the vertical taps
 // of that buffer and the fused epilogue. The weights are the per-pixel driver's (the GPU's); the sum
@@ -186,29 +199,34 @@ TORCHAUG_CPU_CLONES void resized_crop_sample(const scalar_t* in, const Batch& ba
     y0 = std::min(y0, y);
     y1 = std::max(y1, y);
   }
+  constexpr int kLanes = 8;
   const int64_t K = tx.K, span = std::max<int64_t>(tx.hi - tx.lo + 1, 0), n_rows = std::max<int64_t>(y1 - y0 + 1, 0);
-  std::vector<acc_t> rows(n_rows * C * W);
+  // kLanes rows of padding past the last: a group of lanes stores all of its sums (a fixed count,
+  // so that they stay in registers), those of lanes past the last row into the padding
+  std::vector<acc_t> rows((n_rows + kLanes) * C * W);
   // The horizontal taps of kLanes input rows of one channel at a time: their values interleaved
   // column by column (lanes[x * kLanes + j]: row j, column lo + x), so that each output column's
   // sums run side by side, a row a lane, each adding its taps in order from 0 as a loop over one
   // row would (the compiler vectorizes the lanes; a loop over one row is a chain of dependent adds).
-  constexpr int kLanes = 8;
   std::vector<acc_t> lanes((span + K) * kLanes, acc_t(0));
   for (int64_t c = 0; c < C; ++c) {
     for (int64_t g = 0; g < n_rows; g += kLanes) {
       const int nr = static_cast<int>(std::min<int64_t>(kLanes, n_rows - g));
-      for (int j = 0; j < nr; ++j) {  // lanes past nr keep stale values: their sums are not stored
+      for (int j = 0; j < nr; ++j) {  // lanes past nr keep stale values: their sums go to the padding
         const scalar_t* src = in + v.offset + (y0 + g + j) * v.stride_y + c * v.stride_c + tx.lo * v.stride_x;
         for (int64_t x = 0; x < span; ++x) lanes[x * kLanes + j] = static_cast<acc_t>(src[x * v.stride_x]);
       }
       for (int64_t ox = 0; ox < W; ++ox) {
-        acc_t a[kLanes];
-        for (int j = 0; j < kLanes; ++j) a[j] = acc_t(0);
+        using lanes_t = typename LaneVector<acc_t, kLanes>::type;
+        lanes_t a = {};
         const acc_t* w = tx.weight.data() + ox * K;
         const acc_t* t = lanes.data() + tx.first[ox] * kLanes;
-        for (int64_t k = 0; k < K; ++k)
-          for (int j = 0; j < kLanes; ++j) a[j] += w[k] * t[k * kLanes + j];
-        for (int j = 0; j < nr; ++j) rows[((g + j) * C + c) * W + ox] = a[j];
+        for (int64_t k = 0; k < K; ++k) {
+          lanes_t tk;
+          std::memcpy(&tk, t + k * kLanes, sizeof(tk));
+          a += w[k] * tk;
+        }
+        for (int j = 0; j < kLanes; ++j) rows[((g + j) * C + c) * W + ox] = a[j];
       }
     }
   }
