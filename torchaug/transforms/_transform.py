@@ -19,17 +19,17 @@ class BatchInfo:
     or per sample for a list of images of different sizes or a RaggedImages batch)."""
 
     def __init__(self, images):
-        if type(images) is torch.Tensor and images.dim() == 4:  # a batch: the common case first
-            self.batch, self.channels, h, w = images.shape
+        if isinstance(images, torch.Tensor) and images.dim() >= 3:  # the common case first
+            # (C, H, W), (B, C, H, W), or clips (..., T, C, H, W): one sample per clip
+            self.batch = 1 if images.dim() == 3 else images.shape[0] if images.dim() == 4 else int(math.prod(images.shape[:-4]))
             self.device = images.device
             self.like = images
-            self.uniform_size = (h, w)
+            self.channels = images.shape[-3]
+            self.uniform_size = (images.shape[-2], images.shape[-1])
             self.ragged = False
-            return
-        if isinstance(images, BatchInfo):  # a copy (what make_params saw, for the targets)
+        elif isinstance(images, BatchInfo):  # a copy (what make_params saw, for the targets)
             self.__dict__.update(images.__dict__)
-            return
-        if isinstance(images, RaggedImages):  # the sizes without a tensor per image
+        elif isinstance(images, RaggedImages):  # the sizes without a tensor per image
             if len(images) == 0:
                 raise ValueError("torchaug: empty RaggedImages batch")
             self.batch = len(images)
@@ -51,14 +51,6 @@ class BatchInfo:
             self._host_sizes_t = None
             self.uniform_size: Optional[Tuple[int, int]] = None
             self.ragged = True
-        elif isinstance(images, torch.Tensor) and images.dim() >= 3:
-            # (C, H, W), (B, C, H, W), or clips (..., T, C, H, W): one sample per clip
-            self.batch = 1 if images.dim() == 3 else images.shape[0] if images.dim() == 4 else int(math.prod(images.shape[:-4]))
-            self.device = images.device
-            self.like = images
-            self.channels = images.shape[-3]
-            self.uniform_size = (images.shape[-2], images.shape[-1])
-            self.ragged = False
         else:
             raise TypeError(
                 "torchaug: images must be a (C, H, W) or (B, C, H, W) tensor or a list of (C, H, W) tensors, "
