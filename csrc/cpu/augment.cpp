@@ -128,6 +128,13 @@ void policy_program_cpu(const Draws& draws, int64_t B, int kind, int num_ops, in
     kernels::policy_sample(kind, num_ops, magnitude, u + b * R, sp, choice + b * n, ops + b * n, mags + b * n);
 }
 
+bool augment_resident_cpu(const at::Tensor& images, const at::Tensor& out, const at::Tensor& ops,
+                          const at::Tensor& magnitudes, int64_t interpolation, const at::Tensor& fill,
+                          const NormalizeParams* norm);  // below: it runs the backend's own passes
+
+const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu, augment_resident_cpu,
+                                 policy_program_cpu};
+
 // The CPU's resident path: a thread runs each of its samples' whole program in turn, the slot
 // passes (the batch's passes, over one sample) between images of one sample, then the store (into
 // the output's sample, or the fused normalize of a scratch image the thread keeps for all of its
@@ -148,7 +155,6 @@ bool augment_resident_cpu(const at::Tensor& images, const at::Tensor& out, const
                  images.scalar_type());
   const int64_t B = images.size(0);
   if (!u8 || (mode == -1 && B < at::get_num_threads())) return false;
-  const AugmentBackend passes{augment_lower_cpu, color_stats_cpu, augment_slot_cpu, nullptr, nullptr};
   const auto format = image_memory_format(images);
   at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
     // the passes inside run on this thread (ATen runs a parallel_for inside another inline)
@@ -157,16 +163,13 @@ bool augment_resident_cpu(const at::Tensor& images, const at::Tensor& out, const
                                     : at::Tensor();
     for (int64_t b = begin; b < end; ++b) {
       const at::Tensor dst = norm ? scratch : out.narrow(0, b, 1);
-      augment_slot_passes(passes, images.narrow(0, b, 1), ops.narrow(0, b, 1), magnitudes.narrow(0, b, 1), interpolation,
+      augment_slot_passes(kCpuBackend, images.narrow(0, b, 1), ops.narrow(0, b, 1), magnitudes.narrow(0, b, 1), interpolation,
                           fill.defined() ? fill.narrow(0, b, 1) : fill, dst);
       if (norm) normalize_sample_cpu(scratch, *norm, b);
     }
   });
   return true;
 }
-
-const AugmentBackend kCpuBackend{augment_lower_cpu, color_stats_cpu, augment_slot_cpu, augment_resident_cpu,
-                                 policy_program_cpu};
 
 }  // namespace
 
