@@ -350,10 +350,10 @@ void launch_color_stats(const T* in, T* out, const ColorParams& P, int ranks, cu
 // Pixels per thread of the uint8 planar apply kernel. The kernel unrolls the op switch once per
 // pixel; with hue's long per-pixel code in it, 16 copies cost more than the wide loads save. On an
 // H200 (256x3x224x224): adjust_hue 2.18M img/s with 16 pixels, 2.35M with 4; ColorJitter's program
-// 631k vs 706k; brightness 8.8M vs 6.4M the other way. Saturation went the other way too (4.6M vs
-// 4.0M) until it had a word path (kernels::saturation_words): 4.7M with 16 pixels, 6.4M with 4. So 4
-// for programs that may hold hue (a per-sample program), hue and saturation (at 4 pixels a thread
-// the pass runs color_words slot by slot, their word paths included), else 16.
+// 631k vs 706k; brightness 8.8M vs 6.4M the other way; saturation, through its word path
+// (kernels::saturation_words), 4.7M with 16 pixels, 6.4M with 4. So 4 for programs that may hold
+// hue (a per-sample program), hue and saturation (at 4 pixels a thread the pass runs color_words
+// slot by slot, their word paths included), else 16.
 int apply_width(const ColorParams& P) {
   return (P.ops != nullptr || P.const_op == kernels::kColorHue || P.const_op == kernels::kColorSaturation) ? 4 : 16;
 }
