@@ -635,20 +635,23 @@ def test_cuda_uint8_scaled_taps_are_bitwise_the_float_taps():
 
 
 @requires_cuda
-@pytest.mark.parametrize("channels", [3, 5])
-def test_cuda_fused_normalize_divides_exactly(channels):
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("channels", [1, 3, 5, 9])
+def test_cuda_fused_normalize_divides_exactly(channels, dtype):
     """The tile kernel's float32 epilogue divides by std through its reciprocal (rn_div_by in
-    csrc/kernels/common.h): bitwise what the normalize op's division gives, over 1,536 per-sample
-    means and stds spread over e^-6 .. e^6, and for stds and means outside the reciprocal's range
-    (the fallback to the plain division)."""
+    csrc/kernels/common.h): bitwise what the normalize op's division gives, over 512 per-sample
+    means and stds a channel spread over e^-6 .. e^6, and for stds and means outside the reciprocal's
+    range (the fallback to the plain division). The constants come from the tile's shared table
+    (s_norm): one chunk of channels (1, 3), two (5), and more channels than it holds (9, the generic
+    store)."""
     gen = torch.Generator().manual_seed(13)
     B = 512
-    x = random_images(B, channels, 24, 24, torch.uint8, "cuda", generator=gen)
+    x = random_images(B, channels, 24, 24, dtype, "cuda", generator=gen)
     boxes = random_boxes(B, 24, 24, gen).cuda()
     mean = torch.rand(B, channels, generator=gen) * 4 - 2
     std = torch.exp(torch.rand(B, channels, generator=gen) * 12 - 6)
-    std[0, :3] = torch.tensor([1e-30, 1e30, 3e-20])
-    mean[1, :3] = torch.tensor([1e-25, 0.0, 3e25])
+    std[0, :3] = torch.tensor([1e-30, 1e30, 3e-20])[:channels]
+    mean[1, :3] = torch.tensor([1e-25, 0.0, 3e25])[:channels]
     mean, std = mean.cuda(), std.cuda()
     fused = ops.resized_crop(x, boxes, [16, 16], 1, True, None, mean, std, torch.float32, None)
     ref = ops.normalize(ops.resized_crop(x, boxes, [16, 16], 1, True), mean, std, torch.float32, None)

@@ -302,6 +302,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   __shared__ uint32_t wsum[kResWarps];
   __shared__ int last[3];
   __shared__ AugStepT<float> steps[kResSteps];
+  __shared__ kernels::NormalizeConstants norm[C];  // the fused normalize's, made while the image loads
   dependent_launch_begin();
   const int64_t b = A.order != nullptr ? A.order[blockIdx.x] : blockIdx.x;
   const int t = threadIdx.x, H = A.height, W = A.width, HW = H * W;
@@ -309,6 +310,15 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
 #pragma unroll
   for (int c = 0; c <= C; ++c) pl[c] = c;
 
+  // the second warp's first threads make the normalize constants, one channel each (the first warp
+  // makes the steps)
+  static_assert(kResSteps <= 32, "the steps are made by the first warp");
+  const auto make_norm = [&] {
+    const int c = t - 32;
+    if (A.normalize && c >= 0 && c < C) {
+      norm[c] = kernels::normalize_constants(A.norm.inv_max, A.norm.mean[A.norm.ms.at(b, c)], A.norm.std[A.norm.ss.at(b, c)]);
+    }
+  };
   const auto make_step = [&](int k) {
     const int op = static_cast<int>(A.ops[A.ops_s.at(b, k)]);
     const float* m = A.mags + A.mags_s.at(b, k);
@@ -327,9 +337,11 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     }
     __pipeline_commit();
     if (t < min(A.n, kResSteps)) steps[t] = make_step(t);
+    make_norm();
     __pipeline_wait_prior(0);
   } else {
     if (t < min(A.n, kResSteps)) steps[t] = make_step(t);
+    make_norm();
     resident_pixels(H, W, [&](int p, int y, int x) {
 #pragma unroll
       for (int c = 0; c < C; ++c) planes[c * A.plane + p] = src[c * A.is.c + y * A.is.y + x * A.is.x];
@@ -548,10 +560,11 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     bool in_range = true;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      mean[c] = np.mean[np.ms.at(b, c)];
-      sd[c] = np.std[np.ss.at(b, c)];
-      rcp[c] = kernels::rcp_for_div(sd[c]);
-      in_range = in_range && kernels::normalize_u8_in_range(np.inv_max, mean[c], rcp[c]);
+      const kernels::NormalizeConstants k = norm[c];
+      mean[c] = k.mean;
+      sd[c] = k.std;
+      rcp[c] = k.rcp;
+      in_range = in_range && k.u8_in_range;
     }
     // the quotient without the per-value range test where this sample's constants keep every byte
     // in range (normalize_u8_in_range: ImageNet's, and any ordinary mean and std), else checked

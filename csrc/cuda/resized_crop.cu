@@ -34,6 +34,9 @@ namespace {
 // antialias) or whose input rows exceed the region sized at launch takes the per-pixel driver
 // instead: same taps, same weights, the 2-D sum.
 constexpr int kMaxTaps = 16;
+// The channels whose normalize constants a tile keeps in shared memory (s_norm); a normalized float32
+// output of more channels takes the generic store (resized_crop_store), with the same values.
+constexpr int kMaxNormChannels = 8;
 
 // min / max over a warp (all 32 lanes take part)
 __device__ __forceinline__ int warp_min(int v) {
@@ -208,6 +211,11 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   // [region row][channel][column], then one row of zeros (region row region_rows)
   acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_ymaxn, s_consecutive;
+  // the sample's normalize constants for kOutF32Norm (float accumulators, a float32 output of at most
+  // kMaxNormChannels channels), made by warp 3's first lanes while warps 0-2 make the tap tables
+  __shared__ kernels::NormalizeConstants s_norm[kMaxNormChannels];
+  constexpr bool kNormTile = std::is_same<acc_t, float>::value;
+  const bool norm_tile = kNormTile && p.out_kind == kPixF32 && p.mean != nullptr && p.channels <= kMaxNormChannels;
 
   dependent_launch_begin();
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTileX + tx;
@@ -291,6 +299,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         atomicMax(&s_yhi, hi);
       }
       if (tx == 0) atomicMax(&s_ymaxn, maxn);
+    } else if (ty == 3 && norm_tile && tx < p.channels) {
+      s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
     }
     __syncthreads();
     const int ylo = s_ylo;
@@ -343,8 +353,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       // 3. vertical pass and epilogue
       const auto vertical = [&](auto out_mode, auto taps_constant) {
         // kF32 / kF32Norm: float32 output from a float accumulator (the training case), scaled or
-        // normalized: the store is written out here with this tile's normalization constants
-        // loaded once (std's reciprocal for rn_div_by) instead of resized_crop_store's per-pixel
+        // normalized: the store is written out here with the tile's normalization constants
+        // (s_norm: std's reciprocal for rn_div_by) instead of resized_crop_store's per-pixel
         // lookups and output-type switch; the same operations in the same order, so the same
         // values. With uint8 images kF32Norm runs only where normalize_u8_in_range holds for every
         // channel of the chunk (vertical_at), so its quotients take no per-value range test.
@@ -365,9 +375,10 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
           for (int c = 0; c < kChunk; ++c) {
             nmean[c] = nstd[c] = nrcp[c] = 0;
             if (c < nc) {
-              nmean[c] = p.mean[p.ms.at(b, c0 + c)];
-              nstd[c] = p.std[p.ss.at(b, c0 + c)];
-              nrcp[c] = kernels::rcp_for_div(nstd[c]);
+              const kernels::NormalizeConstants k = s_norm[c0 + c];
+              nmean[c] = k.mean;
+              nstd[c] = k.std;
+              nrcp[c] = k.rcp;
             }
           }
         }
@@ -437,15 +448,14 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       // rn_div_by's range (normalize_u8_in_range; ImageNet's and any ordinary mean and std do)
       const auto u8_in_range = [&] {
         for (int64_t c = 0; c < nc; ++c) {
-          const float sd = p.std[p.ss.at(b, c0 + c)];
-          if (!kernels::normalize_u8_in_range(p.inv_max, p.mean[p.ms.at(b, c0 + c)], kernels::rcp_for_div(sd))) return false;
+          if (!s_norm[c0 + c].u8_in_range) return false;
         }
         return true;
       };
-      if constexpr (std::is_same<acc_t, float>::value) {
+      if constexpr (kNormTile) {
         if (p.out_kind == kPixF32 && p.mean == nullptr) {
           vertical_at(std::integral_constant<int, kOutF32>{});
-        } else if (p.out_kind == kPixF32 && (!kScaled || u8_in_range())) {
+        } else if (norm_tile && (!kScaled || u8_in_range())) {
           vertical_at(std::integral_constant<int, kOutF32Norm>{});
         } else if constexpr (std::is_same<scalar_t, uint8_t>::value) {
           if (p.out_kind == kPixU8 && p.mean == nullptr) {
