@@ -169,14 +169,8 @@ TORCHAUG_CPU_CLONES void store_row(const acc_t* line, const ResizedCropParams& p
 // kN accumulators as one vector (GCC's vector extension): registers of the clone's width, where a
 // loop over an array of lanes stayed scalar, with its values kept on the stack.
 template <typename acc_t, int kN>
-struct LaneVector;
-template <int kN>
-struct LaneVector<float, kN> {
-  typedef float type __attribute__((vector_size(kN * sizeof(float))));
-};
-template <int kN>
-struct LaneVector<double, kN> {
-  typedef double type __attribute__((vector_size(kN * sizeof(double))));
+struct LaneVector {
+  typedef acc_t type __attribute__((vector_size(kN * sizeof(acc_t))));
 };
 
 // One sample of resized_crop on the CPU, separably: the horizontal taps of the input rows that the

@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   __shared__ uint32_t wsum[kResWarps];
   __shared__ int last[3];
   __shared__ AugStepT<float> steps[kResSteps];
-  __shared__ kernels::NormalizeConstants norm[C];  // the fused normalize's, made while the image loads
+  __shared__ kernels::NormalizeConstants s_norm[C];  // the fused normalize's, made while the image loads
   dependent_launch_begin();
   const int64_t b = A.order != nullptr ? A.order[blockIdx.x] : blockIdx.x;
   const int t = threadIdx.x, H = A.height, W = A.width, HW = H * W;
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
   const auto make_norm = [&] {
     const int c = t - 32;
     if (A.normalize && c >= 0 && c < C) {
-      norm[c] = kernels::normalize_constants(A.norm.inv_max, A.norm.mean[A.norm.ms.at(b, c)], A.norm.std[A.norm.ss.at(b, c)]);
+      s_norm[c] = kernels::normalize_constants(A.norm.inv_max, A.norm.mean[A.norm.ms.at(b, c)], A.norm.std[A.norm.ss.at(b, c)]);
     }
   };
   const auto make_step = [&](int k) {
@@ -556,24 +556,21 @@ __global__ void __launch_bounds__(kResThreads) augment_resident_kernel(ResidentA
     // normalize_px_by with std's reciprocal taken once (the same quotient as normalize_px's division,
     // without a reciprocal per value), the bytes made floats by kernels::word_byte_to_float (no I2F)
     const NormalizeParams& np = A.norm;
-    float mean[C], sd[C], rcp[C];
+    kernels::NormalizeConstants nk[C];  // the sample's, in registers for all of the thread's pixels
     bool in_range = true;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const kernels::NormalizeConstants k = norm[c];
-      mean[c] = k.mean;
-      sd[c] = k.std;
-      rcp[c] = k.rcp;
-      in_range = in_range && k.u8_in_range;
+      nk[c] = s_norm[c];
+      in_range = in_range && nk[c].u8_in_range;
     }
     // the quotient without the per-value range test where this sample's constants keep every byte
     // in range (normalize_u8_in_range: ImageNet's, and any ordinary mean and std), else checked
     const auto store_all = [&](auto unchecked) {
       const auto norm = [&](float v, int c) {
         if constexpr (decltype(unchecked)::value) {
-          return kernels::normalize_px_by_unchecked(v, np.inv_max, mean[c], sd[c], rcp[c]);
+          return kernels::normalize_px_by_unchecked(v, np.inv_max, nk[c].mean, nk[c].std, nk[c].rcp);
         } else {
-          return kernels::normalize_px_by(v, np.inv_max, mean[c], sd[c], rcp[c]);
+          return kernels::normalize_px_by(v, np.inv_max, nk[c].mean, nk[c].std, nk[c].rcp);
         }
       };
       const auto packed = [&](auto kind, auto layout) {

@@ -369,17 +369,11 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         constexpr bool kU8 = decltype(out_mode)::value == kOutU8;
         constexpr int kT = decltype(taps_constant)::value;
         if (ox >= out_w) return;
-        acc_t nmean[kChunk], nstd[kChunk], nrcp[kChunk];
+        kernels::NormalizeConstants nk[kChunk] = {};  // the chunk's, in registers for all of the thread's rows
         if constexpr (kNorm) {
           TORCHAUG_UNROLL
           for (int c = 0; c < kChunk; ++c) {
-            nmean[c] = nstd[c] = nrcp[c] = 0;
-            if (c < nc) {
-              const kernels::NormalizeConstants k = s_norm[c0 + c];
-              nmean[c] = k.mean;
-              nstd[c] = k.std;
-              nrcp[c] = k.rcp;
-            }
+            if (c < nc) nk[c] = s_norm[c0 + c];
           }
         }
         // the thread's first output pixel (row row0 + ty; channel c0 for the written-out stores),
@@ -413,9 +407,9 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
               if constexpr (!kNorm) {
                 of[c * p.os.c] = val * p.inv_max;
               } else if constexpr (kScaled) {
-                of[c * p.os.c] = kernels::normalize_px_by_unchecked(val, p.inv_max, nmean[c], nstd[c], nrcp[c]);
+                of[c * p.os.c] = kernels::normalize_px_by_unchecked(val, p.inv_max, nk[c].mean, nk[c].std, nk[c].rcp);
               } else {
-                of[c * p.os.c] = kernels::normalize_px_by(val, p.inv_max, nmean[c], nstd[c], nrcp[c]);
+                of[c * p.os.c] = kernels::normalize_px_by(val, p.inv_max, nk[c].mean, nk[c].std, nk[c].rcp);
               }
             }
             of += row_step;
