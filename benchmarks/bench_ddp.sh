@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # DDP scaling of examples/train.py on a multi-GPU machine: per model, synthetic data
 # and torchaug (2 byte-reading workers per rank, nvJPEG decode + RRC + flip + RandAugment(2, 9) +
-# normalize on the GPU) on 1 GPU and under torchrun on every GPU; batch 256 per GPU, bf16,
-# channels_last, WARMUP (20) warm-up + STEPS - WARMUP (STEPS 60) timed steps, 1,024 generated 500x375
-# JPEGs repeated. The same run moves by several percent from one launch to the next on a multi-GPU
-# machine, more than the 97%-of-synthetic target leaves, so each configuration runs REPEATS (3)
-# times, synthetic and torchaug back to back, and the table gives each one's median (the runs'
-# range in its note). Each run's JSON line goes to $OUT/ddp.jsonl, its stderr to $OUT/ddp_*.err,
-# and the table to $OUT/bench_ddp.json (benchmarks/results/'s format).
+# normalize on the GPU) on 1 GPU and under torchrun on GPUS GPUs (default: 1, 2 where there are more,
+# and all); batch 256 per GPU, bf16, channels_last, WARMUP (30) warm-up + STEPS - WARMUP (STEPS 120)
+# timed steps, 1,024 generated 500x375 JPEGs repeated. The same run moves by several percent from
+# one launch to the next on a multi-GPU machine, more than the 97%-of-synthetic target leaves, so
+# each configuration runs REPEATS (3) times, synthetic and torchaug back to back, and the table
+# gives each one's median (the runs' range in its note). Each row's note also gives, from its median
+# run, every rank's training-loop thread CPU per step and the host's slowest step against its median
+# (a rank whose loop works harder, or stalls now and then, slows all the ranks). Each run's JSON line
+# goes to $OUT/ddp.jsonl, its stderr to $OUT/ddp_*.err, and the table to $OUT/bench_ddp.json
+# (benchmarks/results/'s format).
 # A library built elsewhere for this machine's torch may be carried in .gl/ (use_carried_or_build).
 #   bash benchmarks/bench_ddp.sh [models...]        (default: efficientnet_b0 resnet50)
 #   (RUN_TIMEOUT: seconds a run may take, default 150; SKIP_TESTS=1 leaves out the decode / prefetch tests)
@@ -23,12 +26,14 @@ use_carried_or_build
   | tee "$OUT/pytest_ddp.log" | grep -E "^(FAILED|ERROR)|passed|failed" | head -20
 DATA=$(mktemp -d)
 python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import make_jpeg_folder; print('data: mean %.0f KB' % (make_jpeg_folder('$DATA', n=1024) / 1e3))"
-STEPS=${STEPS:-60} WARMUP=${WARMUP:-20}
+STEPS=${STEPS:-120} WARMUP=${WARMUP:-30}
 common="--data $DATA --batch-size 256 --warmup $WARMUP --steps $STEPS --length $((NGPU * 256 * (STEPS + 2))) --timeout 60"
 models=${*:-efficientnet_b0 resnet50}
+gpus=${GPUS:-$(printf '%s\n' 1 2 "$NGPU" | awk -v n="$NGPU" '$1 <= n && !seen[$1]++' | tr '\n' ' ')}
+echo "GPU counts: $gpus"
 for rep in $(seq "${REPEATS:-3}"); do
   for m in $models; do
-    for n in 1 "$NGPU"; do
+    for n in $gpus; do
       for cfg in "synthetic" "torchaug --decode gpu --workers 2"; do
         if [ "$n" = 1 ]; then launch="python3"; else launch="torchrun --standalone --nproc_per_node $n"; fi
         t0=$SECONDS
@@ -60,6 +65,12 @@ for (model, n, loader), rs in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[
         ref = statistics.median(r["img_per_s"] for r in synth)
         note += f"; {100 * med / ref:.1f}% of synthetic"
         target = 0.97 * ref
+    mid = sorted(rs, key=lambda r: r["img_per_s"])[(len(rs) - 1) // 2]
+    ranks = mid.get("ranks") or [mid]
+    if all("cpu_ms_per_step" in r and "step_ms" in r for r in ranks):
+        note += ("; median run's loop thread " + "/".join(f"{r['cpu_ms_per_step']['loop_thread']:.0f}" for r in ranks)
+                 + " ms CPU a step by rank, slowest step " + "/".join(f"{r['step_ms']['max'] / r['step_ms']['p50']:.1f}" for r in ranks)
+                 + "x the median")
     impl = "torchaug, GPU decode, 2 byte-reading workers a rank" if loader == "torchaug" else "synthetic data"
     res.add(f"{model}, {n} GPU{'s' if n > 1 else ''}", impl, b * n, {"ms": 1e3 * b * n / med}, note=note, target=target)
 res.save(sys.argv[2], None)
