@@ -58,7 +58,8 @@ for (model, n, loader), rs in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[
     b = rs[0]["batch_size"]
     speeds = sorted(r["img_per_s"] for r in rs)
     med = statistics.median(speeds)
-    note = f"median of {len(rs)} runs ({speeds[0]:,.0f} to {speeds[-1]:,.0f} img/s), {rs[0]['timed_steps']} timed steps each, batch {b} a GPU"
+    runs_note = f"median of {len(rs)} runs ({speeds[0]:,.0f} to {speeds[-1]:,.0f} img/s)" if len(rs) > 1 else "one run"
+    note = f"{runs_note}, {rs[0]['timed_steps']} timed steps each, batch {b} a GPU"
     target = None
     synth = runs.get((model, n, "synthetic"))
     if loader == "torchaug" and synth:

@@ -49,7 +49,7 @@ ABOUT = {
     "accelerate": "benchmarks/reference_train.py, a training script in the shape of torchvision's "
                   "references/classification, as it is (16 workers decoding and augmenting on the CPU), with the two "
                   "lines `import torchaug; data_loader = torchaug.accelerate(data_loader)`, and on synthetic data.",
-    "ddp": "examples/train.py under torchrun on every GPU of the machine (benchmarks/bench_ddp.sh): torchaug with "
+    "ddp": "examples/train.py on 1 GPU and under torchrun on 2 and all GPUs of the machine (benchmarks/bench_ddp.sh): torchaug with "
            "GPU decode and 2 byte-reading workers per rank against synthetic data.",
 }
 
