@@ -110,6 +110,25 @@ __device__ __forceinline__ acc_t finish_taps(acc_t acc) {
   }
 }
 
+// Asks L2 for the lines holding columns xlo..xhi of image rows ylo..yhi of every channel
+// (prefetch.global.L2: a hint, no register written, nothing waits for it), `threads` threads from
+// `first_thread` taking rows in turn. Every address prefetched is a byte of the image: a row
+// segment's first byte and the starts of the further lines up to its last byte.
+template <typename scalar_t>
+__device__ __forceinline__ void prefetch_region(const scalar_t* base, const kernels::ImageView& v, int channels, int ylo,
+                                                int yhi, int xlo, int xhi, int first_thread, int threads) {
+  constexpr uintptr_t kLine = 128;
+  for (int c = 0; c < channels; ++c) {
+    for (int y = ylo + first_thread; y <= yhi; y += threads) {
+      const scalar_t* row = base + y * v.stride_y + c * v.stride_c;
+      const uintptr_t first = reinterpret_cast<uintptr_t>(row + xlo * v.stride_x);
+      const uintptr_t last = reinterpret_cast<uintptr_t>(row + xhi * v.stride_x) + sizeof(scalar_t) - 1;
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
+      for (uintptr_t a = (first & ~(kLine - 1)) + kLine; a <= last; a += kLine) asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+    }
+  }
+}
+
 // The horizontal pass when every column's taps are consecutive pixels inside the image (the
 // common case: antialiased or interior taps of a box inside the image, W contiguous): the taps are
 // loads at immediate offsets from one address per channel, kT of them unrolled and predicated on
@@ -299,8 +318,37 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         atomicMax(&s_yhi, hi);
       }
       if (tx == 0) atomicMax(&s_ymaxn, maxn);
-    } else if (ty == 3 && norm_tile && tx < p.channels) {
-      s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
+    } else if (ty == 3) {
+      if (norm_tile && tx < p.channels) {
+        s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
+      }
+      // the tile's input asked of L2 while the tables are made (the horizontal pass keeps two rows'
+      // loads in flight, each of which would otherwise wait for DRAM): rows from the first and last
+      // output rows' taps, columns from the first and last output columns' (either way round: a
+      // flip reverses them), clamped to the image
+      int lo = INT_MAX, hi = -1;
+      if (tx < 4) {
+        const bool rows = tx < 2;
+        const int dst = rows ? (tx == 0 ? row0 : min(row0 + kTileRows, out_h) - 1)
+                             : (tx == 2 ? ox - tx : min(ox - tx + kTileX, out_w) - 1);
+        const auto ax = rows ? kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, dst)
+                             : kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
+                                                                  resized_crop_source_column(p, b, dst));
+        const int64_t origin = rows ? box[0] : box[1], extent = rows ? v.height : v.width;
+        const int64_t i0 = origin + kernels::axis_index(ax, 0), i1 = origin + kernels::axis_index(ax, ax.count - 1);
+        lo = static_cast<int>(kernels::clamp_of<int64_t>(min(i0, i1), 0, extent - 1));
+        hi = static_cast<int>(kernels::clamp_of<int64_t>(max(i0, i1), 0, extent - 1));
+      }
+      const int ylo_p = min(__shfl_sync(0xffffffffu, lo, 0), __shfl_sync(0xffffffffu, lo, 1));
+      const int yhi_p = max(__shfl_sync(0xffffffffu, hi, 0), __shfl_sync(0xffffffffu, hi, 1));
+      const int xlo_p = min(__shfl_sync(0xffffffffu, lo, 2), __shfl_sync(0xffffffffu, lo, 3));
+      const int xhi_p = max(__shfl_sync(0xffffffffu, hi, 2), __shfl_sync(0xffffffffu, hi, 3));
+      // (not for a region the tile cannot hold: it takes the per-pixel path; channels past those of
+      // an image are left to the loads, so that this warp does not hold the others at the barrier)
+      if (yhi_p - ylo_p < region_rows) {
+        prefetch_region(in + v.offset, v, static_cast<int>(kernels::min_of<int64_t>(p.channels, kMaxNormChannels)), ylo_p, yhi_p, xlo_p,
+                        xhi_p, tx, kTileX);
+      }
     }
     __syncthreads();
     const int ylo = s_ylo;
