@@ -110,22 +110,22 @@ __device__ __forceinline__ acc_t finish_taps(acc_t acc) {
   }
 }
 
-// Asks L2 for the lines holding columns xlo..xhi of image rows ylo..yhi of every channel
-// (prefetch.global.L2: a hint, no register written, nothing waits for it), `threads` threads from
-// `first_thread` taking rows in turn. Every address prefetched is a byte of the image: a row
-// segment's first byte and the starts of the further lines up to its last byte.
+// Asks L2 for the lines holding columns xlo..xhi of image rows ylo .. ylo + nrows - 1 of every
+// channel (prefetch.global.L2: a hint, no register written, nothing waits for it), the block's
+// threads taking (row, channel) segments in turn. Every address prefetched is a byte of the image:
+// a segment's first byte and the starts of the further lines up to its last byte.
 template <typename scalar_t>
-__device__ __forceinline__ void prefetch_region(const scalar_t* base, const kernels::ImageView& v, int channels, int ylo,
-                                                int yhi, int xlo, int xhi, int first_thread, int threads) {
+__device__ __forceinline__ void prefetch_region(const scalar_t* base, const kernels::ImageView& v, int64_t channels,
+                                                int ylo, int nrows, int xlo, int xhi, int tid) {
   constexpr uintptr_t kLine = 128;
-  for (int c = 0; c < channels; ++c) {
-    for (int y = ylo + first_thread; y <= yhi; y += threads) {
-      const scalar_t* row = base + y * v.stride_y + c * v.stride_c;
-      const uintptr_t first = reinterpret_cast<uintptr_t>(row + xlo * v.stride_x);
-      const uintptr_t last = reinterpret_cast<uintptr_t>(row + xhi * v.stride_x) + sizeof(scalar_t) - 1;
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
-      for (uintptr_t a = (first & ~(kLine - 1)) + kLine; a <= last; a += kLine) asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-    }
+  const int64_t segments = static_cast<int64_t>(nrows) * channels;
+  for (int64_t i = tid; i < segments; i += kTileX * kTileY) {
+    const int64_t r = i / channels, c = i - r * channels;
+    const scalar_t* row = base + (ylo + r) * v.stride_y + c * v.stride_c;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(row + static_cast<int64_t>(xlo) * v.stride_x);
+    const uintptr_t last = reinterpret_cast<uintptr_t>(row + static_cast<int64_t>(xhi) * v.stride_x) + sizeof(scalar_t) - 1;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
+    for (uintptr_t a = (first & ~(kLine - 1)) + kLine; a <= last; a += kLine) asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
   }
 }
 
@@ -230,6 +230,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   // [region row][channel][column], then one row of zeros (region row region_rows)
   acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_ymaxn, s_consecutive;
+  __shared__ int s_xlo, s_xhi;  // the tile's leftmost and rightmost input columns (inside the image)
   // the sample's normalize constants for kOutF32Norm (float accumulators, a float32 output of at most
   // kMaxNormChannels channels), made by warp 3's first lanes while warps 0-2 make the tap tables
   __shared__ kernels::NormalizeConstants s_norm[kMaxNormChannels];
@@ -258,7 +259,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     // tiles up to 64 rows), so that the other warps wait at the barrier below for one axis
     // computation, not two; min / max / all reduced in the warp, one shared write per warp
     if (ty == 0) {
-      int n = 0;
+      int n = 0, xl = INT_MAX, xh = -1;
       bool consecutive = v.stride_x == 1;  // taps x0, x0 + 1, ... all inside the image
       if (ox < out_w) {
         const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
@@ -272,6 +273,10 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
             const int64_t x = box[1] + kernels::axis_index(ax, j);
             const bool valid = x >= 0 && x < v.width;
             consecutive = consecutive && valid && x == x0 + j;
+            if (valid) {
+              xl = min(xl, static_cast<int>(x));
+              xh = max(xh, static_cast<int>(x));
+            }
             s_xoff[j][tx] = valid ? x * v.stride_x : 0;
             s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) * weight_scale : acc_t(0);
           }
@@ -281,9 +286,13 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       s_xn[tx] = n;
       const int maxn = warp_max(n);
       const bool all_consecutive = __all_sync(0xffffffffu, consecutive);
+      xl = warp_min(xl);
+      xh = warp_max(xh);
       if (tx == 0) {
         s_xmaxn = maxn;
         s_consecutive = all_consecutive;
+        s_xlo = xl;
+        s_xhi = xh;
       }
     } else if (ty <= 2) {
       int lo = INT_MAX, hi = -1, maxn = 0;
@@ -318,37 +327,8 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         atomicMax(&s_yhi, hi);
       }
       if (tx == 0) atomicMax(&s_ymaxn, maxn);
-    } else if (ty == 3) {
-      if (norm_tile && tx < p.channels) {
-        s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
-      }
-      // the tile's input asked of L2 while the tables are made (the horizontal pass keeps two rows'
-      // loads in flight, each of which would otherwise wait for DRAM): rows from the first and last
-      // output rows' taps, columns from the first and last output columns' (either way round: a
-      // flip reverses them), clamped to the image
-      int lo = INT_MAX, hi = -1;
-      if (tx < 4) {
-        const bool rows = tx < 2;
-        const int dst = rows ? (tx == 0 ? row0 : min(row0 + kTileRows, out_h) - 1)
-                             : (tx == 2 ? ox - tx : min(ox - tx + kTileX, out_w) - 1);
-        const auto ax = rows ? kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, dst)
-                             : kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
-                                                                  resized_crop_source_column(p, b, dst));
-        const int64_t origin = rows ? box[0] : box[1], extent = rows ? v.height : v.width;
-        const int64_t i0 = origin + kernels::axis_index(ax, 0), i1 = origin + kernels::axis_index(ax, ax.count - 1);
-        lo = static_cast<int>(kernels::clamp_of<int64_t>(min(i0, i1), 0, extent - 1));
-        hi = static_cast<int>(kernels::clamp_of<int64_t>(max(i0, i1), 0, extent - 1));
-      }
-      const int ylo_p = min(__shfl_sync(0xffffffffu, lo, 0), __shfl_sync(0xffffffffu, lo, 1));
-      const int yhi_p = max(__shfl_sync(0xffffffffu, hi, 0), __shfl_sync(0xffffffffu, hi, 1));
-      const int xlo_p = min(__shfl_sync(0xffffffffu, lo, 2), __shfl_sync(0xffffffffu, lo, 3));
-      const int xhi_p = max(__shfl_sync(0xffffffffu, hi, 2), __shfl_sync(0xffffffffu, hi, 3));
-      // (not for a region the tile cannot hold: it takes the per-pixel path; channels past those of
-      // an image are left to the loads, so that this warp does not hold the others at the barrier)
-      if (yhi_p - ylo_p < region_rows) {
-        prefetch_region(in + v.offset, v, static_cast<int>(kernels::min_of<int64_t>(p.channels, kMaxNormChannels)), ylo_p, yhi_p, xlo_p,
-                        xhi_p, tx, kTileX);
-      }
+    } else if (ty == 3 && norm_tile && tx < p.channels) {
+      s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
     }
     __syncthreads();
     const int ylo = s_ylo;
@@ -361,6 +341,9 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       __syncthreads();  // s_fits etc. are rewritten for the next sample
       continue;
     }
+    // the tile's input (its region rows, its columns, every channel) asked of L2 at once: the
+    // horizontal pass keeps two rows' loads in flight, and each would otherwise wait for DRAM
+    if (s_xhi >= s_xlo) prefetch_region(in + v.offset, v, p.channels, ylo, nrows, s_xlo, s_xhi, tid);
     // the taps' rows as offsets into s_h, read after the horizontal pass's barrier. A tap outside the
     // image (torchvision's zero padding: skipped before) reads the zero row with weight -0: it adds
     // (-0) * (+0) = -0, which leaves every sum as it is (x + -0 == x bitwise, for x = +-0 too), so
