@@ -56,7 +56,8 @@ ABOUT = {
 
 HISTORY = """In short (the commits that made each step say more):
 - RandomResizedCrop + flip + cast + normalize fuse into one separable tile kernel that reads each input
-  row once per tile and stores in the output's dtype and layout; uint8 taps are one FMA each.
+  row once per tile (the tile's input region asked of L2 at once, before its rows are read) and stores
+  in the output's dtype and layout; uint8 taps are one FMA each.
 - An auto-augmentation program, or a color program of several slots (ColorJitter), runs in one launch
   where the image fits a block's shared memory (the resident kernel: statistics, color, sharpness and
   geometric slots in the block; runs of separable color slots composed into one table, applied where
