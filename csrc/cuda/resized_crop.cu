@@ -27,7 +27,7 @@ namespace {
 //     (torchvision's zero padding);
 //  2. horizontal pass: every input row the tile's rows need is resampled to the 32 output columns
 //     into shared memory (each input pixel converted once per column tap, loads coalesced along
-//     the row);
+//     the row; the whole region is first asked of L2, prefetch_region);
 //  3. vertical pass: each thread combines those rows for its kRowsPerThread output pixels and
 //     runs the fused cast / normalize epilogue.
 // A tile whose taps do not fit the tables (a downscale by more than ~kMaxTaps/2 per axis with
