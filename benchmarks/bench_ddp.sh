@@ -11,6 +11,9 @@
 # (a rank whose loop works harder, or stalls now and then, slows all the ranks). Each run's JSON line
 # goes to $OUT/ddp.jsonl, its stderr to $OUT/ddp_*.err, and the table to $OUT/bench_ddp.json
 # (benchmarks/results/'s format).
+# A run takes about a minute on a 4x H200 machine (some 40 s of it the start: imports, workers, NCCL,
+# cuDNN's autotuning): the default (2 models x 3 GPU counts x 2 loaders x 3 repeats) takes over half
+# an hour; choose models, GPUS and REPEATS to fit the time at hand.
 # A library built elsewhere for this machine's torch may be carried in .gl/ (use_carried_or_build).
 #   bash benchmarks/bench_ddp.sh [models...]        (default: efficientnet_b0 resnet50)
 #   (RUN_TIMEOUT: seconds a run may take, default 150; SKIP_TESTS=1 leaves out the decode / prefetch tests)
