@@ -366,7 +366,7 @@ def main(argv=None):
         # time went, and which side waited for the other
         mine["prefetch_ms_per_batch"] = {k: round(v, 2) if v is not None else None
                                          for k, v in stats.per_batch_ms(stats_at_start).items()}
-    result.update(mine)  # rank 0's (the only rank that prints)
+    result.update(mine)  # this rank's (rank 0 prints its result)
     if world > 1:
         ranks = [None] * world
         dist.all_gather_object(ranks, mine)
