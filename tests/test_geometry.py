@@ -441,6 +441,29 @@ def test_resized_crop_gradcheck(device, mode, antialias):
         assert torch.autograd.gradcheck(lambda t: ops.resized_crop(t, boxes, size, mode, antialias, flip, mean, std), (x,))
 
 
+def test_cpu_samples_taken_one_at_a_time():
+    """The CPU loops that take a batch a sample at a time hand the samples out one by one to the
+    intra-op threads (csrc/cpu/samples.h): on two threads, with boxes of very different areas (so that
+    the threads finish samples out of order), every sample's crop and gradient are those it gets
+    alone, bitwise, and no sample is skipped or done twice."""
+    gen = torch.Generator().manual_seed(12)
+    x = torch.rand(13, 3, 40, 52, dtype=torch.float64, generator=gen).requires_grad_()
+    boxes = torch.tensor([[0, 0, 40, 52] if i % 3 == 0 else [i, i, 3 + i % 5, 4 + i % 7] for i in range(13)])
+    grad_out = torch.rand(13, 3, 17, 19, dtype=torch.float64, generator=gen)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        out = ops.resized_crop(x, boxes, [17, 19], 1, True)
+        (grad,) = torch.autograd.grad(out, x, grad_out)
+        for b in range(13):
+            xb = x[b:b + 1].detach().clone().requires_grad_()
+            ob = ops.resized_crop(xb, boxes[b:b + 1], [17, 19], 1, True)
+            (gb,) = torch.autograd.grad(ob, xb, grad_out[b:b + 1])
+            assert torch.equal(out[b:b + 1], ob) and torch.equal(grad[b:b + 1], gb), b
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_autograd_kernels_in_cpp(device):
     """resized_crop's and resized_crop_ragged's autograd kernels (csrc/autograd.cpp): no graph
     when nothing requires a gradient (grad mode on or off), a gradient of the input's layout for a

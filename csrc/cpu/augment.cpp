@@ -11,6 +11,7 @@
 #include "../ops/convert.h"
 #include "../ops/settings.h"
 #include "color_block.h"
+#include "samples.h"
 #include "warp_rows.h"
 
 namespace torchaug {
@@ -156,12 +157,12 @@ bool augment_resident_cpu(const at::Tensor& images, const at::Tensor& out, const
   const int64_t B = images.size(0);
   if (!u8 || (mode == -1 && B < at::get_num_threads())) return false;
   const auto format = image_memory_format(images);
-  at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
+  for_samples(B, [&](auto next) {
     // the passes inside run on this thread (ATen runs a parallel_for inside another inline)
     const at::Tensor scratch = norm ? at::empty({1, images.size(1), images.size(2), images.size(3)},
                                                 images.options().memory_format(format))
                                     : at::Tensor();
-    for (int64_t b = begin; b < end; ++b) {
+    for (int64_t b = next(); b >= 0; b = next()) {
       const at::Tensor dst = norm ? scratch : out.narrow(0, b, 1);
       augment_slot_passes(kCpuBackend, images.narrow(0, b, 1), ops.narrow(0, b, 1), magnitudes.narrow(0, b, 1), interpolation,
                           fill.defined() ? fill.narrow(0, b, 1) : fill, dst);

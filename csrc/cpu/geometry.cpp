@@ -12,6 +12,7 @@
 #include <torch/library.h>
 
 #include "../ops/geometry.h"
+#include "samples.h"
 #include "warp_rows.h"
 
 namespace torchaug {
@@ -241,8 +242,8 @@ void resized_crop_loop(const at::Tensor& src, const Batch& batch, const ResizedC
   const ResizedCropParams& p = plan.p;
   TORCHAUG_DISPATCH_IMAGE_TYPES(src.scalar_type(), "resized_crop_cpu", [&] {
     const scalar_t* in = src.data_ptr<scalar_t>();
-    at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) resized_crop_sample(in, batch, p, b);
+    for_samples(B, [&](auto next) {
+      for (int64_t b = next(); b >= 0; b = next()) resized_crop_sample(in, batch, p, b);
     });
   });
 }
@@ -294,9 +295,9 @@ at::Tensor resized_crop_backward_cpu(const at::Tensor& grad, const at::Tensor& b
     using acc_t = typename AccOf<scalar_t>::type;
     const scalar_t* g = grad.data_ptr<scalar_t>();
     scalar_t* gi = grad_in.data_ptr<scalar_t>();
-    // One sample per task: the scatter of a sample never touches another sample's gradient.
-    at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b)
+    // A sample at a time: the scatter of a sample never touches another sample's gradient.
+    for_samples(B, [&](auto next) {
+      for (int64_t b = next(); b >= 0; b = next())
         for (int64_t oy = 0; oy < p.out_h; ++oy)
           for (int64_t ox = 0; ox < p.out_w; ++ox)
             resized_crop_backward_px(g, p, b, oy, ox, [&](int64_t i, acc_t v) {
@@ -358,8 +359,8 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& gr
     acc_t* gm = grad_m.data_ptr<acc_t>();
     const acc_t* mp = m.data_ptr<acc_t>();
     const Strides4 gs = strides4(g);
-    at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b)
+    for_samples(B, [&](auto next) {
+      for (int64_t b = next(); b >= 0; b = next())
         for (int64_t oy = 0; oy < p.out_h; ++oy)
           with_affine_taps(p.interpolation, [&](auto taps) {
             for (int64_t ox = 0; ox < p.out_w; ++ox)
