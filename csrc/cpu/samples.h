@@ -9,11 +9,11 @@
 
 namespace torchaug {
 
-// Calls task(next) on each of the threads at::parallel_for gives B samples (one, inline, inside
-// another parallel region), where next() returns the next sample not yet taken, or -1 once none is
-// left. A sample's cost varies with its parameters (a crop's area; RandAugment's ops) by up to ~6x,
-// so at::parallel_for's even split of [0, B) can leave one thread with the costly half while the
-// others wait; taken one at a time, every thread works until the batch's last sample is taken.
+// Calls task(next) once on each thread at::parallel_for runs B items on (a single call, inline,
+// inside another parallel region), where next() returns the next sample not yet taken, or -1 once
+// none is left. A sample's cost varies with its parameters (a crop's area, RandAugment's ops) by up
+// to ~6x, so at::parallel_for's even split of [0, B) can leave one thread with the costly half while
+// the others wait; taken one at a time, every thread works until the batch's last sample is taken.
 // Each sample must write only its own output (the order samples are taken in varies between calls).
 // task may set up per-thread state (scratch) before its first next().
 template <typename Task>
