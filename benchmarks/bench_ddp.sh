@@ -7,8 +7,7 @@
 # one launch to the next on a multi-GPU machine, more than the 97%-of-synthetic target leaves, so
 # each configuration runs REPEATS (3) times, synthetic and torchaug back to back, and the table
 # gives each one's median (the runs' range in its note). Each row's note also gives, from its median
-# run, every rank's training-loop thread CPU per step and the host's slowest step against its median
-# (a rank whose loop works harder, or stalls now and then, slows all the ranks). Each run's JSON line
+# run, rank 0's training-loop thread CPU per step and the host's slowest step against its median. Each run's JSON line
 # goes to $OUT/ddp.jsonl, its stderr to $OUT/ddp_*.err, and the table to $OUT/bench_ddp.json
 # (benchmarks/results/'s format).
 # A run takes about a minute on a 4x H200 machine (some 40 s of it the start: imports, workers, NCCL,
@@ -70,11 +69,9 @@ for (model, n, loader), rs in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[
         note += f"; {100 * med / ref:.1f}% of synthetic"
         target = 0.97 * ref
     mid = sorted(rs, key=lambda r: r["img_per_s"])[(len(rs) - 1) // 2]
-    ranks = mid.get("ranks") or [mid]
-    if all("cpu_ms_per_step" in r and "step_ms" in r for r in ranks):
-        note += ("; median run's loop thread " + "/".join(f"{r['cpu_ms_per_step']['loop_thread']:.0f}" for r in ranks)
-                 + " ms CPU a step by rank, slowest step " + "/".join(f"{r['step_ms']['max'] / r['step_ms']['p50']:.1f}" for r in ranks)
-                 + "x the median")
+    if "cpu_ms_per_step" in mid and "step_ms" in mid:
+        note += (f"; median run's rank 0: loop thread {mid['cpu_ms_per_step']['loop_thread']:.0f} ms CPU a step, "
+                 f"slowest step {mid['step_ms']['max'] / mid['step_ms']['p50']:.1f}x the median")
     impl = "torchaug, GPU decode, 2 byte-reading workers a rank" if loader == "torchaug" else "synthetic data"
     res.add(f"{model}, {n} GPU{'s' if n > 1 else ''}", impl, b * n, {"ms": 1e3 * b * n / med}, note=note, target=target)
 res.save(sys.argv[2], None)

@@ -347,30 +347,29 @@ def main(argv=None):
         "img_per_s": timed_images * world / elapsed if timed_images else None,
         "loss": loss.item() if loss is not None else None, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
     }
-    mine = {}  # this rank's host figures
     if cpu_start is not None and step > args.warmup:
         # host CPU time per timed step: the training loop's thread (its launches; time it waits, for
         # the GIL or a lock, is not counted) and the whole process (every thread: the input side too)
         timed_steps = step - args.warmup
-        mine["cpu_ms_per_step"] = {"loop_thread": round(1e3 * (cpu_stop[0] - cpu_start[0]) / timed_steps, 2),
-                                   "process": round(1e3 * (cpu_stop[1] - cpu_start[1]) / timed_steps, 2),
-                                   "wall": round(1e3 * elapsed / timed_steps, 2)}
-        # the host's time between the ends of consecutive timed steps: under DDP every step waits
-        # for the slowest rank, so one rank's occasional slow step slows them all
+        result["cpu_ms_per_step"] = {"loop_thread": round(1e3 * (cpu_stop[0] - cpu_start[0]) / timed_steps, 2),
+                                     "process": round(1e3 * (cpu_stop[1] - cpu_start[1]) / timed_steps, 2),
+                                     "wall": round(1e3 * elapsed / timed_steps, 2)}
+        # the host's time between the ends of consecutive timed steps (steady or spiky steps; under
+        # DDP every step waits for the slowest rank)
         gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]))
         if gaps:
-            mine["step_ms"] = {q: round(1e3 * gaps[min(len(gaps) - 1, int(f * len(gaps)))], 2)
-                               for q, f in (("p50", 0.5), ("p90", 0.9), ("max", 1.0))}
+            result["step_ms"] = {q: round(1e3 * gaps[min(len(gaps) - 1, int(f * len(gaps)))], 2)
+                                 for q, f in (("p50", 0.5), ("p90", 0.9), ("max", 1.0))}
     if stats is not None and stats_at_start is not None:
         # the Prefetcher, per batch prepared in the timed window (ms): where the input side's host
         # time went, and which side waited for the other
-        mine["prefetch_ms_per_batch"] = {k: round(v, 2) if v is not None else None
-                                         for k, v in stats.per_batch_ms(stats_at_start).items()}
-    result.update(mine)  # this rank's (rank 0 prints its result)
+        result["prefetch_ms_per_batch"] = {k: round(v, 2) if v is not None else None
+                                           for k, v in stats.per_batch_ms(stats_at_start).items()}
     if world > 1:
-        ranks = [None] * world
-        dist.all_gather_object(ranks, mine)
-        result["ranks"] = ranks  # every rank's figures, in rank order
+        # (rank 0's figures only: a gloo collective on tensors made in Python, gathering the ranks'
+        # figures, can leave its work object for the group's thread to release, which takes the GIL,
+        # while the main thread, holding it, joins that thread in the group's destructor: the
+        # process never exits)
         dist.destroy_process_group()
     if rank == 0:
         print(json.dumps(result))

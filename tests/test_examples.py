@@ -108,10 +108,8 @@ def test_train_example_under_torchrun_on_two_processes():
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads([line for line in run.stdout.splitlines() if line.startswith("{")][-1])
     assert result["world_size"] == 2 and result["steps"] == 3 and result["timed_steps"] == 2
-    # every rank's host figures, gathered on rank 0: two timed steps, one interval between their ends
-    assert len(result["ranks"]) == 2 and result["ranks"][0]["step_ms"] == result["step_ms"]
-    assert all(r["cpu_ms_per_step"]["loop_thread"] > 0 and r["step_ms"]["max"] >= r["step_ms"]["p50"] > 0
-               for r in result["ranks"]), result["ranks"]
+    # rank 0's host figures: two timed steps, one interval between their ends
+    assert result["cpu_ms_per_step"]["loop_thread"] > 0 and result["step_ms"]["max"] >= result["step_ms"]["p50"] > 0
     assert math.isfinite(result["loss"]) and result["img_per_s"] > 0
 
 
