@@ -113,15 +113,19 @@ __device__ __forceinline__ acc_t finish_taps(acc_t acc) {
 // Asks L2 for the lines holding columns xlo..xhi of image rows ylo .. ylo + nrows - 1 of every
 // channel (prefetch.global.L2: a hint, no register written, nothing waits for it), the block's
 // threads taking (row, channel) segments in turn. Every address prefetched is a byte of the image:
-// a segment's first byte and the starts of the further lines up to its last byte.
-template <typename scalar_t>
+// a segment's first byte and the starts of the further lines up to its last byte. kC: the channel
+// count when the kernel is compiled for it (3: the segment index's division is a multiply, not
+// int64 division's subroutine), else 0 and `channels`.
+template <int kC, typename scalar_t>
 __device__ __forceinline__ void prefetch_region(const scalar_t* base, const kernels::ImageView& v, int64_t channels,
                                                 int ylo, int nrows, int xlo, int xhi, int tid) {
+  using index_t = std::conditional_t<(kC > 0), int, int64_t>;
   constexpr uintptr_t kLine = 128;
-  const int64_t segments = static_cast<int64_t>(nrows) * channels;
-  for (int64_t i = tid; i < segments; i += kTileX * kTileY) {
-    const int64_t r = i / channels, c = i - r * channels;
-    const scalar_t* row = base + (ylo + r) * v.stride_y + c * v.stride_c;
+  const index_t ch = kC > 0 ? kC : channels;
+  const index_t segments = nrows * ch;
+  for (index_t i = tid; i < segments; i += kTileX * kTileY) {
+    const index_t r = i / ch, c = i - r * ch;
+    const scalar_t* row = base + static_cast<int64_t>(ylo + r) * v.stride_y + c * v.stride_c;
     const uintptr_t first = reinterpret_cast<uintptr_t>(row + static_cast<int64_t>(xlo) * v.stride_x);
     const uintptr_t last = reinterpret_cast<uintptr_t>(row + static_cast<int64_t>(xhi) * v.stride_x) + sizeof(scalar_t) - 1;
     asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
@@ -343,7 +347,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     }
     // the tile's input (its region rows, its columns, every channel) asked of L2 at once: the
     // horizontal pass keeps two rows' loads in flight, and each would otherwise wait for DRAM
-    if (s_xhi >= s_xlo) prefetch_region(in + v.offset, v, p.channels, ylo, nrows, s_xlo, s_xhi, tid);
+    if (s_xhi >= s_xlo) prefetch_region<kC>(in + v.offset, v, p.channels, ylo, nrows, s_xlo, s_xhi, tid);
     // the taps' rows as offsets into s_h, read after the horizontal pass's barrier. A tap outside the
     // image (torchvision's zero padding: skipped before) reads the zero row with weight -0: it adds
     // (-0) * (+0) = -0, which leaves every sum as it is (x + -0 == x bitwise, for x = +-0 too), so
