@@ -41,6 +41,35 @@ def test_ncu_summary_sums_by_opcode_and_line(tmp_path):
     assert "FFMA" in out.stdout and "70.0%" in out.stdout and "LDG" in out.stdout and "30.0%" in out.stdout
 
 
+def test_ncu_summary_attributes_sass_rows_to_lines_through_a_listing(tmp_path):
+    # nvdisasm -g -c output of two functions; the CSV's three instructions are those of _Z3fooPf
+    listing = tmp_path / "k.sass"
+    listing.write_text('\t.section\t.text._Z3fooPf,"ax",@progbits\n'
+                       ".text._Z3fooPf:\n"
+                       "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+                       '\t//## File "/build/src/csrc/cuda/resized_crop.cu", line 89\n'
+                       "        /*0010*/                   FFMA R2, R3, R4, R2 ;\n"
+                       "        /*0020*/               @P0 LDG.E.U8 R5, desc[UR4][R6.64] ;\n"
+                       ".text._Z3barv:\n"
+                       '\t//## File "/build/src/csrc/kernels/common.h", line 50\n'
+                       "        /*0000*/                   IMAD R1, R2, R3, RZ ;\n"
+                       "        /*0010*/                   EXIT ;\n")
+    csv = tmp_path / "ncu.csv"
+    csv.write_text('"Address","Source","Instructions Executed","Warp Stall Sampling (All Samples)"\n'
+                   '"0x7f0000","LDC R1, c[0x0][0x28]","100","1"\n'
+                   '"0x7f0010","FFMA R2, R3, R4, R2","600","10"\n'
+                   '"0x7f0020","@P0   LDG.E.U8 R5, desc[UR4][R6.64]","300","29"\n')
+    out = _run("scripts/profile/ncu_summary.py", str(csv), "--listing", str(listing))
+    assert out.returncode == 0, out.stderr
+    assert "_Z3fooPf" in out.stdout, out.stdout
+    assert " 90.0%  97.5%  resized_crop.cu:89" in out.stdout, out.stdout
+    assert " 10.0%   2.5%  ?:0" in out.stdout, out.stdout
+    other = tmp_path / "other.csv"  # instructions no function of the listing has
+    other.write_text('"Address","Source","Instructions Executed"\n"0x10","BAR.SYNC 0x0","5"\n')
+    out = _run("scripts/profile/ncu_summary.py", str(other), "--listing", str(listing))
+    assert out.returncode == 0 and "no function of" in out.stdout, out.stdout
+
+
 def test_results_md_is_built_from_the_result_files():
     out = _run("benchmarks/results.py", "--check")
     assert out.returncode == 0, "benchmarks/RESULTS.md differs from what `python3 benchmarks/results.py` builds"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Per-instruction profile of one kernel launch (Nsight Compute's SourceCounters: executed
 # instructions and stall samples per SASS instruction, with the CUDA line from -lineinfo), written
-# as CSV under $OUT; scripts/profile/ncu_summary.py sums it by opcode and source line.
+# as CSV under $OUT; scripts/profile/ncu_summary.py sums it by opcode and source line (the CUDA view of
+# a library carried from scripts/build_for_device.sh is empty: ncu_summary.py --listing maps the SASS
+# CSV to lines here, its docstring says how).
 #   bash scripts/profile/ncu_source.sh [kernel regex] [python script]
 # defaults: resized_crop_kernel in scripts/profile/resized_crop.py (RandomResizedCrop + flip + normalize);
 # scripts/profile/chain.py is the RandAugment chain (resized_crop_kernel, augment_resident_kernel).
