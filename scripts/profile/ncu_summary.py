@@ -14,6 +14,7 @@ instructions and stall samples (the function whose instructions are the CSV's is
 import argparse
 import collections
 import csv
+import functools
 import os
 import re
 
@@ -67,16 +68,21 @@ def match_function(functions, sass):
     return best if score >= 0.9 else None
 
 
-def source_text(path, line, cache={}):
-    """The line's text when the file is in this repository (by its path from csrc/ on), else ''."""
-    if path not in cache:
-        rel = path[path.find("csrc/"):] if "csrc/" in path else None
-        try:
-            with open(os.path.join(ROOT, rel)) as f:
-                cache[path] = f.read().split("\n")
-        except (OSError, TypeError):
-            cache[path] = []
-    lines = cache[path]
+@functools.lru_cache(maxsize=None)
+def _repository_lines(path):
+    """The lines of the repository's file at `path`'s part from csrc/ on (none outside csrc/)."""
+    if "csrc/" not in path:
+        return []
+    try:
+        with open(os.path.join(ROOT, path[path.find("csrc/"):])) as f:
+            return f.read().split("\n")
+    except OSError:
+        return []
+
+
+def source_text(path, line):
+    """The line's text when the file is in this repository, else ''."""
+    lines = _repository_lines(path)
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
@@ -94,7 +100,7 @@ def summarize(path, listing):
     body = [r for r in rows[head + 1:] if len(r) > max(ex, src)]
     by_op, by_line = collections.Counter(), collections.Counter()
     stalls = collections.Counter()
-    total = stall_total = 0.0
+    total = 0.0
     for r in body:
         n = number(r[ex])
         total += n
@@ -103,7 +109,6 @@ def summarize(path, listing):
         by_line[text[:110]] += n
         if stall is not None:
             stalls[text[:110]] += number(r[stall])
-            stall_total += number(r[stall])
     print(f"== {path}: {total:,.0f} warp instructions executed")
     for op, n in by_op.most_common(25):
         print(f"  {op:<10} {n:>14,.0f} {n / total:6.1%}")
@@ -129,6 +134,7 @@ def summarize(path, listing):
         lines[where] += number(r[ex])
         if stall is not None:
             line_stalls[where] += number(r[stall])
+    stall_total = sum(stalls.values())
     print(f"  -- by source line, through {listing} ({name[:100]}): instructions, stall samples")
     for (file, line), n in lines.most_common(40):
         share = line_stalls[(file, line)] / stall_total if stall_total else 0.0
