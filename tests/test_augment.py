@@ -613,6 +613,10 @@ def test_policy_program_op_errors(device):
     if device == "cpu":
         with pytest.raises(RuntimeError, match="sub_idx must hold space indices"):
             op(torch.rand(4, 5, dtype=torch.float64), t.ids, t.mags, t.signed, 2, 2, 0, si + 100, sp, sb)
+        with pytest.raises(RuntimeError, match="sub_idx must hold space indices"):
+            op(torch.rand(4, 5, dtype=torch.float64), t.ids, t.mags, t.signed, 2, 2, 0, si - 100, sp, sb)
+        with pytest.raises(RuntimeError, match=r"sub_bins must hold bins in \[0, " + str(t.mags.shape[1]) + r"\)"):
+            op(torch.rand(4, 5, dtype=torch.float64), t.ids, t.mags, t.signed, 2, 2, 0, si, sp, sb + t.mags.shape[1])
 
 
 def test_randaugment_op_and_sign_distribution():

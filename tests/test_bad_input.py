@@ -250,6 +250,33 @@ def test_errors_reported_by_hand(call, message):
         call(x)
 
 
+def test_cpu_parameter_checks_read_strided_and_narrow_parameters_in_logical_order():
+    # the checks walk a parameter where it lies (any strides, any real dtype): the index they report
+    # is the row-major one of the tensor as the caller sees it
+    x = torch.rand(2, 3, 8, 8)
+    base = torch.tensor([[1.0, float("nan")], [float("nan"), 7.0]])
+    with pytest.raises(RuntimeError, match=r"adjust_brightness: factor must be finite, got nan at flat index 1"):
+        T.adjust_brightness(x, base[:, 0])  # stride 2: [1, nan]
+    with pytest.raises(RuntimeError, match=r"adjust_brightness: factor must be finite, got inf at flat index 0"):
+        T.adjust_brightness(x, torch.tensor([float("inf"), 1.0], dtype=torch.float16))
+    m = torch.zeros(2, 3, 2)  # (B, 3, 2) seen as (B, 2, 3) through a transpose
+    m[:, 0, 0] = m[:, 1, 1] = 1.0
+    m[1, 2, 0] = float("nan")  # logical [1, 0, 2]: flat index 6 + 2
+    with pytest.raises(RuntimeError, match=r"warp_affine: matrices must be finite, got nan at flat index 8"):
+        T.warp_affine(x, m.transpose(1, 2), [8, 8], 0, None)
+    fill = torch.tensor([0.5, 0.5, float("-inf")]).expand(2, 3)  # stride 0 on the batch
+    with pytest.raises(RuntimeError, match=r"warp_affine: fill must be finite, got -inf at flat index 2"):
+        T.warp_affine(x, m.transpose(1, 2).nan_to_num(), [8, 8], 0, fill)
+    boxes = torch.tensor([[0, 0, 4, 4], [1, 1, 4, 0]]).t().contiguous().t()  # column-major (B, 4)
+    with pytest.raises(RuntimeError, match=r"resized_crop: boxes must have 0 < height, width <= 1048576 .* got box 1 = \[1, 1, 4, 0\]"):
+        T.resized_crop(x, boxes, [4, 4])
+    good = torch.tensor([[0, 0, 4, 4], [1, 1, 4, 3]]).t().contiguous().t()
+    assert torch.equal(T.resized_crop(x, good, [4, 4]), T.resized_crop(x, good.contiguous(), [4, 4]))
+    std = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]).t().contiguous().t()
+    with pytest.raises(RuntimeError, match=r"normalize: std must not contain zeros"):
+        T.normalize(x, torch.zeros(2, 3), std, None, None)
+
+
 def test_raw_op_on_cpu_refuses_a_non_finite_parameter_and_the_gpu_documents_it(device):
     x = torch.rand(2, 3, 8, 8, device=device)
     factor = torch.tensor([1.0, float("nan")], device=device)

@@ -169,9 +169,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
                    shape_str(si.sizes()), ", ", shape_str(sp.sizes()), ", ", shape_str(sb.sizes()));
     for (const at::Tensor* t : {&si, &sp, &sb}) check_device(op, "the sub-policy tables", *t, on);
     if (!on.is_cuda()) {  // the device reads them unchecked; the host can check them here
-      TORCHAUG_CHECK(si.min().item<int64_t>() >= 0 && si.max().item<int64_t>() < K, "torchaug::", op,
+      TORCHAUG_CHECK(first_value_where(si, [K](double v, int64_t) { return v < 0 || v >= K; }) < 0, "torchaug::", op,
                      ": sub_idx must hold space indices in [0, ", K, ")");
-      TORCHAUG_CHECK(sb.min().item<int64_t>() >= 0 && sb.max().item<int64_t>() < mags.size(1), "torchaug::", op,
+      const int64_t bins = mags.size(1);
+      TORCHAUG_CHECK(first_value_where(sb, [bins](double v, int64_t) { return v < 0 || v >= bins; }) < 0, "torchaug::", op,
                      ": sub_bins must hold bins in [0, ", mags.size(1), ")");
     }
     space.S = S;

@@ -54,14 +54,13 @@ void check_defined(const char* op, const char* name, const at::Tensor& t) {
 }
 
 void check_values(const char* op, const char* name, const at::Tensor& t, double lo, double hi, const char* range_doc) {
-  if (!t.device().is_cpu() || t.numel() == 0 || !(at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), false))) return;
-  const at::Tensor v = t.to(at::kDouble);
-  const at::Tensor bad = v.isnan() | (v < lo) | (v > hi);
-  if (!bad.any().item<bool>()) return;
-  const at::Tensor idx = bad.flatten().nonzero()[0][0];
-  const double value = v.flatten()[idx.item<int64_t>()].item<double>();
-  TORCHAUG_CHECK(false, "torchaug::", op, ": ", name, " must be ", range_doc, ", got ", value, " at flat index ",
-                 idx.item<int64_t>());
+  if (!t.device().is_cpu() || !(at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), false))) return;
+  double value = 0;
+  const int64_t i = first_value_where(t, [&](double v, int64_t) {
+    value = v;
+    return !(v >= lo && v <= hi);  // NaN fails both
+  });
+  TORCHAUG_CHECK(i < 0, "torchaug::", op, ": ", name, " must be ", range_doc, ", got ", value, " at flat index ", i);
 }
 
 at::Tensor empty_output(const char* op, at::IntArrayRef sizes, const at::TensorOptions& options) {
@@ -140,7 +139,7 @@ std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef o
 
 void check_op_ids(const char* op, const at::Tensor& ops, int num_ops) {
   if (!ops.device().is_cpu() || ops.numel() == 0) return;
-  const bool bad = ((ops < 0) | (ops >= num_ops)).any().item<bool>();
+  const bool bad = first_value_where(ops, [num_ops](double v, int64_t) { return v < 0 || v >= num_ops; }) >= 0;
   TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", num_ops, "), got ", ops.min().item<int64_t>(),
                  "..", ops.max().item<int64_t>());
 }
@@ -158,8 +157,9 @@ void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& st
   const std::vector<int64_t> shape{images.size(0), channels};
   check_param(op, "mean", mean, images, shape, "(B, C)", {at::kFloat});
   check_param(op, "std", std, images, shape, "(B, C)", {at::kFloat});
-  if (std.device().is_cpu() && std.numel() > 0) {
-    TORCHAUG_CHECK(!(std == 0).any().item<bool>(), "torchaug::", op, ": std must not contain zeros");
+  if (std.device().is_cpu()) {
+    TORCHAUG_CHECK(first_value_where(std, [](double v, int64_t) { return v == 0; }) < 0, "torchaug::", op,
+                   ": std must not contain zeros");
   }
   check_values(op, "mean", mean, -kFiniteMax, kFiniteMax, "finite");
   check_values(op, "std", std, -kFiniteMax, kFiniteMax, "finite and non-zero");

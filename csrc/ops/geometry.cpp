@@ -9,12 +9,13 @@
 namespace torchaug {
 
 void check_box_values(const char* op, const at::Tensor& boxes) {
-  if (!boxes.device().is_cpu() || boxes.numel() == 0) return;
-  const int64_t lim = kernels::kMaxBoxExtent;
-  const at::Tensor size = boxes.narrow(1, 2, 2), corner = boxes.narrow(1, 0, 2);
-  const at::Tensor bad = ((size <= 0) | (size > lim) | (corner < -lim) | (corner > lim)).any(1);
-  if (!bad.any().item<bool>()) return;
-  const int64_t i = bad.nonzero()[0][0].item<int64_t>();
+  if (!boxes.device().is_cpu()) return;
+  const int64_t lim = kernels::kMaxBoxExtent;  // boxes is (B, 4): columns 2 and 3 are the sizes
+  const int64_t v = first_value_where(boxes, [lim](double x, int64_t k) {
+    return k % 4 >= 2 ? !(x > 0 && x <= lim) : !(x >= -lim && x <= lim);
+  });
+  if (v < 0) return;
+  const int64_t i = v / 4;
   const auto box = boxes[i];
   TORCHAUG_CHECK(false, "torchaug::", op, ": boxes must have 0 < height, width <= ", lim, " and |top|, |left| <= ", lim,
                  ", got box ", i, " = [", box[0].item<int64_t>(), ", ", box[1].item<int64_t>(), ", ",
