@@ -215,16 +215,23 @@ def test_deterministic_transforms_match_torchvision(device):
 @requires_torchvision
 def test_random_crop_matches_torchvision_per_sample(device):
     x = random_images(5, 3, 20, 24, torch.uint8, device)
-    for kwargs in ({"padding": 4, "fill": 7}, {"padding": [1, 2], "padding_mode": "reflect"}, {"pad_if_needed": True}):
+    # zero padding (the default fill, fill 0 per channel, no padding in any mode) is a crop box that
+    # reaches outside the image (one resized_crop); the other fills and modes pad, then crop
+    for kwargs, is_crop in (({"padding": 4, "fill": 7}, False), ({"padding": [1, 2], "padding_mode": "reflect"}, False),
+                            ({"pad_if_needed": True}, True), ({"padding": 4}, True), ({"padding": [1, 2, 3, 4], "fill": [0, 0, 0]}, True),
+                            ({"padding_mode": "edge"}, True), ({"pad_if_needed": True, "padding": [0, 5], "fill": 0.0}, True)):
         size = [26, 30] if kwargs.get("pad_if_needed") else [18, 20]
         t = T.RandomCrop(size, **kwargs)
-        out, p = t(x, return_params=True)
-        left, top, right, bottom = p["padding"]
-        for i in range(5):
-            padded = TF.pad(x[i].cpu(), [left, top, right, bottom], fill=kwargs.get("fill", 0),
-                            padding_mode=kwargs.get("padding_mode", "constant"))
-            ref = TF.crop(padded, int(p["top"][i]), int(p["left"][i]), *size)
-            assert torch.equal(out[i].cpu(), ref), (kwargs, i)
+        fill = kwargs.get("fill", 0)
+        assert t._is_crop() == is_crop, kwargs
+        for images in (x, x.float() / 255):
+            out, p = t(images, return_params=True)
+            left, top, right, bottom = p["padding"]
+            for i in range(5):
+                padded = TF.pad(images[i].cpu(), [left, top, right, bottom], fill=fill,
+                                padding_mode=kwargs.get("padding_mode", "constant"))
+                ref = TF.crop(padded, int(p["top"][i]), int(p["left"][i]), *size)
+                assert torch.equal(out[i].cpu(), ref), (kwargs, i)
 
 
 def test_single_image_input(device):
@@ -256,6 +263,28 @@ def test_compose_fusion_equals_unfused(device, dtype):
     assert pipe2._fusable_run(0) == 2
     ref = F.normalize(F.center_crop(x, 20), [0.5] * 3, [0.25] * 3) * 2
     assert torch.equal(pipe2(x), ref)
+
+
+def test_compose_fuses_zero_padded_random_crop(device):
+    # CIFAR's chain: RandomCrop(32, padding=4) + flip + ToDtype + Normalize is one resized_crop call,
+    # with the bytes of the transforms run one by one; a padding of another value does not fuse
+    x = random_images(8, 3, 32, 32, torch.uint8, device)
+    for crop in (T.RandomCrop(32, padding=4), T.RandomCrop(24), T.RandomCrop(36, pad_if_needed=True)):
+        pipe = T.Compose([crop, T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
+                          T.Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])
+        assert pipe._fusable_run(0) == 4
+        out, params = pipe(x, return_params=True)
+        pipe.fuse = False
+        assert torch.equal(pipe(x, params=params), out)
+        single = x[3]
+        out1, params1 = T.Compose(pipe.transforms)(single, return_params=True)
+        assert out1.shape == (3,) + tuple(out.shape[2:])
+    for crop in (T.RandomCrop(32, padding=4, fill=1), T.RandomCrop(32, padding=4, padding_mode="reflect")):
+        assert T.Compose([crop, T.RandomHorizontalFlip()])._fusable_run(0) == 1
+    crop = T.RandomCrop(32, padding=4)
+    crop.fill = 3  # read on each call
+    zero = torch.zeros(8, dtype=torch.int64, device=device)
+    assert not crop._is_crop() and crop(x, params={"top": zero, "left": zero, "padding": [4, 4, 4, 4]})[:, :, :4].eq(3).all()
 
 
 def test_compose_params_length_checked():

@@ -132,7 +132,7 @@ def test_transforms_take_uint16():
                              T.TrivialAugmentWide(), T.AugMix(), T.ElasticTransform(), T.GaussianBlur(5), T.RandomPosterize(4, 1.0),
                              T.RandomAutocontrast(1.0), T.RandomInvert(1.0), T.RandomGrayscale(1.0), T.RandomAdjustSharpness(2.0, 1.0),
                              T.RandomPhotometricDistort(p=1.0), T.RandomChannelPermutation(), T.Resize(30), T.CenterCrop(20),
-                             T.RandomApply([T.RandomInvert(1.0), T.GaussianBlur(3)], p=0.5),
+                             T.RandomCrop(44, padding=4), T.RandomApply([T.RandomInvert(1.0), T.GaussianBlur(3)], p=0.5),
                              T.RandomChoice([T.RandomEqualize(1.0), T.RandomPosterize(3, 1.0)]))]
     scaled = [twins(lambda f: T.RandomRotation(30, fill=f), 1000), twins(lambda f: T.RandomAffine(20, (0.1, 0.1), fill=f), (1, 2, 3)),
               twins(lambda f: T.RandomPerspective(p=1.0, fill=f), 300), twins(lambda v: T.RandomErasing(1.0, value=v), 5000),

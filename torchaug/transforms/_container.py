@@ -27,7 +27,7 @@ def _is_scaling_to_float(t) -> bool:
 class Compose(Transform):
     """torchvision.transforms.v2.Compose over torchaug transforms and plain callables.
 
-    A crop-like transform (RandomResizedCrop, Resize, CenterCrop) followed by any of
+    A crop-like transform (RandomResizedCrop, Resize, CenterCrop, RandomCrop with zero padding) followed by any of
     RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that order, runs as one
     resized_crop launch, an auto-augmentation policy (RandAugment, TrivialAugmentWide, AutoAugment,
     AugMix's chains excepted) followed by [ToDtype(floating, scale=True)] Normalize as one augment
@@ -62,7 +62,7 @@ class Compose(Transform):
             if j < len(ts) and _is_scaling_to_float(ts[j]):
                 j += 1
             return j + 1 if j < len(ts) and type(ts[j]) is Normalize else i + 1
-        if not self.fuse or not isinstance(ts[i], _CropLike):
+        if not self.fuse or not isinstance(ts[i], _CropLike) or not ts[i]._is_crop():
             return i + 1
         j = i + 1
         if j < len(ts) and type(ts[j]) is RandomHorizontalFlip:

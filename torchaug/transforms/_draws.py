@@ -301,9 +301,12 @@ def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: Li
     if ph < size[0] or pw < size[1]:
         raise ValueError("torchaug.transforms.RandomCrop: crop size " + str(size) + " is larger than the padded image ("
                          + str(ph) + ", " + str(pw) + ")")
-    t = torch.floor(rand_on([batch], device, generator, gen_device, torch.float64) * (ph - size[0] + 1)).to(torch.int64)
-    left = torch.floor(rand_on([batch], device, generator, gen_device, torch.float64) * (pw - size[1] + 1)).to(torch.int64)
-    return {"top": t, "left": left}
+    # one draw of (2, B) uniforms: the tops, then the lefts (on a CPU generator the numbers two
+    # draws of B would give)
+    u = rand_on([2, batch], device, generator, gen_device, torch.float64)
+    span = torch.tensor([[float(ph - size[0] + 1)], [float(pw - size[1] + 1)]], dtype=torch.float64, device=u.device)
+    offsets = u.mul_(span).floor_().to(torch.int64)
+    return {"top": offsets[0], "left": offsets[1]}
 
 
 def augmix_program(ids: Tensor, mags: Tensor, signed: Tensor, batch: int, severity: int, mixture_width: int,

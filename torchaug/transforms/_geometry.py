@@ -39,6 +39,11 @@ class _CropLike(Transform):
     def crop_boxes(self, images, params: Dict[str, Any]) -> Tuple[torch.Tensor, List[int], Any, bool]:
         raise NotImplementedError
 
+    def _is_crop(self) -> bool:
+        """Whether this call's output is crop_boxes' crops (Compose then fuses it); RandomCrop with a
+        padding other than zeros is not."""
+        return True
+
     def transform(self, images, params):
         return self.transform_fused(images, params)
 
@@ -357,8 +362,25 @@ def _no_boxes_with(padding_mode: str, name: str) -> str:
             "(torchvision supports only 'constant' for them)")
 
 
-class RandomCrop(Transform):
-    """torchvision.transforms.v2.RandomCrop, a different offset per sample."""
+def _is_zero(fill) -> bool:
+    """fill is the number 0 or a sequence of zeros (what a crop box reaching outside the image reads)."""
+    if isinstance(fill, numbers.Real) and not isinstance(fill, bool):
+        return fill == 0
+    return isinstance(fill, (list, tuple)) and len(fill) > 0 and all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) and v == 0 for v in fill)
+
+
+class RandomCrop(_CropLike):
+    """torchvision.transforms.v2.RandomCrop, a different offset per sample.
+
+    Where the padding is zeros (padding_mode "constant" with fill 0, torchvision's default, or no
+    padding at all) the crop is a box of the image that may reach outside it, which resized_crop
+    reads as 0: one launch, which Compose fuses with a following flip, ToDtype and Normalize as it
+    does the other crops (CIFAR's RandomCrop(32, padding=4) + flip + normalize is one pass). Other
+    fills and modes pad, then crop. A list of images of different sizes goes size by size."""
+
+    _TAKES_LIST = False
+    _TAKES_RAGGED = False
 
     def __init__(self, size, padding=None, pad_if_needed: bool = False, fill=0, padding_mode: str = "constant",
                  generator: Optional[torch.Generator] = None):
@@ -368,6 +390,19 @@ class RandomCrop(Transform):
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError(f"torchaug.transforms.RandomCrop: padding_mode must be constant, edge, reflect or symmetric, got {padding_mode!r}")
         self.pad_if_needed, self.fill, self.padding_mode = pad_if_needed, fill, padding_mode
+
+    def _is_crop(self) -> bool:
+        # read on every call, not cached: fill and padding_mode are public attributes
+        return (self.padding_mode == "constant" and _is_zero(self.fill)) or (not self.pad_if_needed and not any(self.padding))
+
+    def crop_boxes(self, images, params):
+        left, top = params["padding"][0], params["padding"][1]
+        ch, cw = self.size
+        corner = torch.stack([params["top"], params["left"]], 1)
+        if left or top:
+            corner = corner - F._utils._constant_row((top, left), corner.device, torch.int64)
+        boxes = torch.cat([corner, F._utils._constant_row((ch, cw), corner.device, torch.int64).expand(corner.shape[0], 2)], 1)
+        return boxes, [ch, cw], InterpolationMode.NEAREST, False
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
@@ -384,6 +419,8 @@ class RandomCrop(Transform):
                                   script_fill(0 if self.fill is None else self.fill, "RandomCrop"), self.padding_mode, self.generator)
 
     def transform(self, images, params):
+        if self._is_crop():
+            return self.transform_fused(images, params)
         return self._crop(images, params, self.fill)
 
     def _crop(self, images, params, fill):
