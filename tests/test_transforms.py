@@ -550,6 +550,9 @@ def _graph_chain(name):
     mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
     if name == "jitter":
         return T.ColorJitter(0.4, 0.4, 0.4, 0.1)
+    if name == "cifar":
+        return T.Compose([T.RandomCrop(60, padding=4), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
+                          T.Normalize(mean, std)])
     middle = {"rrc": [], "randaugment": [T.RandAugment(2, 9)], "trivial": [T.TrivialAugmentWide()],
               "auto": [T.AutoAugment()]}[name]
     return T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(), *middle,
@@ -557,7 +560,7 @@ def _graph_chain(name):
 
 
 @requires_cuda
-@pytest.mark.parametrize("name", ["rrc", "randaugment", "trivial", "auto", "jitter"])
+@pytest.mark.parametrize("name", ["rrc", "randaugment", "trivial", "auto", "jitter", "cifar"])
 def test_a_chain_replays_from_a_cuda_graph_with_fresh_draws(name):
     """Every draw of these chains happens on the GPU from the CUDA generator's graph-safe state, with
     no host synchronisation: the chain captured once in a CUDA graph replays with new crops, flips,

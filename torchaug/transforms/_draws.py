@@ -302,10 +302,11 @@ def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: Li
         raise ValueError("torchaug.transforms.RandomCrop: crop size " + str(size) + " is larger than the padded image ("
                          + str(ph) + ", " + str(pw) + ")")
     # one draw of (2, B) uniforms: the tops, then the lefts (on a CPU generator the numbers two
-    # draws of B would give)
+    # draws of B would give); no tensor made from host values (a CUDA graph captures this)
     u = rand_on([2, batch], device, generator, gen_device, torch.float64)
-    span = torch.tensor([[float(ph - size[0] + 1)], [float(pw - size[1] + 1)]], dtype=torch.float64, device=u.device)
-    offsets = u.mul_(span).floor_().to(torch.int64)
+    u[0].mul_(float(ph - size[0] + 1))
+    u[1].mul_(float(pw - size[1] + 1))
+    offsets = u.floor_().to(torch.int64)
     return {"top": offsets[0], "left": offsets[1]}
 
 
