@@ -244,6 +244,31 @@ def test_pil_conversions_round_trip():
         T.PILToTensor()(3)
 
 
+def test_pil_conversions_own_their_pixels_as_torchvision_lays_them_out():
+    # a PIL image: one copy, a (C, H, W) view of HWC memory (torchvision's pil_to_tensor), writable
+    # and without torch's read-only-array warning; an array: a contiguous copy, never an alias
+    import warnings
+    from PIL import Image
+    array = np.random.default_rng(2).integers(0, 256, (6, 8, 3), dtype=np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for t in (T.ToImage(), T.PILToTensor()):
+            chw = t(Image.fromarray(array))
+            assert chw.stride() == (1, 24, 3) and torch.equal(chw, torch.from_numpy(array).permute(2, 0, 1))
+            chw[0, 0, 0] = 7  # its own memory
+            from_array = t(array)
+            assert from_array.is_contiguous() and from_array.data_ptr() != array.ctypes.data
+            readonly = array.copy()
+            readonly.flags.writeable = False
+            assert torch.equal(t(readonly), from_array)
+        assert T.ToTensor()(Image.fromarray(array)).is_contiguous()
+    # the ops take the view as it is: the fused crop chain gives what a contiguous image gives
+    pipe = T.Compose([T.RandomCrop(8, padding=2), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
+                      T.Normalize([0.5] * 3, [0.25] * 3)])
+    out, params = pipe(T.ToImage()(Image.fromarray(array)), return_params=True)
+    assert torch.equal(out, pipe(torch.from_numpy(array).permute(2, 0, 1).contiguous(), params=params))
+
+
 @requires_torchvision
 def test_to_tensor_matches_torchvision():
     from PIL import Image
