@@ -85,7 +85,8 @@ def test_cpu_benchmark_times_every_case_against_torchvision(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     rows = json.loads((tmp_path / "cpu.json").read_text())["rows"]
     cases = {r["case"] for r in rows}
-    assert len(cases) == 6 and len(rows) == 12
+    assert len(cases) == 10 and len(rows) == 20
+    assert sum(c.startswith("one image a call") for c in cases) == 4
     for case in cases:
         impls = {r["impl"].split()[0] for r in rows if r["case"] == case}
         assert impls == {"torchaug", "torchvision"}, case
