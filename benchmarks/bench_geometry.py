@@ -9,6 +9,10 @@ scale=True) + Normalize on a batch of 256 uint8 images of 500x375, side by side:
   copied to the GPU (the usual input pipeline);
 - the device-to-device copy bandwidth and the memory floor of the chain.
 
+Then CIFAR's chain, RandomCrop(32, padding=4) + flip + ToDtype + Normalize on 512 uint8 32x32 images
+(torchaug: one launch, as eager transforms and replayed from a CUDA graph), beside torchvision v2's
+per-sample loop and batch-wide call on the same GPU.
+
     python benchmarks/bench_geometry.py [--json out.json] [--markdown out.md] [--quick]
 """
 import argparse
@@ -92,6 +96,38 @@ def copy_bandwidth():
     return 2 * n / (t["ms"] / 1e3)  # bytes read + written per second
 
 
+CIFAR_CASE = "RandomCrop(32, padding=4)+flip+normalize u8 32x32"
+CIFAR_MEAN, CIFAR_STD = [0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]
+
+
+def cifar_pipeline(lib):
+    return lib.Compose([lib.RandomCrop(32, padding=4), lib.RandomHorizontalFlip(), lib.ToDtype(torch.float32, scale=True),
+                        lib.Normalize(CIFAR_MEAN, CIFAR_STD)])
+
+
+def cifar_case(res, it, peers, batch=512):
+    """CIFAR's training chain on a batch of 32x32 images: small images, where a call's launches and
+    host work weigh more than its bytes."""
+    import torchaug
+
+    inputs = [torch.randint(0, 256, (batch, 3, 32, 32), dtype=torch.uint8, device="cuda") for _ in range(4)]
+    ours = cifar_pipeline(T)
+    res.add(CIFAR_CASE, "torchaug transforms (one launch)", batch, time_cuda(lambda i: ours(inputs[i % 4]), it))
+    graph = torchaug.graphed(ours, inputs[0])
+
+    def replay(i):
+        graph.input.copy_(inputs[i % 4])
+        return graph.replay()
+    res.add(CIFAR_CASE, "torchaug transforms in a CUDA graph", batch, time_cuda(replay, it),
+            note="fresh draws each replay; the batch copied into the graph's input")
+    if peers:
+        from torchvision.transforms import v2 as TV
+        tv = cifar_pipeline(TV)
+        res.add(CIFAR_CASE, "torchvision v2 batch-wide (one crop per batch)", batch, time_cuda(lambda i: tv(inputs[i % 4]), it))
+        res.add(CIFAR_CASE, "torchvision v2 per-sample loop (GPU)", batch, time_cuda(
+            lambda i: torch.stack([tv(img) for img in inputs[i % 4]]), 2, warmup=1, repeats=3))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -151,6 +187,8 @@ def main(argv=None):
     ragged = [torch.randint(0, 256, (3, *shapes[i % len(shapes)]), dtype=torch.uint8, device="cuda") for i in range(B)]
     res.add("RRC224+flip+normalize ragged u8", "torchaug transforms, list of 256 images", B,
             time_cuda(lambda i: fused(ragged), it))
+
+    cifar_case(res, it, tv is not None)
 
     print()
     print(res.markdown())
