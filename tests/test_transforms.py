@@ -219,10 +219,11 @@ def test_random_crop_matches_torchvision_per_sample(device):
     # reaches outside the image (one resized_crop); the other fills and modes pad, then crop
     for kwargs, is_crop in (({"padding": 4, "fill": 7}, False), ({"padding": [1, 2], "padding_mode": "reflect"}, False),
                             ({"pad_if_needed": True}, True), ({"padding": 4}, True), ({"padding": [1, 2, 3, 4], "fill": [0, 0, 0]}, True),
-                            ({"padding_mode": "edge"}, True), ({"pad_if_needed": True, "padding": [0, 5], "fill": 0.0}, True)):
+                            ({"padding_mode": "edge"}, True), ({"pad_if_needed": True, "padding": [0, 5], "fill": 0.0}, True),
+                            ({"padding": 3, "fill": None}, True)):
         size = [26, 30] if kwargs.get("pad_if_needed") else [18, 20]
         t = T.RandomCrop(size, **kwargs)
-        fill = kwargs.get("fill", 0)
+        fill = kwargs.get("fill", 0) or 0
         assert t._is_crop() == is_crop, kwargs
         for images in (x, x.float() / 255):
             out, p = t(images, return_params=True)

@@ -27,12 +27,13 @@ def _is_scaling_to_float(t) -> bool:
 class Compose(Transform):
     """torchvision.transforms.v2.Compose over torchaug transforms and plain callables.
 
-    A crop-like transform (RandomResizedCrop, Resize, CenterCrop, RandomCrop with zero padding) followed by any of
-    RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that order, runs as one
-    resized_crop launch, an auto-augmentation policy (RandAugment, TrivialAugmentWide, AutoAugment,
-    AugMix's chains excepted) followed by [ToDtype(floating, scale=True)] Normalize as one augment
-    call that normalizes, and ToDtype(floating, scale=True) followed by Normalize as one normalize
-    pass, with the same result as running them one by one (fuse=False does that).
+    A crop-like transform (RandomResizedCrop, Resize, CenterCrop, RandomCrop with zero padding)
+    followed by any of RandomHorizontalFlip, ToDtype(floating, scale=True) and Normalize, in that
+    order, runs as one resized_crop launch, an auto-augmentation policy (RandAugment,
+    TrivialAugmentWide, AutoAugment, AugMix's chains excepted) followed by [ToDtype(floating,
+    scale=True)] Normalize as one augment call that normalizes, and ToDtype(floating, scale=True)
+    followed by Normalize as one normalize pass, with the same result as running them one by one
+    (fuse=False does that).
     forward(images, *targets, params=None, return_params=False): params is the list of each
     transform's parameters (None for plain callables); targets (boxes, masks, keypoints) follow
     each transform in turn, and then the output is (images, *targets). A RaggedImages batch goes as

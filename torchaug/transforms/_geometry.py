@@ -363,7 +363,10 @@ def _no_boxes_with(padding_mode: str, name: str) -> str:
 
 
 def _is_zero(fill) -> bool:
-    """fill is the number 0 or a sequence of zeros (what a crop box reaching outside the image reads)."""
+    """fill is None (0), the number 0 or a sequence of zeros: what a crop box reaching outside the
+    image reads."""
+    if fill is None:
+        return True
     if isinstance(fill, numbers.Real) and not isinstance(fill, bool):
         return fill == 0
     return isinstance(fill, (list, tuple)) and len(fill) > 0 and all(
