@@ -95,6 +95,18 @@ def test_resized_crop_boxes_outside_image_pad_with_zeros(device):
     for b in range(5):
         ref = tv_resized_crop(x[b].cpu(), boxes[b], [20, 20], "bilinear", True)
         assert_close_images(out[b].cpu(), ref, torch.uint8, f"sample {b}")
+    # crops of the box's own size (RandomCrop with zero padding): the pixels as they are, zeros
+    # outside, with the flip and normalize of the same pass
+    shifted = torch.tensor([[-4, -4, 30, 40], [3, -2, 30, 40], [-1, 5, 30, 40], [0, 0, 30, 40], [4, 3, 30, 40]])
+    flip = torch.tensor([True, False, True, False, True])
+    for mode in ("nearest", "bilinear"):
+        out = F.resized_crop_boxes(x, shifted.to(device), [30, 40], mode, False, flip=flip.to(device), mean=[0.5] * 3,
+                                   std=[0.25] * 3)
+        for b in range(5):
+            top, left = int(shifted[b, 0]), int(shifted[b, 1])
+            ref = TF.crop(x[b].cpu(), top, left, 30, 40)
+            ref = TF.normalize(TF.to_dtype(TF.hflip(ref) if flip[b] else ref, torch.float32, scale=True), [0.5] * 3, [0.25] * 3)
+            torch.testing.assert_close(out[b].cpu(), ref, atol=1e-6, rtol=0, msg=f"{mode}, sample {b}")
 
 
 @requires_torchvision
