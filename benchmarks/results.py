@@ -43,7 +43,10 @@ ABOUT = {
     "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
     "cpu": "The CPU kernels (CPU tensors: DataLoader workers, machines without a GPU) on batches of 32 uint8 "
            "images, every sample its own parameters, against torchvision v2's per-sample loop on the same cores, "
-           "at one intra-op thread (target: 2x torchvision) and at every core.",
+           "at one intra-op thread (target: 2x torchvision) and at every core; then one image a call at one thread, "
+           "as a Dataset's __getitem__ in a DataLoader worker calls a transform when only the import changed "
+           "(there a call's fixed cost in Python, draws and dispatch counts: ~0.1 ms, which a 32x32 image's pixels "
+           "do not amortize).",
     "train": "End-to-end training (examples/train.py: bf16, channels_last, SGD) on generated 500x375 JPEGs: "
              "torchaug against torchvision's CPU DataLoader and synthetic data (the model's own speed).",
     "accelerate": "benchmarks/reference_train.py, a training script in the shape of torchvision's "
