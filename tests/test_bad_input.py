@@ -259,6 +259,8 @@ def test_cpu_parameter_checks_read_strided_and_narrow_parameters_in_logical_orde
         T.adjust_brightness(x, base[:, 0])  # stride 2: [1, nan]
     with pytest.raises(RuntimeError, match=r"adjust_brightness: factor must be finite, got inf at flat index 0"):
         T.adjust_brightness(x, torch.tensor([float("inf"), 1.0], dtype=torch.float16))
+    for dtype in (torch.uint16, torch.uint32, torch.int8, torch.bfloat16):  # every real dtype is read
+        assert torch.equal(T.adjust_brightness(x, torch.tensor([1, 0], dtype=dtype)), T.adjust_brightness(x, torch.tensor([1.0, 0.0])))
     m = torch.zeros(2, 3, 2)  # (B, 3, 2) seen as (B, 2, 3) through a transpose
     m[:, 0, 0] = m[:, 1, 1] = 1.0
     m[1, 2, 0] = float("nan")  # logical [1, 0, 2]: flat index 6 + 2

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -81,7 +82,7 @@ int64_t first_value_where(const at::Tensor& t, Pred bad) {
   int64_t found = -1;
   if (n == 0) return found;
   const at::IntArrayRef size = t.sizes(), stride = t.strides();
-  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, t.scalar_type(), "first_value_where", [&] {
+  AT_DISPATCH_V2(t.scalar_type(), "first_value_where", AT_WRAP([&] {
     const scalar_t* p = t.const_data_ptr<scalar_t>();
     std::vector<int64_t> idx(static_cast<size_t>(d), 0);
     int64_t off = 0;
@@ -97,7 +98,7 @@ int64_t first_value_where(const at::Tensor& t, Pred bad) {
         idx[k] = 0;
       }
     }
-  });
+  }), AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf, at::kBFloat16, at::kBool);
   return found;
 }
 
