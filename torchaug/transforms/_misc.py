@@ -213,25 +213,23 @@ class UniformTemporalSubsample(_PassTargets):
 
 
 def _to_chw(pic, name: str) -> torch.Tensor:
-    """A PIL image or an (H, W[, C]) numpy array as a (C, H, W) tensor (of the array's dtype), as
-    torchvision makes it: a PIL image's pixels copied once into an array of their own and returned
-    as a (C, H, W) view of it (channels_last in memory, which the ops keep or convert in their pass);
-    an array's copied into a contiguous tensor (the caller's array is not aliased)."""
+    """A PIL image or an (H, W[, C]) numpy array as a contiguous (C, H, W) tensor of the array's
+    dtype, in memory of its own: one copy, transposing (numpy's; the caller's array is never aliased,
+    and torch does not warn about the read-only array a PIL image gives). Contiguous, where
+    torchvision's pil_to_tensor returns a (C, H, W) view of HWC memory: the ops keep their input's
+    layout, and a chain's output stays contiguous as torchvision's chains' are."""
     import numpy as np
     if isinstance(pic, np.ndarray):
-        array, owned = pic, False
+        array = pic
     elif hasattr(pic, "getbands") and hasattr(pic, "size"):  # a PIL image
-        array, owned = np.array(pic, copy=True), True  # writable (np.asarray's is read-only)
+        array = np.asarray(pic)
     else:
         raise TypeError(f"torchaug.transforms.{name}: expected a PIL image or a numpy array, got {type(pic).__name__}")
     if array.ndim == 2:
         array = array[:, :, None]
     if array.ndim != 3:
         raise ValueError(f"torchaug.transforms.{name}: expected an (H, W) or (H, W, C) image, got shape {array.shape}")
-    if not array.flags.writeable:
-        array = array.copy()  # torch.from_numpy warns on a read-only array
-    chw = torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1)
-    return chw if owned else chw.contiguous()
+    return torch.from_numpy(np.array(array.transpose(2, 0, 1), order="C", copy=True))
 
 
 class PILToTensor(_PassTargets):
@@ -262,8 +260,7 @@ class ToTensor(PILToTensor):
 
     def transform(self, images, params):
         chw = _to_chw(images, type(self).__name__)
-        out = chw.contiguous().to(torch.float32)  # contiguous, as torchvision's (transposed as bytes: the faster copy)
-        return out.div_(255) if chw.dtype == torch.uint8 else out
+        return chw.to(torch.float32).div_(255) if chw.dtype == torch.uint8 else chw.to(torch.float32)
 
     # no TorchScript form: it takes PIL images and arrays, a scripted transform takes tensors (ToDtype scales those)
     _scriptable = Transform._scriptable
