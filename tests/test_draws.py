@@ -74,6 +74,40 @@ def test_boxes_ragged_sizes_draw_what_torch_rand_draws(device):
     assert torch.equal(got, want) and _same_state_after(device, g, ref)
 
 
+def test_random_crop_windows_are_exact_boxes_with_torchvisions_offsets(device):
+    """RandomCrop draws its windows as RandomResizedCrop boxes on the padded canvas with the crop's own
+    scale and ratio (transforms/_draws.py: random_crop_offsets): every box has the crop's exact size,
+    over crop and canvas sizes from 1 to 1000 (the device's sqrt, exp and log included), and its
+    offsets are floor(u * (padded - crop + 1)) from the last two of the 22 uniforms torch.rand gives."""
+    from torchaug.transforms import _draws as D
+    sizes = [1, 2, 3, 5, 7, 24, 28, 31, 32, 33, 63, 64, 100, 223, 224, 227, 255, 299, 331, 480, 500, 640, 999, 1000]
+    gen = torch.Generator().manual_seed(0)
+    like = torch.empty(1, device=device)
+    for ch in sizes:
+        for cw in sizes[::3] + [ch]:
+            pad = [int(v) for v in torch.randint(0, 9, (4,), generator=gen)]
+            h, w = ch + int(torch.randint(-min(ch, 8) + 1, 40, (1,), generator=gen)), cw + int(torch.randint(0, 40, (1,), generator=gen))
+            ph, pw = h + pad[1] + pad[3], w + pad[0] + pad[2]
+            if ph < ch:
+                continue
+            g, ref = _gen(device, ch * 1000 + cw), _gen(device, ch * 1000 + cw)
+            got = D.random_crop_offsets(6, h, w, pad, [ch, cw], like, g)
+            u = torch.rand(6, 22, dtype=torch.float64, device=device, generator=ref)
+            assert torch.equal(got["top"], (u[:, 20] * (ph - ch + 1)).floor().long()), (ch, cw, ph, pw)
+            assert torch.equal(got["left"], (u[:, 21] * (pw - cw + 1)).floor().long()), (ch, cw, ph, pw)
+            boxes = torch.ops.torchaug._random_resized_crop_boxes(u, None, ph, pw, ch * cw / (ph * pw), ch * cw / (ph * pw),
+                                                                  cw / ch, cw / ch)
+            assert (boxes[:, 2] == ch).all() and (boxes[:, 3] == cw).all(), (ch, cw, ph, pw)
+
+
+def test_random_crop_offsets_are_uniform():
+    from torchaug.transforms import _draws as D
+    got = D.random_crop_offsets(18000, 32, 30, [4, 4, 4, 4], [32, 32], torch.empty(1), torch.Generator().manual_seed(1))
+    for key, n in (("top", 9), ("left", 7)):
+        counts = torch.bincount(got[key], minlength=n)
+        assert counts.numel() == n and counts.min() > 18000 / n * 0.9 and counts.max() < 18000 / n * 1.1, (key, counts)
+
+
 def test_boxes_default_generator(device):
     like = torch.empty(64, 3, 4, 4, device=device)
     torch.manual_seed(3)

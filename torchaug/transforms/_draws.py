@@ -294,20 +294,26 @@ def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool
     return [left, top, right, bottom]
 
 
-def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: List[int], device: torch.device,
-                        generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
-    """RandomCrop's window per sample, uniform over the padded image: {"top", "left"} (B,) int64."""
+def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: List[int], like: Tensor,
+                        generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
+    """RandomCrop's window per sample, uniform over the padded image: {"top", "left"} (B,) int64 in
+    the padded image's coordinates, torchvision's offsets floor(u * (padded - size + 1)).
+
+    A size[0] x size[1] crop is RandomResizedCrop's box on the padded canvas with the scale and the
+    ratio of that size: its first attempt fits, at exactly that size (the area and the ratio come
+    back through sqrt and rint whole), and its offsets are drawn as above. So the window is one
+    launch of torchaug::_random_resized_crop_boxes (its uniforms drawn in the kernel on CUDA, as
+    torch.rand((B, 22), dtype=torch.float64) would draw them, the last two of each row giving the
+    offsets), not a chain of small ops. rand: those uniforms drawn by the caller (compiled_draws)."""
     ph, pw = h + padding[1] + padding[3], w + padding[0] + padding[2]
     if ph < size[0] or pw < size[1]:
         raise ValueError("torchaug.transforms.RandomCrop: crop size " + str(size) + " is larger than the padded image ("
                          + str(ph) + ", " + str(pw) + ")")
-    # one draw of (2, B) uniforms: the tops, then the lefts (on a CPU generator the numbers two
-    # draws of B would give); no tensor made from host values (a CUDA graph captures this)
-    u = rand_on([2, batch], device, generator, gen_device, torch.float64)
-    u[0].mul_(float(ph - size[0] + 1))
-    u[1].mul_(float(pw - size[1] + 1))
-    offsets = u.floor_().to(torch.int64)
-    return {"top": offsets[0], "left": offsets[1]}
+    scale = float(size[0] * size[1]) / float(ph * pw)
+    ratio = float(size[1]) / float(size[0])
+    boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, None, ph, pw, scale, scale, ratio, ratio, batch, like,
+                                                          generator if rand is None else None)
+    return {"top": boxes[:, 0], "left": boxes[:, 1]}
 
 
 def augmix_program(ids: Tensor, mags: Tensor, signed: Tensor, batch: int, severity: int, mixture_width: int,

@@ -401,10 +401,11 @@ class RandomCrop(_CropLike):
     def crop_boxes(self, images, params):
         left, top = params["padding"][0], params["padding"][1]
         ch, cw = self.size
-        corner = torch.stack([params["top"], params["left"]], 1)
-        if left or top:
-            corner = corner - F._utils._constant_row((top, left), corner.device, torch.int64)
-        boxes = torch.cat([corner, F._utils._constant_row((ch, cw), corner.device, torch.int64).expand(corner.shape[0], 2)], 1)
+        t, l = params["top"], params["left"]
+        boxes = torch.cat([t.unsqueeze(1), l.unsqueeze(1),
+                           F._utils._constant_row((ch, cw), t.device, torch.int64).expand(t.shape[0], 2)], 1)
+        if left or top:  # the padded image's coordinates to the image's
+            boxes.sub_(F._utils._constant_row((top, left, 0, 0), t.device, torch.int64))
         return boxes, [ch, cw], InterpolationMode.NEAREST, False
 
     def make_params(self, images) -> Dict[str, Any]:
@@ -413,7 +414,8 @@ class RandomCrop(_CropLike):
             raise ValueError("torchaug.transforms.RandomCrop: takes a (B, C, H, W) batch, not a list of images")
         h, w = info.uniform_size
         padding = D.random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
-        params: Dict[str, Any] = D.random_crop_offsets(info.batch, h, w, padding, self.size, torch.device(info.device), *self._gen())
+        rand = D.compiled_draws(info.batch, RRC_DRAWS, info.device, self.generator)
+        params: Dict[str, Any] = D.random_crop_offsets(info.batch, h, w, padding, self.size, info.like, self.generator, rand)
         params["padding"] = padding
         return params
 

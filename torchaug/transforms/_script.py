@@ -475,7 +475,7 @@ class ScriptRandomCrop(ScriptTransform):
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
         h, w = images.shape[-2], images.shape[-1]
         pad = random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
-        return random_crop_offsets(images.shape[0], h, w, pad, self.size, images.device, self.generator, self.gen_device)
+        return random_crop_offsets(images.shape[0], h, w, pad, self.size, images, self.generator)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
