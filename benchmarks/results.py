@@ -20,7 +20,9 @@ ABOUT = {
     "geometry": "RandomResizedCrop(224) + RandomHorizontalFlip + ToDtype + Normalize on 256 uint8 500x375 "
                 "images, every sample its own crop and flip, one fused `resized_crop` launch. The torchvision v2 "
                 "batch-wide row gives the whole batch one crop (less work, other semantics); its per-sample loop is "
-                "the same semantics. The memory floor is the copy bandwidth over the bytes the chain must move.",
+                "the same semantics. The memory floor is the copy bandwidth over the bytes the chain must move. "
+                "Then CIFAR's RandomCrop(32, padding=4) + flip + ToDtype + Normalize on 512 32x32 images: the "
+                "zero-padded crop fused the same way, eager and replayed from a CUDA graph.",
     "augment": "Auto-augmentation with a different op and magnitude for every sample (RandAugment, "
                "TrivialAugmentWide, AutoAugment), alone on 224x224 and in the RandomResizedCrop + flip + policy + "
                "normalize chain from 500x375. torchvision's and kornia's policies draw one op per batch.",
