@@ -286,6 +286,17 @@ def test_compose_fuses_zero_padded_random_crop(device):
     crop.fill = 3  # read on each call
     zero = torch.zeros(8, dtype=torch.int64, device=device)
     assert not crop._is_crop() and crop(x, params={"top": zero, "left": zero, "padding": [4, 4, 4, 4]})[:, :, :4].eq(3).all()
+    # the drawn windows ("boxes") are the crop's boxes while top and left are their columns: offsets
+    # changed in place are read through them, offsets replaced by other tensors are read instead
+    crop = T.RandomCrop(32, padding=4)
+    _, p = crop(x, return_params=True)
+    assert p["top"]._base is p["boxes"]
+    p["top"].fill_(8)
+    p["left"].fill_(0)
+    out = crop(x, params=p)
+    assert torch.equal(out[:, :, :24, 4:], x[:, :, 4:28, :28]) and out[:, :, :, :4].eq(0).all()
+    out = crop(x, params=dict(p, top=zero.clone(), left=zero + 6))
+    assert torch.equal(out[:, :, 4:, :30], x[:, :, :28, 2:]) and out[:, :, :4].eq(0).all() and out[:, :, :, 30:].eq(0).all()
 
 
 def test_compose_params_length_checked():
@@ -368,6 +379,23 @@ def test_compiled_compose_draws_as_eager(device, with_generator):
         compiled = torch.compile(make(), fullgraph=not with_generator)
         torch.manual_seed(0)
         assert torch.equal(compiled(x), eager)
+
+
+def test_compiled_cifar_chain_draws_as_eager(device):
+    """CIFAR's fused chain (RandomCrop's windows drawn as crop boxes, used as they are) traces as one
+    graph and gives eager's output for the same seed."""
+    x = random_images(4, 3, 32, 32, torch.uint8, device)
+
+    def make():
+        return T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
+                          T.Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])
+
+    torch.manual_seed(0)
+    eager = make()(x)
+    torch._dynamo.reset()
+    compiled = torch.compile(make(), fullgraph=True, backend="aot_eager")
+    torch.manual_seed(0)
+    assert torch.equal(compiled(x), eager)
 
 
 @requires_torchvision

@@ -297,7 +297,9 @@ def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool
 def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: List[int], like: Tensor,
                         generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
     """RandomCrop's window per sample, uniform over the padded image: {"top", "left"} (B,) int64 in
-    the padded image's coordinates, torchvision's offsets floor(u * (padded - size + 1)).
+    the padded image's coordinates, each uniform over [0, padded - size] as torchvision's randint
+    draws it (here floor(u * (padded - size + 1))), and "boxes", the (B, 4) [top, left, height,
+    width] windows of which top and left are views (the crop's boxes with no copy).
 
     A size[0] x size[1] crop is RandomResizedCrop's box on the padded canvas with the scale and the
     ratio of that size: its first attempt fits, at exactly that size (the area and the ratio come
@@ -313,7 +315,7 @@ def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: Li
     ratio = float(size[1]) / float(size[0])
     boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, None, ph, pw, scale, scale, ratio, ratio, batch, like,
                                                           generator if rand is None else None)
-    return {"top": boxes[:, 0], "left": boxes[:, 1]}
+    return {"top": boxes[:, 0], "left": boxes[:, 1], "boxes": boxes}
 
 
 def augmix_program(ids: Tensor, mags: Tensor, signed: Tensor, batch: int, severity: int, mixture_width: int,

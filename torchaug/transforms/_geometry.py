@@ -402,10 +402,14 @@ class RandomCrop(_CropLike):
         left, top = params["padding"][0], params["padding"][1]
         ch, cw = self.size
         t, l = params["top"], params["left"]
-        boxes = torch.cat([t.unsqueeze(1), l.unsqueeze(1),
-                           F._utils._constant_row((ch, cw), t.device, torch.int64).expand(t.shape[0], 2)], 1)
+        drawn = params.get("boxes")
+        if drawn is not None and t._base is drawn and l._base is drawn:
+            boxes = drawn  # the draw's windows, whose columns top and left still are (not replaced by the caller)
+        else:
+            boxes = torch.cat([t.unsqueeze(1), l.unsqueeze(1),
+                               F._utils._constant_row((ch, cw), t.device, torch.int64).expand(t.shape[0], 2)], 1)
         if left or top:  # the padded image's coordinates to the image's
-            boxes.sub_(F._utils._constant_row((top, left, 0, 0), t.device, torch.int64))
+            boxes = boxes - F._utils._constant_row((top, left, 0, 0), t.device, torch.int64)
         return boxes, [ch, cw], InterpolationMode.NEAREST, False
 
     def make_params(self, images) -> Dict[str, Any]:
