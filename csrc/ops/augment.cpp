@@ -97,7 +97,7 @@ at::Tensor augment_op(const AugmentBackend& be, const at::Tensor& images, const 
   check_values(op, "magnitudes", magnitudes, -kFiniteMax, kFiniteMax, "finite");
   check_interpolation(op, interpolation, kernels::kBilinear);
   if (fill) check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
-  check_op_ids(op, ops, kernels::kAugNumOps);
+  check_ids(op, "ops", ops, kernels::kAugNumOps, "op ids");
   const bool norm = mean.has_value() || std.has_value();
   TORCHAUG_CHECK(mean.has_value() == std.has_value(), "torchaug::", op,
                  ": mean and std come together (the fused normalize), got ", mean ? "mean without std" : "std without mean");
@@ -169,11 +169,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> policy_program_op(
                    shape_str(si.sizes()), ", ", shape_str(sp.sizes()), ", ", shape_str(sb.sizes()));
     for (const at::Tensor* t : {&si, &sp, &sb}) check_device(op, "the sub-policy tables", *t, on);
     if (!on.is_cuda()) {  // the device reads them unchecked; the host can check them here
-      TORCHAUG_CHECK(first_value_where(si, [K](double v, int64_t) { return v < 0 || v >= K; }) < 0, "torchaug::", op,
-                     ": sub_idx must hold space indices in [0, ", K, ")");
-      const int64_t bins = mags.size(1);
-      TORCHAUG_CHECK(first_value_where(sb, [bins](double v, int64_t) { return v < 0 || v >= bins; }) < 0, "torchaug::", op,
-                     ": sub_bins must hold bins in [0, ", mags.size(1), ")");
+      check_ids(op, "sub_idx", si, K, "space indices");
+      check_ids(op, "sub_bins", sb, mags.size(1), "bins");
     }
     space.S = S;
     space.sub_idx = si.data_ptr<int64_t>();

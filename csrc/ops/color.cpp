@@ -61,7 +61,7 @@ ColorPlan plan_color(const char* op, const at::Tensor& images, const at::Tensor&
                    shape_str(ops.sizes()));
     TORCHAUG_CHECK(ops.scalar_type() == at::kLong, "torchaug::", op, ": ops must have dtype torch.int64, got ",
                    ops.scalar_type());
-    check_op_ids(op, ops, kernels::kColorNumOps);
+    check_ids(op, "ops", ops, kernels::kColorNumOps, "op ids");
     check_param(op, "params", p0, images, {B, n, 2}, "(B, n, 2)", {at::kFloat});
     check_values(op, "params", p0, -kFiniteMax, kFiniteMax, "finite");
     plan.ops = ops;

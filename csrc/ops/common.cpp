@@ -57,10 +57,22 @@ void check_values(const char* op, const char* name, const at::Tensor& t, double 
   if (!t.device().is_cpu() || !(at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), false))) return;
   double value = 0;
   const int64_t i = first_value_where(t, [&](double v, int64_t) {
+    if (v >= lo && v <= hi) return false;  // NaN fails both
     value = v;
-    return !(v >= lo && v <= hi);  // NaN fails both
+    return true;
   });
   TORCHAUG_CHECK(i < 0, "torchaug::", op, ": ", name, " must be ", range_doc, ", got ", value, " at flat index ", i);
+}
+
+void check_ids(const char* op, const char* name, const at::Tensor& t, int64_t n, const char* what) {
+  if (!t.device().is_cpu()) return;
+  double value = 0;
+  const int64_t i = first_value_where(t, [&](double v, int64_t) {
+    if (v >= 0 && v < static_cast<double>(n)) return false;
+    value = v;
+    return true;
+  });
+  TORCHAUG_CHECK(i < 0, "torchaug::", op, ": ", name, " must hold ", what, " in [0, ", n, "), got ", value, " at flat index ", i);
 }
 
 at::Tensor empty_output(const char* op, at::IntArrayRef sizes, const at::TensorOptions& options) {
@@ -135,13 +147,6 @@ std::pair<int64_t, int64_t> check_out_size(const char* op, c10::SymIntArrayRef o
   const int64_t ow = out_size[1].guard_int(__FILE__, __LINE__);
   TORCHAUG_CHECK(oh > 0 && ow > 0, "torchaug::", op, ": out_size must be positive, got [", oh, ", ", ow, "]");
   return {oh, ow};
-}
-
-void check_op_ids(const char* op, const at::Tensor& ops, int num_ops) {
-  if (!ops.device().is_cpu() || ops.numel() == 0) return;
-  const bool bad = first_value_where(ops, [num_ops](double v, int64_t) { return v < 0 || v >= num_ops; }) >= 0;
-  TORCHAUG_CHECK(!bad, "torchaug::", op, ": ops must hold op ids in [0, ", num_ops, "), got ", ops.min().item<int64_t>(),
-                 "..", ops.max().item<int64_t>());
 }
 
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code) {

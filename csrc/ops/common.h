@@ -130,9 +130,10 @@ at::Tensor sample_param(const char* op, const char* name, const at::Tensor& t, c
 
 void check_interpolation(const char* op, int64_t interpolation, int64_t max_code);
 
-// The op ids of a program tensor are in [0, num_ops); read only when they live on the CPU (on a GPU
-// the read would synchronise: the Python layer checks them there when asked).
-void check_op_ids(const char* op, const at::Tensor& ops, int num_ops);
+// Every value of an index tensor (op ids, table indices) in [0, n), read only when it lives on the
+// CPU (on a GPU the read would synchronise: the Python layer checks program ids there when asked);
+// the error names the first value outside, as "<name> must hold <what> in [0, n), got v at flat index i".
+void check_ids(const char* op, const char* name, const at::Tensor& t, int64_t n, const char* what);
 
 // mean/std of normalize and of the fused epilogue: (B, C) float32, std without zeros.
 void check_mean_std(const char* op, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& images,
