@@ -1,6 +1,6 @@
-// Autograd kernels written in C++ for the ops on the augmentation chain's hot path (resized_crop and
-// the ops without a gradient: augment, the color ops that quantize, resized_crop_ragged). The
-// other ops keep torch.library.register_autograd in torchaug/_ops/.
+// Autograd kernels written in C++ for the ops on the augmentation chain's hot path (resized_crop,
+// normalize, flip, and the ops without a gradient: augment, the color ops that quantize,
+// resized_crop_ragged). The other ops keep torch.library.register_autograd in torchaug/_ops/.
 //
 // Why in C++: register_autograd puts a Python function on every call of the op, gradients wanted
 // or not (it checks grad mode and walks the arguments with pytree, then redispatches): on the CI
@@ -11,6 +11,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
+
+#include "ops/common.h"
 
 #include <string>
 #include <vector>
@@ -141,10 +143,94 @@ at::Tensor resized_crop_autograd(const at::Tensor& images, const at::Tensor& box
   return ResizedCrop::apply(images, boxes, out_size, interpolation, antialias, flip, mean, std, out_dtype, memory_format);
 }
 
+// Whether a call of an op with these tensor arguments records a node: grad mode on and one of them
+// requiring a gradient (what register_autograd decides from the same arguments).
+bool wants_gradient(std::initializer_list<const at::Tensor*> inputs) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : inputs) {
+    if (t->defined() && t->requires_grad()) return true;
+  }
+  return false;
+}
+
+const auto& normalize_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchaug::normalize", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                               std::optional<at::ScalarType>, std::optional<at::MemoryFormat>)>();
+  return op;
+}
+
+// normalize: d/dx (x - mean) / std = 1 / std (a floating input is not rescaled; an integer one has
+// no gradient), in the images' dtype and memory format; none for mean and std.
+struct Normalize : public torch::autograd::Function<Normalize> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
+                            std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = normalize_op().call(images, mean, std, out_dtype, memory_format);
+    ctx->saved_data["dtype"] = images.scalar_type();
+    ctx->saved_data["memory_format"] = image_memory_format(images);
+    ctx->save_for_backward({std});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor std = ctx->get_saved_variables()[0];
+    const at::Tensor& g = grads[0];
+    const at::Tensor gi = (g / std.reshape({std.size(0), std.size(1), 1, 1}).to(g.scalar_type()))
+                              .to(ctx->saved_data["dtype"].toScalarType())
+                              .contiguous(ctx->saved_data["memory_format"].toMemoryFormat());
+    return {gi, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor normalize_autograd(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
+                              std::optional<at::ScalarType> out_dtype, std::optional<at::MemoryFormat> memory_format) {
+  if (!wants_gradient({&images, &mean, &std})) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return normalize_op().call(images, mean, std, out_dtype, memory_format);
+  }
+  return Normalize::apply(images, mean, std, out_dtype, memory_format);
+}
+
+const auto& flip_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchaug::flip", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+// flip: its own inverse, so the gradient is the output gradient flipped back (through the op with
+// autograd, so that a second derivative is one more flip).
+struct Flip : public torch::autograd::Function<Flip> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& images, const at::Tensor& horizontal,
+                            const at::Tensor& vertical) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = flip_op().call(images, horizontal, vertical);
+    ctx->save_for_backward({horizontal, vertical});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    return {flip_op().call(grads[0], saved[0], saved[1]), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor flip_autograd(const at::Tensor& images, const at::Tensor& horizontal, const at::Tensor& vertical) {
+  if (!wants_gradient({&images, &horizontal, &vertical})) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return flip_op().call(images, horizontal, vertical);
+  }
+  return Flip::apply(images, horizontal, vertical);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torchaug, Autograd, m) {
   m.impl("resized_crop", &resized_crop_autograd);
+  m.impl("normalize", &normalize_autograd);
+  m.impl("flip", &flip_autograd);
   for (const char* name : {"augment", "resized_crop_ragged", "adjust_hue", "posterize", "solarize_add", "autocontrast",
                            "equalize", "color_program"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&not_differentiable_kernel>());

@@ -547,6 +547,24 @@ def test_flip_and_normalize_gradcheck(device):
     assert torch.autograd.gradcheck(lambda t: ops.flip(t, flip, ~flip), (x,))
     mean, std = torch.rand(2, 3, device=device), torch.rand(2, 3, device=device) + 0.5
     assert torch.autograd.gradcheck(lambda t: ops.normalize(t, mean, std, torch.float64, None), (x,))
+    # second derivatives (the backward of each is differentiable), and the gradient in the images'
+    # dtype and memory format, a channels_last batch with a batch-broadcast std included
+    assert torch.autograd.gradgradcheck(lambda t: ops.flip(t, flip, ~flip), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: ops.normalize(t, mean, std, torch.float64, None) ** 2, (x,))
+    xl = x.detach().float().contiguous(memory_format=torch.channels_last).requires_grad_()
+    s = torch.tensor([[0.5, 0.25, 2.0]], device=device).expand(2, 3)
+    ops.normalize(xl, mean, s, torch.float64, None).sum().backward()
+    assert xl.grad.dtype == torch.float32 and xl.grad.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(xl.grad, (1 / s).view(2, 3, 1, 1).expand(2, 3, 4, 5).float())
+    # a gradient wanted for a parameter only: the output is recorded (as register_autograd records
+    # it), the parameter gets none; with no gradient wanted, none is recorded
+    m = mean.clone().requires_grad_()
+    out = ops.normalize(x.detach(), m, std, None, None)
+    assert out.requires_grad
+    out.sum().backward()
+    assert m.grad is None
+    with torch.no_grad():
+        assert not ops.normalize(x, mean, std, None, None).requires_grad and not ops.flip(x, flip, flip).requires_grad
 
 
 @requires_cuda

@@ -1,4 +1,5 @@
-"""Fake kernels and autograd of the geometry family (warp_affine, resized_crop, flip)."""
+"""Fake kernels of the geometry family and warp_affine's autograd (resized_crop's and flip's autograd
+kernels are in csrc/autograd.cpp)."""
 import torch
 
 from ._common import empty_image, image_memory_format, register_fake
@@ -105,15 +106,4 @@ def _flip_fake(images, horizontal, vertical):
     return torch.empty_like(images, memory_format=image_memory_format(images))
 
 
-def _flip_setup(ctx, inputs, output):
-    _, horizontal, vertical = inputs
-    ctx.save_for_backward(horizontal, vertical)
-
-
-def _flip_backward(ctx, grad):
-    horizontal, vertical = ctx.saved_tensors
-    # a flip is its own inverse
-    return torch.ops.torchaug.flip(grad, horizontal, vertical), None, None
-
-
-torch.library.register_autograd("torchaug::flip", _flip_backward, setup_context=_flip_setup)
+# flip's autograd kernel is in csrc/autograd.cpp (a flip is its own inverse)
