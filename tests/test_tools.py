@@ -1,4 +1,4 @@
-"""The repository's tools: the profile readers of scripts/profile/ on small inputs,
+"""The repository's tools: the profile readers of scripts/profile/ on small inputs, the host-time split,
 benchmarks/RESULTS.md being what benchmarks/results.py builds from benchmarks/results/, and the CPU
 benchmark's smoke run."""
 import os
@@ -68,6 +68,13 @@ def test_ncu_summary_attributes_sass_rows_to_lines_through_a_listing(tmp_path):
     other.write_text('"Address","Source","Instructions Executed"\n"0x10","BAR.SYNC 0x0","5"\n')
     out = _run("scripts/profile/ncu_summary.py", str(other), "--listing", str(listing))
     assert out.returncode == 0 and "no function of" in out.stdout, out.stdout
+
+
+def test_host_split_times_a_call_and_names_the_chains_ops():
+    for chain, op in (("rrc", "torchaug::resized_crop"), ("cifar", "torchaug::_random_resized_crop_boxes")):
+        out = _run("scripts/profile/host_split.py", "--chain", chain, "--batch", "2", "--calls", "3")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert f"{chain} chain, batch 2 on " in out.stdout and " us a call" in out.stdout and op in out.stdout
 
 
 def test_results_md_is_built_from_the_result_files():
