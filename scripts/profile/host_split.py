@@ -1,6 +1,6 @@
 """Where a chain call's host time goes: the RandomResizedCrop + flip + ToDtype + Normalize chain (or
-CIFAR's RandomCrop(32, padding=4) chain) on a uint8 batch, its host time per call (the device idle
-at each call's start, as benchmarks/harness.py host_ms measures it), then torch.profiler's CPU self
+CIFAR's RandomCrop(32, padding=4) chain) on a uint8 batch, its host time per call (benchmarks/harness.py
+host_ms: the device idle at each call's start), then torch.profiler's CPU self
 time per op over a few calls: for a call that is host-bound (small batches, small images), which
 op, allocation or launch to look at. On CUDA when there is a GPU, else on the CPU.
     python3 scripts/profile/host_split.py [--chain rrc|cifar] [--batch 32] [--calls 50]
@@ -8,12 +8,13 @@ op, allocation or launch to look at. On CUDA when there is a GPU, else on the CP
 import argparse
 import os
 import sys
-import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path[:0] = [ROOT, os.path.join(ROOT, "benchmarks")]
 import torchaug.transforms as T  # noqa: E402
+from harness import host_ms  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -27,18 +28,6 @@ def chain_and_input(name: str, batch: int, device: str):
     return chain, torch.randint(0, 256, (batch, 3) + size, dtype=torch.uint8, device=device)
 
 
-def host_us(fn, sync, calls: int) -> float:
-    """Median host microseconds of fn(), the device idle at each start."""
-    times = []
-    for _ in range(calls):
-        sync()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    sync()
-    return 1e6 * sorted(times)[len(times) // 2]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--chain", choices=("rrc", "cifar"), default="rrc")
@@ -48,9 +37,7 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     chain, x = chain_and_input(args.chain, args.batch, device)
-    for _ in range(10):
-        chain(x)
-    print(f"{args.chain} chain, batch {args.batch} on {device}: host {host_us(lambda: chain(x), sync, args.calls):.1f} us a call")
+    print(f"{args.chain} chain, batch {args.batch} on {device}: host {1e3 * host_ms(chain, lambda i: x, args.calls):.1f} us a call")
     from torch.profiler import ProfilerActivity, profile, schedule
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     # the calls before the recorded ones take the profiler's start-up cost (else the first op's)
