@@ -53,25 +53,29 @@ void check_defined(const char* op, const char* name, const at::Tensor& t) {
   TORCHAUG_CHECK(t.defined(), "torchaug::", op, ": ", name, " must be a tensor, got None");
 }
 
+namespace {
+// The flat index of t's first value outside [lo, hi] (NaN included), -1 if none; *value gets it.
+int64_t first_outside(const at::Tensor& t, double lo, double hi, double* value) {
+  return first_value_where(t, [&](double v, int64_t) {
+    if (v >= lo && v <= hi) return false;  // NaN fails both
+    *value = v;
+    return true;
+  });
+}
+}  // namespace
+
 void check_values(const char* op, const char* name, const at::Tensor& t, double lo, double hi, const char* range_doc) {
   if (!t.device().is_cpu() || !(at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), false))) return;
   double value = 0;
-  const int64_t i = first_value_where(t, [&](double v, int64_t) {
-    if (v >= lo && v <= hi) return false;  // NaN fails both
-    value = v;
-    return true;
-  });
+  const int64_t i = first_outside(t, lo, hi, &value);
   TORCHAUG_CHECK(i < 0, "torchaug::", op, ": ", name, " must be ", range_doc, ", got ", value, " at flat index ", i);
 }
 
 void check_ids(const char* op, const char* name, const at::Tensor& t, int64_t n, const char* what) {
   if (!t.device().is_cpu()) return;
   double value = 0;
-  const int64_t i = first_value_where(t, [&](double v, int64_t) {
-    if (v >= 0 && v < static_cast<double>(n)) return false;
-    value = v;
-    return true;
-  });
+  // [0, n) of integer ids is [0, n - 1]; a fraction below n fails too (the callers pass int64 tensors)
+  const int64_t i = first_outside(t, 0, static_cast<double>(n - 1), &value);
   TORCHAUG_CHECK(i < 0, "torchaug::", op, ": ", name, " must hold ", what, " in [0, ", n, "), got ", value, " at flat index ", i);
 }
 
