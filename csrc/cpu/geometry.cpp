@@ -3,6 +3,7 @@
 #include <cstring>
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -18,6 +19,13 @@
 namespace torchaug {
 namespace {
 
+// A shuffle of the lanes of two vectors of GCC's vector extension, indices counting on into b
+// (__builtin_shuffle takes them as an integer vector of the same shape: that of a comparison's result).
+#if defined(__clang__)
+#define TORCHAUG_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define TORCHAUG_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, decltype((a) < (a)){__VA_ARGS__})
+#endif
 
 // Calls fn(b, y) for every output row, in parallel.
 template <typename Fn>
@@ -39,13 +47,8 @@ __attribute__((always_inline)) inline void reverse_row(const T* __restrict src, 
     for (; x + 32 <= w; x += 32) {
       bytes32 v;
       std::memcpy(&v, src + w - x - 32, 32);
-#if defined(__clang__)
-      v = __builtin_shufflevector(v, v, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11,
-                                  10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-#else
-      v = __builtin_shuffle(v, bytes32{31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10,
-                                       9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
-#endif
+      v = TORCHAUG_SHUFFLE(v, v, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8,
+                           7, 6, 5, 4, 3, 2, 1, 0);
       std::memcpy(dst + x, &v, 32);
     }
     for (; x + 8 <= w; x += 8) {
@@ -174,6 +177,74 @@ struct LaneVector {
   typedef acc_t type __attribute__((vector_size(kN * sizeof(acc_t))));
 };
 
+// Columns x .. x + 7 of eight rows of bytes as eight groups of eight floats, a column a group:
+// out[i * 8 + j] = src[j][x + i]. An 8x8 byte transpose in three rounds of interleaves (punpcklbw,
+// punpcklwd, punpckldq), each column then widened by interleaves with zeros and converted four at a
+// time: 16 vector stores for 64 values, where the element-wise copy stored each float on its own.
+// (GCC's __builtin_convertvector from 8 bytes to 8 floats goes byte by byte: the widening is spelled
+// out.)
+__attribute__((always_inline)) inline void transpose_bytes_8x8(const uint8_t* const* src, int64_t x, float* out) {
+  typedef uint8_t u8x16 __attribute__((vector_size(16)));
+  typedef uint16_t u16x8 __attribute__((vector_size(16)));
+  typedef uint32_t u32x4 __attribute__((vector_size(16)));
+  typedef int32_t i32x4 __attribute__((vector_size(16)));
+  typedef uint64_t u64x2 __attribute__((vector_size(16)));
+  typedef float f32x4 __attribute__((vector_size(16)));
+  u8x16 r[8];  // row j's 8 bytes in the low half
+  for (int j = 0; j < 8; ++j) {
+    uint64_t v;
+    std::memcpy(&v, src[j] + x, 8);
+    r[j] = (u8x16)u64x2{v, 0};
+  }
+  u16x8 t[4];  // t[k]: rows 2k and 2k + 1 interleaved byte by byte
+  for (int k = 0; k < 4; ++k)
+    t[k] = (u16x8)TORCHAUG_SHUFFLE(r[2 * k], r[2 * k + 1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  u32x4 q[4];  // q[0], q[1]: rows 0-3 of columns 0-3, 4-7; q[2], q[3]: rows 4-7
+  for (int k = 0; k < 2; ++k) {
+    q[2 * k] = (u32x4)TORCHAUG_SHUFFLE(t[2 * k], t[2 * k + 1], 0, 8, 1, 9, 2, 10, 3, 11);
+    q[2 * k + 1] = (u32x4)TORCHAUG_SHUFFLE(t[2 * k], t[2 * k + 1], 4, 12, 5, 13, 6, 14, 7, 15);
+  }
+  const u8x16 z8 = {};
+  const u16x8 z16 = {};
+  for (int k = 0; k < 2; ++k) {  // columns 4k .. 4k + 3, two to a vector
+    const u8x16 cols[2] = {(u8x16)TORCHAUG_SHUFFLE(q[k], q[k + 2], 0, 4, 1, 5), (u8x16)TORCHAUG_SHUFFLE(q[k], q[k + 2], 2, 6, 3, 7)};
+    for (int i = 0; i < 4; ++i) {
+      const u8x16 v = cols[i / 2];
+      const u16x8 w = (i % 2) ? (u16x8)TORCHAUG_SHUFFLE(v, z8, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+                              : (u16x8)TORCHAUG_SHUFFLE(v, z8, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const f32x4 lo = __builtin_convertvector((i32x4)TORCHAUG_SHUFFLE(w, z16, 0, 8, 1, 9, 2, 10, 3, 11), f32x4);
+      const f32x4 hi = __builtin_convertvector((i32x4)TORCHAUG_SHUFFLE(w, z16, 4, 12, 5, 13, 6, 14, 7, 15), f32x4);
+      std::memcpy(out + (4 * k + i) * 8, &lo, sizeof(lo));
+      std::memcpy(out + (4 * k + i) * 8 + 4, &hi, sizeof(hi));
+    }
+  }
+}
+
+// Eight vectors of eight floats, in[i][j], as eight runs: dst[j * stride + i] = in[i][j]. The usual
+// AVX 8x8 transpose (unpcklps / unpckhps, shufps, vperm2f128: 24 shuffles), where eight scalar
+// stores a vector went each to another row.
+__attribute__((always_inline)) inline void transpose_floats_8x8(const LaneVector<float, 8>::type* in, float* dst,
+                                                                int64_t stride) {
+  typedef LaneVector<float, 8>::type f32x8;
+  f32x8 t[8], s[8];
+  for (int k = 0; k < 4; ++k) {  // t[2k]: in[2k][0, 1, 4, 5] and in[2k + 1]'s interleaved; t[2k + 1]: [2, 3, 6, 7]
+    t[2 * k] = TORCHAUG_SHUFFLE(in[2 * k], in[2 * k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * k + 1] = TORCHAUG_SHUFFLE(in[2 * k], in[2 * k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int k = 0; k < 2; ++k) {  // s[4k + j]: element j (low half) and j + 4 (high half) of in[4k .. 4k + 3]
+    s[4 * k] = TORCHAUG_SHUFFLE(t[4 * k], t[4 * k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    s[4 * k + 1] = TORCHAUG_SHUFFLE(t[4 * k], t[4 * k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    s[4 * k + 2] = TORCHAUG_SHUFFLE(t[4 * k + 1], t[4 * k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    s[4 * k + 3] = TORCHAUG_SHUFFLE(t[4 * k + 1], t[4 * k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const f32x8 lo = TORCHAUG_SHUFFLE(s[j], s[4 + j], 0, 1, 2, 3, 8, 9, 10, 11);
+    const f32x8 hi = TORCHAUG_SHUFFLE(s[j], s[4 + j], 4, 5, 6, 7, 12, 13, 14, 15);
+    std::memcpy(dst + j * stride, &lo, sizeof(lo));
+    std::memcpy(dst + (j + 4) * stride, &hi, sizeof(hi));
+  }
+}
+
 // One sample of resized_crop on the CPU, separably: the horizontal taps of the input rows that the
 // vertical taps read, into a float buffer (rows x channels x output columns), then the vertical taps
 // of that buffer and the fused epilogue. The weights are the per-pixel driver's (the GPU's); the sum
@@ -198,7 +269,8 @@ TORCHAUG_CPU_CLONES void resized_crop_sample(const scalar_t* in, const Batch& ba
   const int64_t K = tx.K, span = std::max<int64_t>(tx.hi - tx.lo + 1, 0), n_rows = std::max<int64_t>(y1 - y0 + 1, 0);
   // kLanes rows of padding past the last: a group of lanes stores all of its sums (a fixed count,
   // so that they stay in registers), those of lanes past the last row into the padding
-  std::vector<acc_t> rows((n_rows + kLanes) * C * W);
+  // (uninitialized: every row, padding included, is written before the vertical taps read it)
+  const std::unique_ptr<acc_t[]> rows(new acc_t[(n_rows + kLanes) * C * W]);
   // The horizontal taps of kLanes input rows of one channel at a time: their values interleaved
   // column by column (lanes[x * kLanes + j]: row j, column lo + x), so that each output column's
   // sums run side by side, a row a lane, each adding its taps in order from 0 as a loop over one
@@ -207,31 +279,66 @@ TORCHAUG_CPU_CLONES void resized_crop_sample(const scalar_t* in, const Batch& ba
   for (int64_t c = 0; c < C; ++c) {
     for (int64_t g = 0; g < n_rows; g += kLanes) {
       const int nr = static_cast<int>(std::min<int64_t>(kLanes, n_rows - g));
-      for (int j = 0; j < nr; ++j) {  // lanes past nr keep stale values: their sums go to the padding
-        const scalar_t* src = in + v.offset + (y0 + g + j) * v.stride_y + c * v.stride_c + tx.lo * v.stride_x;
-        for (int64_t x = 0; x < span; ++x) lanes[x * kLanes + j] = static_cast<acc_t>(src[x * v.stride_x]);
+      const scalar_t* src[kLanes];
+      for (int j = 0; j < kLanes; ++j)  // lanes past nr read the last row again: their sums go to the padding
+        src[j] = in + v.offset + (y0 + g + std::min(j, nr - 1)) * v.stride_y + c * v.stride_c + tx.lo * v.stride_x;
+      int64_t x = 0;
+      if constexpr (std::is_same_v<scalar_t, uint8_t> && kLanes == 8) {
+        if (v.stride_x == 1)
+          for (; x + 8 <= span; x += 8) transpose_bytes_8x8(src, x, lanes.data() + x * kLanes);
       }
-      for (int64_t ox = 0; ox < W; ++ox) {
-        using lanes_t = typename LaneVector<acc_t, kLanes>::type;
-        lanes_t a = {};
+      for (; x < span; ++x)
+        for (int j = 0; j < kLanes; ++j) lanes[x * kLanes + j] = static_cast<acc_t>(src[j][x * v.stride_x]);
+      using lanes_t = typename LaneVector<acc_t, kLanes>::type;
+      // output column ox's sums into a, row g + j's in lane j (summed in a local: a vector returned by
+      // value would change the calling convention between clones, -Wpsabi)
+      const auto column = [&](int64_t ox, lanes_t& a) {
+        lanes_t sum = {};
         const acc_t* w = tx.weight.data() + ox * K;
         const acc_t* t = lanes.data() + tx.first[ox] * kLanes;
         for (int64_t k = 0; k < K; ++k) {
           lanes_t tk;
           std::memcpy(&tk, t + k * kLanes, sizeof(tk));
-          a += w[k] * tk;
+          sum += w[k] * tk;
         }
-        for (int j = 0; j < kLanes; ++j) rows[((g + j) * C + c) * W + ox] = a[j];
+        a = sum;
+      };
+      acc_t* out = rows.get() + (g * C + c) * W;  // row g + j at out + j * C * W
+      int64_t ox = 0;
+      if constexpr (std::is_same_v<acc_t, float> && kLanes == 8) {
+        for (; ox + 8 <= W; ox += 8) {  // eight columns' sums turned into eight rows' runs
+          lanes_t a[8];
+          for (int i = 0; i < 8; ++i) column(ox + i, a[i]);
+          transpose_floats_8x8(a, out + ox, C * W);
+        }
+      }
+      for (; ox < W; ++ox) {
+        lanes_t a;
+        column(ox, a);
+        for (int j = 0; j < kLanes; ++j) out[j * C * W + ox] = a[j];
       }
     }
   }
+  // The vertical taps: each value's sum kept in registers across the taps (in the taps' order),
+  // eight values at a time, then stored once.
   std::vector<acc_t> line(C * W);
   for (int64_t oy = 0; oy < p.out_h; ++oy) {
-    std::fill(line.begin(), line.end(), acc_t(0));
-    for (int64_t k = ty.start[oy]; k < ty.start[oy] + ty.count[oy]; ++k) {
-      const acc_t w = ty.weight[k];
-      const acc_t* src = rows.data() + (ty.index[k] - y0) * C * W;
-      for (int64_t i = 0; i < C * W; ++i) line[i] += w * src[i];
+    const int64_t k0 = ty.start[oy], k1 = k0 + ty.count[oy];
+    using vec_t = typename LaneVector<acc_t, 8>::type;
+    int64_t i = 0;
+    for (; i + 8 <= C * W; i += 8) {
+      vec_t a = {};
+      for (int64_t k = k0; k < k1; ++k) {
+        vec_t r;
+        std::memcpy(&r, rows.get() + (ty.index[k] - y0) * C * W + i, sizeof(r));
+        a += ty.weight[k] * r;
+      }
+      std::memcpy(line.data() + i, &a, sizeof(a));
+    }
+    for (; i < C * W; ++i) {
+      acc_t a = 0;
+      for (int64_t k = k0; k < k1; ++k) a += ty.weight[k] * rows[(ty.index[k] - y0) * C * W + i];
+      line[i] = a;
     }
     with_pixel_type(p.out_kind, [&](auto o) { store_row<scalar_t, decltype(o)>(line.data(), p, b, oy); });
   }
