@@ -286,9 +286,9 @@ TORCHAUG_CPU_CLONES void resized_crop_sample(const scalar_t* in, const Batch& ba
       if constexpr (std::is_same_v<scalar_t, uint8_t> && kLanes == 8) {
         if (v.stride_x == 1) {
           // the next group's rows (this channel's next eight, or the next channel's first) asked of
-          // the cache a line ahead of this group's reads: the image is usually in no cache yet, and
-          // eight rows read a byte column at a time are more streams than the hardware prefetcher
-          // follows
+          // the cache a line at a time, as this group reads the same columns: the image is usually
+          // in no cache yet, and eight rows read a byte column at a time are more streams than the
+          // hardware prefetcher follows
           const int64_t ng = g + kLanes < n_rows ? g + kLanes : 0, nc = g + kLanes < n_rows ? c : c + 1;
           const int ahead = nc < C ? static_cast<int>(std::min<int64_t>(kLanes, n_rows - ng)) : 0;
           const scalar_t* next = ahead > 0 ? in + v.offset + (y0 + ng) * v.stride_y + nc * v.stride_c + tx.lo : nullptr;
