@@ -244,6 +244,20 @@ def test_pil_conversions_round_trip():
         T.PILToTensor()(3)
 
 
+@pytest.mark.parametrize("mode", ["L", "P", "LA", "PA", "La", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "HSV", "LAB",
+                                  "1", "I", "I;16", "F"])
+def test_pil_conversion_of_every_mode_matches_numpy(mode):
+    # byte modes take the raw bytes (tobytes), the others np.asarray: both give numpy's pixels
+    from PIL import Image
+    array = np.random.default_rng(3).integers(0, 256, (7, 9, 4), dtype=np.uint8)
+    pil = Image.fromarray(array).convert(mode)
+    want = torch.from_numpy(np.array(np.asarray(pil)))
+    want = want.unsqueeze(0) if want.dim() == 2 else want.permute(2, 0, 1).contiguous()
+    for t in (T.ToImage(), T.PILToTensor()):
+        got = t(pil)
+        assert got.dtype == want.dtype and got.is_contiguous() and torch.equal(got, want), (mode, type(t).__name__)
+
+
 def test_pil_conversions_copy_once_into_contiguous_memory_of_their_own():
     # a PIL image or an array: a contiguous (C, H, W) copy, writable, never an alias of the caller's
     # array, without torch's read-only-array warning (np.asarray of a PIL image is read-only)
