@@ -283,19 +283,26 @@ TORCHAUG_CPU_CLONES void resized_crop_sample(const scalar_t* in, const Batch& ba
       for (int j = 0; j < kLanes; ++j)  // lanes past nr read the last row again: their sums go to the padding
         src[j] = in + v.offset + (y0 + g + std::min(j, nr - 1)) * v.stride_y + c * v.stride_c + tx.lo * v.stride_x;
       int64_t x = 0;
-      if constexpr (std::is_same_v<scalar_t, uint8_t> && kLanes == 8) {
+      if constexpr ((std::is_same_v<scalar_t, uint8_t> || std::is_same_v<scalar_t, float>) && kLanes == 8) {
         if (v.stride_x == 1) {
           // the next group's rows (this channel's next eight, or the next channel's first) asked of
           // the cache a line at a time, as this group reads the same columns: the image is usually
-          // in no cache yet, and eight rows read a byte column at a time are more streams than the
+          // in no cache yet, and eight rows read a column at a time are more streams than the
           // hardware prefetcher follows
           const int64_t ng = g + kLanes < n_rows ? g + kLanes : 0, nc = g + kLanes < n_rows ? c : c + 1;
           const int ahead = nc < C ? static_cast<int>(std::min<int64_t>(kLanes, n_rows - ng)) : 0;
           const scalar_t* next = ahead > 0 ? in + v.offset + (y0 + ng) * v.stride_y + nc * v.stride_c + tx.lo : nullptr;
+          constexpr int64_t kLine = 64 / sizeof(scalar_t);
           for (; x + 8 <= span; x += 8) {
-            if (x % 64 == 0)
+            if (x % kLine == 0)
               for (int j = 0; j < ahead; ++j) __builtin_prefetch(next + j * v.stride_y + x);
-            transpose_bytes_8x8(src, x, lanes.data() + x * kLanes);
+            if constexpr (std::is_same_v<scalar_t, uint8_t>) {
+              transpose_bytes_8x8(src, x, lanes.data() + x * kLanes);
+            } else {  // eight floats of each row, transposed: lanes[(x + i) * 8 + j] = src[j][x + i]
+              typename LaneVector<float, 8>::type r[8];
+              for (int j = 0; j < 8; ++j) std::memcpy(&r[j], src[j] + x, sizeof(r[j]));
+              transpose_floats_8x8(r, lanes.data() + x * kLanes, kLanes);
+            }
           }
         }
       }
