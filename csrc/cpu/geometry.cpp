@@ -180,7 +180,7 @@ struct LaneVector {
 // Columns x .. x + 7 of eight rows of bytes as eight groups of eight floats, a column a group:
 // out[i * 8 + j] = src[j][x + i]. An 8x8 byte transpose in three rounds of interleaves (punpcklbw,
 // punpcklwd, punpckldq), each column then widened by interleaves with zeros and converted four at a
-// time: 16 vector stores for 64 values, where the element-wise copy stored each float on its own.
+// time: 16 vector stores for 64 values, not one extract and store per value.
 // (GCC's __builtin_convertvector from 8 bytes to 8 floats goes byte by byte: the widening is spelled
 // out.)
 __attribute__((always_inline)) inline void transpose_bytes_8x8(const uint8_t* const* src, int64_t x, float* out) {
@@ -221,8 +221,8 @@ __attribute__((always_inline)) inline void transpose_bytes_8x8(const uint8_t* co
 }
 
 // Eight vectors of eight floats, in[i][j], as eight runs: dst[j * stride + i] = in[i][j]. The usual
-// AVX 8x8 transpose (unpcklps / unpckhps, shufps, vperm2f128: 24 shuffles), where eight scalar
-// stores a vector went each to another row.
+// AVX 8x8 transpose (unpcklps / unpckhps, shufps, vperm2f128: 24 shuffles): eight vector stores,
+// not 64 scalar ones.
 __attribute__((always_inline)) inline void transpose_floats_8x8(const LaneVector<float, 8>::type* in, float* dst,
                                                                 int64_t stride) {
   typedef LaneVector<float, 8>::type f32x8;
