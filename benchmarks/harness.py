@@ -158,19 +158,24 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 
+def sync_device() -> None:
+    """Waits for the GPU's work when there is a GPU; nothing on a machine without one."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def host_ms(chain: Callable, make_input: Callable[[int], object], iters: int = 20) -> float:
     """Host ms per call of chain(make_input(i)) spent in the chain (its Python and launches), the
     input made beforehand and the GPU idle at each call's start (on a machine without one, the
     call's whole time)."""
-    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     total = 0.0
     for i in range(iters + 3):
         x = make_input(i)
-        sync()
+        sync_device()
         t0 = time.perf_counter()
         chain(x)
         dt = time.perf_counter() - t0
-        sync()
+        sync_device()
         total += dt if i >= 3 else 0.0
     return 1e3 * total / iters
 

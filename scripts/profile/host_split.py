@@ -14,7 +14,7 @@ import torch
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "benchmarks")]
 import torchaug.transforms as T  # noqa: E402
-from harness import host_ms  # noqa: E402
+from harness import host_ms, sync_device  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -35,7 +35,6 @@ def main():
     ap.add_argument("--calls", type=int, default=50)
     args = ap.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     chain, x = chain_and_input(args.chain, args.batch, device)
     print(f"{args.chain} chain, batch {args.batch} on {device}: host {1e3 * host_ms(chain, lambda i: x, args.calls):.1f} us a call")
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -45,7 +44,7 @@ def main():
         for _ in range(args.calls + 2):
             chain(x)
             prof.step()
-        sync()
+        sync_device()
     print(f"per op over {args.calls} calls (CPU self time):")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
 
