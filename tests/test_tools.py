@@ -1,6 +1,6 @@
 """The repository's tools: the profile readers of scripts/profile/ on small inputs, the host-time split,
-benchmarks/RESULTS.md being what benchmarks/results.py builds from benchmarks/results/, and the CPU
-benchmark's smoke run."""
+the bitwise comparison of two builds' outputs, benchmarks/RESULTS.md being what benchmarks/results.py
+builds from benchmarks/results/, and the CPU benchmark's smoke run."""
 import os
 import subprocess
 import sys
@@ -75,6 +75,26 @@ def test_host_split_times_a_call_and_names_the_chains_ops():
         out = _run("scripts/profile/host_split.py", "--chain", chain, "--batch", "2", "--calls", "3")
         assert out.returncode == 0, out.stderr[-2000:]
         assert f"{chain} chain, batch 2 on " in out.stdout and " us a call" in out.stdout and op in out.stdout
+
+
+def test_ab_outputs_compares_two_builds_bit_for_bit(tmp_path):
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    for f in (a, b):
+        out = _run("scripts/profile/ab_outputs.py", str(f), "--device", "cpu", "--quick")
+        assert out.returncode == 0, out.stderr[-2000:]
+    out = _run("scripts/profile/ab_outputs.py", "--compare", str(a), str(b))
+    assert out.returncode == 0 and "0 differ bitwise" in out.stdout, out.stdout
+    # one value a build changed by a unit in the last place, another case missing: both reported
+    import torch
+
+    cases = torch.load(b)
+    key = next(k for k, v in cases.items() if v.dtype == torch.float32)
+    cases[key].view(-1)[7] = torch.nextafter(cases[key].view(-1)[7], torch.tensor(float("inf")))
+    del cases["cifar-chain"]
+    torch.save(cases, b)
+    out = _run("scripts/profile/ab_outputs.py", "--compare", str(a), str(b))
+    assert out.returncode == 1 and f"DIFF {key}" in out.stdout and "DIFF cifar-chain missing" in out.stdout, out.stdout
+    assert "2 differ bitwise" in out.stdout, out.stdout
 
 
 def test_results_md_is_built_from_the_result_files():
