@@ -86,7 +86,7 @@ def source_text(path, line):
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def summarize(path, listing):
+def summarize(path, listing, top=40):
     with open(path, newline="") as f:
         rows = [r for r in csv.reader(f)]
     head = next((i for i, r in enumerate(rows) if any("Instructions Executed" in c for c in r)), None)
@@ -113,7 +113,7 @@ def summarize(path, listing):
     for op, n in by_op.most_common(25):
         print(f"  {op:<10} {n:>14,.0f} {n / total:6.1%}")
     print("  -- top rows")
-    for line, n in by_line.most_common(40):
+    for line, n in by_line.most_common(top):
         print(f"  {n:>14,.0f} {n / total:6.1%}  stall {stalls[line]:>8,.0f}  {line}")
     if listing is None:
         return
@@ -136,7 +136,7 @@ def summarize(path, listing):
             line_stalls[where] += number(r[stall])
     stall_total = sum(stalls.values())
     print(f"  -- by source line, through {listing} ({name[:100]}): instructions, stall samples")
-    for (file, line), n in lines.most_common(40):
+    for (file, line), n in lines.most_common(top):
         share = line_stalls[(file, line)] / stall_total if stall_total else 0.0
         print(f"  {n / total:6.1%} {share:6.1%}  {os.path.basename(file)}:{line}  {source_text(file, line)[:90]}")
 
@@ -145,9 +145,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--listing", help="nvdisasm -g -c output of the kernel's cubin: attribute SASS rows to CUDA lines")
+    ap.add_argument("--top", type=int, default=40, help="rows and source lines listed (default 40)")
     args = ap.parse_args()
     for path in args.csv:
-        summarize(path, args.listing)
+        summarize(path, args.listing, args.top)
 
 
 if __name__ == "__main__":
