@@ -9,9 +9,13 @@ the RandomResizedCrop and CIFAR chains.
     python scripts/profile/ab_outputs.py --compare A.pt B.pt      (exit status 1 where any case differs)
 --quick: small images (a smoke run, tests/test_tools.py)."""
 import argparse
+import os
 import sys
 
 import torch
+
+# the repository's torchaug (in ab_builds.sh, each build's copy of the tree)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def compare(a_path, b_path):
