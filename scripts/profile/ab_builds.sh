@@ -30,10 +30,11 @@ if [ -e "$OUT/out_old.pt" ]; then
   done
 fi
 rm -f "$OUT"/out_*.pt
-# bench_geometry's table rows: implementation and img/s
+# bench_geometry's rows (from its JSON): case, implementation and img/s
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for v in $VARS; do
     (cd "$AB/$v" && PYTHONPATH="$AB/$v" python3 benchmarks/bench_geometry.py --torchaug-only --json "$OUT/ab_${v}_$r.json" > "$OUT/ab_${v}_$r.log" 2>&1)
-    echo "$v, round $r: $(grep -E '^\| ' "$OUT/ab_${v}_$r.log" | grep -v -- '---' | awk -F'|' 'NR>1{printf "%s:%s; ", substr($3,2,30), $6}')"
+    python3 -c "import json, sys; print(f'{sys.argv[2]}, round {sys.argv[3]}:', '; '.join(f\"{r['case'][:30]} / {r['impl'][:30]}: {r['img_per_s']:,.0f}\" for r in json.load(open(sys.argv[1]))['rows']))" \
+      "$OUT/ab_${v}_$r.json" "$v" "$r" || tail -5 "$OUT/ab_${v}_$r.log"
   done
 done
