@@ -266,6 +266,37 @@ def test_compose_fusion_equals_unfused(device, dtype):
     assert torch.equal(pipe2(x), ref)
 
 
+def test_compose_fuses_a_crop_of_a_list(device):
+    """A list of images of different sizes through a crop-like transform, a flip, ToDtype and
+    Normalize: one resized_crop_ragged call that flips and normalizes, the bytes of the transforms
+    run one by one; a run headed by a flip keeps the list and does not fuse."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.name())
+            return func(*args, **(kwargs or {}))
+
+    images = [random_images(1, 3, h, w, torch.uint8, device)[0] for h, w in ((40, 52), (33, 30), (61, 47), (40, 52))]
+    norm = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    for crop in (T.RandomResizedCrop(24), T.CenterCrop(20), T.Resize([18, 22])):
+        pipe = T.Compose([crop, T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True), norm])
+        with Ops() as ops:
+            out, params = pipe(images, return_params=True)
+        launched = [n for n in ops.names if n.startswith("torchaug::") and not n.startswith("torchaug::_")]
+        assert launched == ["torchaug::resized_crop_ragged"], (type(crop).__name__, launched)
+        assert out.shape == (4, 3) + tuple(crop.size) and out.dtype == torch.float32
+        pipe.fuse = False
+        assert torch.equal(pipe(images, params=params), out)
+    flips = T.Compose([T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True), norm])
+    out = flips(images)
+    assert isinstance(out, list) and [o.shape[1:] for o in out] == [im.shape[1:] for im in images]
+
+
 def test_compose_fuses_zero_padded_random_crop(device):
     # CIFAR's chain: RandomCrop(32, padding=4) + flip + ToDtype + Normalize is one resized_crop call,
     # with the bytes of the transforms run one by one; a padding of another value does not fuse

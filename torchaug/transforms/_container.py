@@ -97,7 +97,9 @@ class Compose(Transform):
                 x, targets, drawn[i] = per_size(ts[i], x, targets, params[i] if params is not None else None)
                 i += 1
                 continue
-            end = self._fusable_run(i) if not is_image_list(x) else i + 1  # fused launches take batches
+            # a fused launch takes a batch, or a list that a crop-like transform makes one batch of (a
+            # flip, ToDtype or Normalize heading a run keeps a list's sizes: those go image by image)
+            end = self._fusable_run(i) if not is_image_list(x) or isinstance(ts[i], _CropLike) else i + 1
             if end - i > 1:
                 out = self._run_fused(x, i, end, params, drawn)
                 if targets:  # each transform of the fused run moves the targets in turn
