@@ -82,8 +82,7 @@ def resized_crop_boxes(
             out_dtype, memory_format
         )
     if isinstance(images, (list, tuple)):
-        flat, offsets = ragged_buffer(imgs, hwc)
-        sizes = torch.tensor([[t.shape[1], t.shape[2]] for t in imgs], dtype=torch.int64)
+        flat, offsets, sizes = ragged_buffer(imgs, hwc)
         return _ops_ns.resized_crop_ragged(
             flat, offsets, sizes, channels, hwc, boxes, out_size, code, antialias, flip, mean, std, out_dtype, memory_format
         )

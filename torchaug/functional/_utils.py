@@ -236,42 +236,59 @@ def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
     if len(images) == 0:
         raise ValueError(f"torchaug.{op}: the list of images is empty")
     first = images[0]
+    if isinstance(first, torch.Tensor) and first.dim() == 3:
+        channels, dtype, device = first.shape[0], first.dtype, first.device
     for i, t in enumerate(images):
         if not isinstance(t, torch.Tensor) or t.dim() != 3:
             raise ValueError(f"torchaug.{op}: images[{i}] must be a (C, H, W) tensor, got {getattr(t, 'shape', type(t).__name__)}")
-        if t.shape[0] != first.shape[0] or t.dtype != first.dtype or t.device != first.device:
+        if t.shape[0] != channels or t.dtype != dtype or t.device != device:
             raise ValueError(
                 f"torchaug.{op}: images[{i}] must have the channels, dtype and device of images[0] "
-                f"({first.shape[0]}, {first.dtype}, {first.device}), got ({t.shape[0]}, {t.dtype}, {t.device})"
+                f"({channels}, {dtype}, {device}), got ({t.shape[0]}, {t.dtype}, {t.device})"
             )
-    hwc = first.shape[0] > 1 and all(t.permute(1, 2, 0).is_contiguous() for t in images)
+    hwc = channels > 1 and all(_is_hwc(t) for t in images)
     return list(images), hwc
 
 
-def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The flat buffer and per-image element offsets of a ragged batch, for the *_ragged ops. When
-    every image is a dense view into one storage (decode_jpeg's output, RaggedImages.images()) that
-    storage is used as it is; otherwise the images are packed into a new buffer (one copy)."""
+def _is_hwc(t: torch.Tensor) -> bool:
+    """Whether a (C, H, W) tensor is dense channels-last (HWC in memory): its strides compared first,
+    the view's check (which allows any stride on a dimension of size 1) where they differ."""
+    c, h, w = t.shape
+    return t.stride() == (1, w * c, c) or t.permute(1, 2, 0).is_contiguous()
+
+
+def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The flat buffer, per-image element offsets and (B, 2) sizes of a ragged batch, for the
+    *_ragged ops. When every image is a dense view into one storage (decode_jpeg's output,
+    RaggedImages.images()) that storage is used as it is; otherwise the images are packed into a new
+    buffer (one copy). Its host work is a few attribute reads an image: a list of 256 images is a
+    call's common case."""
     first = images[0]
+    shapes = [t.shape for t in images]
+    sizes = torch.tensor([v for s in shapes for v in (s[1], s[2])], dtype=torch.int64).view(-1, 2)
     if not torch.compiler.is_compiling():
         storage = first.untyped_storage()
         ptr = storage.data_ptr()
         offsets = []
-        for t in images:
-            c, h, w = t.shape
+        for t, (c, h, w) in zip(images, shapes):
             if t.untyped_storage().data_ptr() != ptr or t.stride() != ((1, w * c, c) if hwc else (h * w, w, 1)):
                 break
             offsets.append(t.storage_offset())
         else:
             flat = torch.empty(0, dtype=first.dtype, device=first.device)
             flat.set_(storage, 0, (storage.nbytes() // first.element_size(),))
-            return flat, torch.tensor(offsets, dtype=torch.int64)
-    if hwc:
+            return flat, torch.tensor(offsets, dtype=torch.int64), sizes
+        # one C++ call: each image flattened (copied where it is not dense in that order), then joined
+        flat = torch._utils._flatten_dense_tensors([t.permute(1, 2, 0) for t in images] if hwc else images)
+    elif hwc:
         flat = torch.cat([t.permute(1, 2, 0).reshape(-1) for t in images])
     else:
         flat = torch.cat([t.reshape(-1) for t in images])
-    numels = [t.numel() for t in images]
-    return flat, torch.tensor([0] + numels[:-1], dtype=torch.int64).cumsum(0)
+    starts = [0] * len(shapes)
+    for i in range(1, len(shapes)):
+        c, h, w = shapes[i - 1]
+        starts[i] = starts[i - 1] + c * h * w
+    return flat, torch.tensor(starts, dtype=torch.int64), sizes
 
 
 

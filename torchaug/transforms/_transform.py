@@ -36,7 +36,7 @@ class BatchInfo:
             self.device = images.device
             self.like = images.data  # a tensor on the batch's device (ops that make parameters take one)
             self.channels = images.channels
-            self.host_sizes = images.sizes
+            self._host_sizes = images.sizes
             self._host_sizes_t = images.host_layout()[1]  # the tensor its crop passes to the op too
             self.uniform_size = None
             self.ragged = True
@@ -47,7 +47,8 @@ class BatchInfo:
             self.device = images[0].device
             self.like = images[0]
             self.channels = images[0].shape[0]
-            self.host_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in images]
+            self._images = images  # host_sizes reads their sizes when asked (a flip's draw does not)
+            self._host_sizes = None
             self._host_sizes_t = None
             self.uniform_size: Optional[Tuple[int, int]] = None
             self.ragged = True
@@ -57,12 +58,19 @@ class BatchInfo:
                 f"got {type(images).__name__}{' of shape ' + str(tuple(images.shape)) if isinstance(images, torch.Tensor) else ''}"
             )
 
+    @property
+    def host_sizes(self) -> List[Tuple[int, int]]:
+        """A ragged batch's (H, W) per sample, on the host."""
+        if self._host_sizes is None:
+            self._host_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in self._images]
+        return self._host_sizes
+
     def sizes(self) -> torch.Tensor:
         """(B, 2) int64 [H, W] on the images' device."""
         if self.ragged:
             host = self._host_sizes_t
-            if host is None:
-                host = torch.tensor(self.host_sizes, dtype=torch.int64)
+            if host is None:  # made from a flat list: torch.tensor parses one faster than pairs
+                host = torch.tensor([v for hw in self.host_sizes for v in hw], dtype=torch.int64).view(-1, 2)
             return host.to(self.device, non_blocking=True)
         return torch.tensor(self.uniform_size, dtype=torch.int64, device=self.device).expand(self.batch, 2)
 
