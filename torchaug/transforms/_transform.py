@@ -47,7 +47,7 @@ class BatchInfo:
             self.device = images[0].device
             self.like = images[0]
             self.channels = images[0].shape[0]
-            self._images = images  # host_sizes reads their sizes when asked (a flip's draw does not)
+            self._images = tuple(images)  # host_sizes reads their sizes when asked (a flip's draw does not)
             self._host_sizes = None
             self._host_sizes_t = None
             self.uniform_size: Optional[Tuple[int, int]] = None
