@@ -315,23 +315,39 @@ def test_cpu_resident_path_equals_slot_passes(layout, n):
 
 
 @requires_cuda
-def test_cuda_resident_path_only_for_batches_that_fill_the_gpu():
+def test_cuda_resident_path_unless_a_graph_replays_a_small_batch():
     """A block of the resident kernel runs one sample on one SM: a batch of at most an eighth of the
-    SMs takes the passes (spread over every SM), a larger one the resident kernel; both the same
-    bytes. The kernels launched tell which path ran."""
+    SMs takes the passes (spread over every SM) where the stream is being captured into a CUDA graph
+    (whose replays cost no host time a launch), and the resident kernel when called eagerly (its one
+    launch costs the host less than the passes' several); a larger batch takes the resident kernel
+    either way. All the same bytes. The kernels launched (eagerly, then in the graph's replay) tell
+    which path ran."""
     from torch.profiler import ProfilerActivity, profile
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     gen = torch.Generator().manual_seed(5)
-    for b, resident in ((max(1, sms // 8), False), (sms // 8 + 1, True)):
+
+    def kernels(fn):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = fn()
+            torch.cuda.synchronize()
+        return out, [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    for b in (max(1, sms // 8), sms // 8 + 1):
         x = random_images(b, 3, 32, 48, torch.uint8, "cuda", generator=gen)
         ops, mags = _chain_program(b, 2, gen, "cuda")
-        F.augment(x, ops, mags, validate=False)  # launched once before the profiler
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            out = F.augment(x, ops, mags, validate=False)
-            torch.cuda.synchronize()
-        names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        assert any("augment_resident_kernel" in n for n in names) == resident, (b, sorted(set(names)))
-        assert torch.equal(out, _with_resident(0, lambda: F.augment(x, ops, mags, validate=False)))
+        ref = _with_resident(0, lambda: F.augment(x, ops, mags, validate=False))
+        F.augment(x, ops, mags, validate=False)  # launched once before the profiler and the capture
+        out, names = kernels(lambda: F.augment(x, ops, mags, validate=False))
+        assert any("augment_resident_kernel" in n for n in names), (b, "eager", sorted(set(names)))
+        assert torch.equal(out, ref)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = F.augment(x, ops, mags, validate=False)
+        _, names = kernels(lambda: graph.replay())
+        resident = b * 8 > sms
+        assert any("augment_resident_kernel" in n for n in names) == resident, (b, "replayed", sorted(set(names)))
+        assert any("augment_slot_kernel" in n for n in names) != resident, (b, "replayed", sorted(set(names)))
+        assert torch.equal(captured, ref)
 
 
 @requires_cuda

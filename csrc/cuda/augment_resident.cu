@@ -692,11 +692,20 @@ bool launch_resident(const at::Tensor& images, const at::Tensor& out, const at::
                  limit, " bytes for ", C, " planes and a free one, got ", images.scalar_type(), " images of ", C, "x", H,
                  "x", W);
   if (!fits) return false;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
   // a block runs one sample on one SM: with samples for at most an eighth of the SMs, the passes,
-  // spread over every SM, finish first (H200, 224x224: RandAugment(2, 9) + normalize at batch 8 in
-  // 53 us against 72, ColorJitter 78 against 88; from batch 32 on the two are within 15% either way,
-  // and from 64 on the resident kernel is ahead)
-  if (mode == -1 && B * 8 <= device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device())) return false;
+  // spread over every SM, finish first on the GPU, but their launches (a lowering, then statistics
+  // and a pass per slot) cost the host more than that saves. So the passes take such batches only
+  // while the stream is being captured into a CUDA graph, whose replays cost no host time a launch
+  // (H100, RandomResizedCrop(224) + flip + RandAugment(2, 9) + normalize from 500x375: batch 8 in
+  // 54 us a replay against the resident kernel's 75, batch 16 in 67 against 81; called eagerly,
+  // 287-314 us a call against 192 and 289 against 193; from batch 32 on the resident kernel is
+  // ahead either way)
+  if (mode == -1 && B * 8 <= device_attribute<cudaDevAttrMultiProcessorCount>(images.get_device())) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return false;
+  }
   ResidentArgs A;
   A.order = nullptr;
   A.in = images.data_ptr<uint8_t>();
@@ -728,7 +737,6 @@ bool launch_resident(const at::Tensor& images, const at::Tensor& out, const at::
   // where the launch has more blocks than the GPU runs at once, the blocks take the samples by cost
   // (csrc/cuda/resident_order.cu); the resident_order test hook keeps index order
   const bool ordered = test_hooks::get(test_hooks::kResidentOrder) != 0 && A.n > 0;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   with_channels(C, [&](auto ch) {
     with_affine_taps(interpolation, [&](auto taps) {
       constexpr auto kernel = augment_resident_kernel<decltype(ch)::value, decltype(taps)::value>;
