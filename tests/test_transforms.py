@@ -292,6 +292,15 @@ def test_compose_fuses_a_crop_of_a_list(device):
         assert out.shape == (4, 3) + tuple(crop.size) and out.dtype == torch.float32
         pipe.fuse = False
         assert torch.equal(pipe(images, params=params), out)
+    # boxes follow the fused run as they follow the transforms one by one
+    boxes = [T.BoundingBoxes(torch.tensor([[1.0, 2, 20, 16]], device=device), "XYXY", tuple(im.shape[1:])) for im in images]
+    pipe = T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True), norm])
+    (out, fused_boxes), params = pipe(images, boxes, return_params=True)
+    pipe.fuse = False
+    plain, plain_boxes = pipe(images, boxes, params=params)
+    assert torch.equal(plain, out)
+    for a, b in zip(fused_boxes, plain_boxes):
+        assert type(a) is T.BoundingBoxes and a.canvas_size == (24, 24) and torch.equal(a.data, b.data)
     flips = T.Compose([T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True), norm])
     out = flips(images)
     assert isinstance(out, list) and [o.shape[1:] for o in out] == [im.shape[1:] for im in images]
