@@ -18,13 +18,17 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
+def _bits(t):
+    """A tensor's bytes, so that equal means the same bits (NaN payloads and -0 included)."""
+    return t.contiguous().view(torch.uint8) if t.dtype != torch.uint8 else t
+
+
 def compare(a_path, b_path):
     a, b = torch.load(a_path), torch.load(b_path)
     bad = 0
     for k in a:
         x, y = a[k], b.get(k)
-        bits = lambda t: t.contiguous().view(torch.uint8) if t.dtype != torch.uint8 else t  # noqa: E731
-        same = y is not None and x.shape == y.shape and x.dtype == y.dtype and torch.equal(bits(x), bits(y))
+        same = y is not None and x.shape == y.shape and x.dtype == y.dtype and torch.equal(_bits(x), _bits(y))
         if not same:
             bad += 1
             detail = "missing" if y is None else f"max |diff| {(x.double() - y.double()).abs().max().item()}" \
