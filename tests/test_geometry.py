@@ -801,6 +801,22 @@ def test_torch_compile_fullgraph(device):
     assert torch.equal(compiled(x, boxes, flip), pipeline(x, boxes, flip))
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_torch_compile_fullgraph_list_of_images(device, channels_last):
+    # a list of images of different sizes is packed into one buffer inside the traced graph (the
+    # shared-storage shortcut reads storages, which a trace does not): the eager bytes
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    images = [random_images(1, 3, h, w, torch.uint8, device).contiguous(memory_format=fmt)[0]
+              for h, w in ((20, 30), (25, 18), (22, 26))]
+    boxes = torch.tensor([[0, 0, 10, 10], [2, 3, 12, 9], [1, 1, 20, 20]], device=device)
+
+    def crop(xs, bx):
+        return F.resized_crop_boxes(xs, bx, [8, 8], validate=False, mean=[0.5] * 3, std=[0.25] * 3)
+
+    compiled = torch.compile(crop, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(images, boxes), crop(images, boxes))
+
+
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("fill", [None, [7.0, 250.4, 3.6]])

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from ..functional._utils import generator_device
+from ..functional._utils import generator_device, sizes_tensor
 from ..io._ragged import RaggedImages
 from . import _draws as D
 from . import _targets
@@ -69,8 +69,8 @@ class BatchInfo:
         """(B, 2) int64 [H, W] on the images' device."""
         if self.ragged:
             host = self._host_sizes_t
-            if host is None:  # made from a flat list: torch.tensor parses one faster than pairs
-                host = torch.tensor([v for hw in self.host_sizes for v in hw], dtype=torch.int64).view(-1, 2)
+            if host is None:
+                host = sizes_tensor(self.host_sizes)
             return host.to(self.device, non_blocking=True)
         return torch.tensor(self.uniform_size, dtype=torch.int64, device=self.device).expand(self.batch, 2)
 
