@@ -649,6 +649,45 @@ def test_cpu_cuda_agree_large_batch():
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cpu_cuda_same_resize_weights(dtype):
+    """The taps' weights are bitwise the same on the CPU and in every CUDA kernel (the axis math
+    rounds each product, never an FMA that nvcc may or may not form). Seen through images of
+    isolated powers of two, 9 pixels apart in both directions: no output's taps (at most 8 a side
+    here: bicubic antialiased at up to 1.75x) reach two of them, so every sum has one nonzero term, exact
+    whatever the order of the sums, and each output is wy * wx * v rounded once, on either backend.
+    Upscales, downscales, boxes reaching outside the image, a flip; the tile kernel at its row
+    heights (a dense batch whose crops are inside it, one that is not validated, a ragged list)."""
+    gen = torch.Generator().manual_seed(21)
+    B, H, W = 6, 120, 160
+    x = torch.zeros(B, 1, H, W, dtype=dtype)
+    x[:, :, 4::9, 2::9] = 2.0 ** torch.randint(-2, 3, x[:, :, 4::9, 2::9].shape, generator=gen).to(dtype)
+    boxes = torch.tensor([[10, 7, 30, 40], [0, 0, 100, 112], [50, 30, 70, 89], [-6, -9, 40, 50], [20, 111, 90, 60],
+                          [20, 21, 100, 110]])
+    # a crop's edge pixels hold no power of two: the taps that interpolate clamps there repeat an edge
+    # pixel, and two nonzero terms would round in each backend's order
+    for top, left, h, w in boxes.tolist():
+        assert all(r % 9 != 4 for r in (top, top + h - 1)) and all(c % 9 != 2 for c in (left, left + w - 1))
+    flip = torch.tensor([True, False, True, False, False, True])
+    xc, bc, fc = x.cuda(), boxes.cuda(), flip.cuda()
+    for size in ([224, 224], [96, 112], [64, 72]):
+        for mode in ("bilinear", "bicubic"):
+            for aa in (True, False):
+                want = F.resized_crop_boxes(x, boxes, size, mode, aa, flip=flip)
+                dense = F.resized_crop_boxes(xc, bc, size, mode, aa, flip=fc, validate=False)
+                ragged = F.resized_crop_boxes(list(xc), bc, size, mode, aa, flip=fc)
+                for got in (dense, ragged):
+                    assert torch.equal(got.cpu(), want), (size, mode, aa, (got.cpu() - want).abs().max())
+    # crops inside the images: the tallest tiles the batch's height allows
+    inside = boxes[[0, 1, 2, 5]]
+    for mode in ("bilinear", "bicubic"):
+        for aa in (True, False):
+            want = F.resized_crop_boxes(x[:4], inside, [64, 64], mode, aa)
+            got = F.resized_crop_boxes(xc[:4], inside.cuda(), [64, 64], mode, aa)
+            assert torch.equal(got.cpu(), want), (mode, aa)
+
+
+@requires_cuda
 def test_cuda_uint8_scaled_taps_are_bitwise_the_float_taps():
     """uint8 images take scaled taps in the CUDA kernel (csrc/cuda/resized_crop.cu: the byte read as
     a subnormal float times a weight scaled by 2^126): every sum is bitwise the one of the float taps,

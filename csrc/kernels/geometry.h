@@ -60,29 +60,37 @@ TORCHAUG_HOST_DEVICE inline acc_t aa_linear_filter(acc_t x) {
   return x < 1 ? acc_t(1) - x : acc_t(0);
 }
 
+// The axis math below rounds every product before it is added (rn_mul, rn_add: never contracted
+// into an FMA), as the host computes it (-ffp-contract=off): the same taps and weights on the CPU
+// and in every CUDA kernel that inlines it, whatever the code around it lets nvcc fuse (an FMA here
+// or there moves a weight by an ulp, and an output byte by one).
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t aa_cubic_filter(acc_t x) {
-  // Keys cubic with a = -0.5, as PIL and torch's antialiased bicubic.
+  // Keys cubic with a = -0.5, as PIL and torch's antialiased bicubic:
+  // ((a + 2) x - (a + 3)) x x + 1 for |x| < 1, (((x - 5) x + 8) x - 4) a for |x| < 2
   const acc_t a = acc_t(-0.5);
   if (x < 0) x = -x;
-  if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
+  if (x < 1) return rn_add(rn_mul(rn_mul(rn_sub(rn_mul(a + 2, x), a + 3), x), x), acc_t(1));
+  if (x < 2) return rn_mul(rn_sub(rn_mul(rn_add(rn_mul(x - 5, x), acc_t(8)), x), acc_t(4)), a);
   return 0;
 }
 
+// torch's upsample_bicubic2d weights: ((A + 2) x - (A + 3)) x x + 1 ...
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t cubic_convolution1(acc_t x, acc_t A) {
-  return ((A + 2) * x - (A + 3)) * x * x + 1;
+  return rn_add(rn_mul(rn_mul(rn_sub(rn_mul(A + 2, x), A + 3), x), x), acc_t(1));
 }
 
+// ... and ((A x - 5 A) x + 8 A) x - 4 A
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t cubic_convolution2(acc_t x, acc_t A) {
-  return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  return rn_sub(rn_mul(rn_add(rn_mul(rn_sub(rn_mul(A, x), rn_mul(acc_t(5), A)), x), rn_mul(acc_t(8), A)), x),
+                rn_mul(acc_t(4), A));
 }
 
 template <typename acc_t>
 TORCHAUG_HOST_DEVICE inline acc_t axis_aa_raw_weight(const ResampleAxis<acc_t>& a, int64_t j) {
-  const acc_t x = (static_cast<acc_t>(j + a.first) - a.center + acc_t(0.5)) * a.invscale;
+  const acc_t x = rn_mul(static_cast<acc_t>(j + a.first) - a.center + acc_t(0.5), a.invscale);
   return a.kind == kAxisAALinear ? aa_linear_filter(x) : aa_cubic_filter(x);
 }
 
@@ -110,9 +118,9 @@ TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t inter
   if (antialias) {
     const bool cubic = interpolation == kBicubic;
     const acc_t half_width = cubic ? acc_t(2) : acc_t(1);
-    const acc_t support = scale >= acc_t(1) ? half_width * scale : half_width;
+    const acc_t support = scale >= acc_t(1) ? rn_mul(half_width, scale) : half_width;
     a.kind = cubic ? kAxisAACubic : kAxisAALinear;
-    a.center = scale * (static_cast<acc_t>(dst) + acc_t(0.5));
+    a.center = rn_mul(scale, static_cast<acc_t>(dst) + acc_t(0.5));
     a.invscale = scale >= acc_t(1) ? acc_t(1) / scale : acc_t(1);
     a.first = max_of(static_cast<int64_t>(a.center - support + acc_t(0.5)), int64_t(0));
     // at most the taps of a kMaxBoxExtent box (a box beyond the bound on a GPU, where the op does
@@ -124,7 +132,7 @@ TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t inter
     a.total = total != acc_t(0) ? total : acc_t(1);
     return a;
   }
-  acc_t src = scale * (static_cast<acc_t>(dst) + acc_t(0.5)) - acc_t(0.5);
+  acc_t src = rn_mul(scale, static_cast<acc_t>(dst) + acc_t(0.5)) - acc_t(0.5);
   if (interpolation == kBilinear) {
     if (src < 0) src = 0;
     a.kind = kAxisLinear;
