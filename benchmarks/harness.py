@@ -55,7 +55,7 @@ def commit() -> str:
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10)
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
     except Exception:
-        return os.environ.get("TORCHAUG_COMMIT", "unknown")
+        return "unknown"
 
 
 def cpu_model() -> str:
@@ -74,7 +74,7 @@ def environment() -> Dict[str, str]:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "torch": torch.__version__,
         "python": platform.python_version(),
-        "commit": os.environ.get("TORCHAUG_COMMIT") or commit(),
+        "commit": commit(),
         "cpus": str(os.cpu_count()),
     }
     if torch.cuda.is_available():
