@@ -111,19 +111,19 @@ __device__ __forceinline__ acc_t finish_taps(acc_t acc) {
 }
 
 // Asks L2 for the lines holding columns xlo..xhi of image rows ylo .. ylo + nrows - 1 of every
-// channel (prefetch.global.L2: a hint, no register written, nothing waits for it), the block's
-// threads taking (row, channel) segments in turn. Every address prefetched is a byte of the image:
+// channel (prefetch.global.L2: a hint, no register written, nothing waits for it), threads t of
+// nthreads taking (row, channel) segments in turn. Every address prefetched is a byte of the image:
 // a segment's first byte and the starts of the further lines up to its last byte. kC: the channel
 // count when the kernel is compiled for it (3: the segment index's division is a multiply, not
 // int64 division's subroutine), else 0 and `channels`.
 template <int kC, typename scalar_t>
 __device__ __forceinline__ void prefetch_region(const scalar_t* base, const kernels::ImageView& v, int64_t channels,
-                                                int ylo, int nrows, int xlo, int xhi, int tid) {
+                                                int ylo, int nrows, int xlo, int xhi, int t, int nthreads) {
   using index_t = std::conditional_t<(kC > 0), int, int64_t>;
   constexpr uintptr_t kLine = 128;
   const index_t ch = kC > 0 ? kC : channels;
   const index_t segments = nrows * ch;
-  for (index_t i = tid; i < segments; i += kTileX * kTileY) {
+  for (index_t i = t; i < segments; i += nthreads) {
     const index_t r = i / ch, c = i - r * ch;
     const scalar_t* row = base + static_cast<int64_t>(ylo + r) * v.stride_y + c * v.stride_c;
     const uintptr_t first = reinterpret_cast<uintptr_t>(row + static_cast<int64_t>(xlo) * v.stride_x);
@@ -131,6 +131,41 @@ __device__ __forceinline__ void prefetch_region(const scalar_t* base, const kern
     asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
     for (uintptr_t a = (first & ~(kLine - 1)) + kLine; a <= last; a += kLine) asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
   }
+}
+
+// The input of the tile whose output rows start at row0 and columns at col0 (rows_out x kTileX
+// outputs), asked of L2 (prefetch_region) by threads t of nthreads while other warps make the tap
+// tables, so that the horizontal pass finds it there. The rows and columns come from the box and the
+// output range alone: each output coordinate o reads input pixels within 3 * max(scale, 1) + 2 of
+// o * scale (every interpolation's taps do: antialiased bicubic's reach 2.5 * scale + 1 the
+// farthest), clamped to the image; a region taller than max_rows is not asked for (a bound on the
+// work of a tile that takes the per-pixel path). A hint: a row more or less changes no result,
+// and every address is inside the image whatever the box holds.
+template <int kC, typename scalar_t>
+__device__ __forceinline__ void prefetch_tile(const scalar_t* base, const kernels::ImageView& v,
+                                              const ResizedCropParams& p, const int64_t (&box)[4], bool flipped,
+                                              int row0, int rows_out, int col0, int max_rows, int t, int nthreads) {
+  if (v.height <= 0 || v.width <= 0) return;
+  const float out_h = static_cast<float>(p.out_h), out_w = static_cast<float>(p.out_w);
+  const float sy = static_cast<float>(box[2]) / out_h, sx = static_cast<float>(box[3]) / out_w;
+  const float ry = 3.0f * fmaxf(sy, 1.0f) + 2.0f, rx = 3.0f * fmaxf(sx, 1.0f) + 2.0f;
+  // the source columns of output columns [c0, c1) (mirrored under the sample's flip)
+  float c0 = static_cast<float>(col0), c1 = fminf(c0 + kTileX, out_w);
+  if (flipped) {
+    const float f0 = out_w - c1;
+    c1 = out_w - c0;
+    c0 = f0;
+  }
+  const float top = static_cast<float>(box[0]), left = static_cast<float>(box[1]);
+  // to an index of the image (the device's conversion saturates, and takes NaN to 0): any box gives
+  // rows and columns of the image
+  const auto inside = [](float f, int64_t n) { return static_cast<int>(min(max(static_cast<int64_t>(f), int64_t(0)), n - 1)); };
+  const int ylo = inside(top + floorf(row0 * sy - ry), v.height);
+  const int yhi = inside(top + ceilf((row0 + rows_out) * sy + ry), v.height);
+  const int xlo = inside(left + floorf(c0 * sx - rx), v.width);
+  const int xhi = inside(left + ceilf(c1 * sx + rx), v.width);
+  if (yhi - ylo + 1 > max_rows) return;
+  prefetch_region<kC>(base + v.offset, v, p.channels, ylo, yhi - ylo + 1, xlo, xhi, t, nthreads);
 }
 
 // The horizontal pass when every column's taps are consecutive pixels inside the image (the
@@ -173,7 +208,7 @@ __device__ __forceinline__ void horizontal_consecutive(const scalar_t* __restric
 template <int kChunk, bool kScaled, typename scalar_t, typename acc_t>
 __device__ __forceinline__ void horizontal_general(const scalar_t* __restrict__ cbase, int64_t stride_y,
                                                    const int64_t* coff, int64_t nc, int ylo, int nrows, int tid,
-                                                   const int64_t (*s_xoff)[kTileX], const int* s_xn,
+                                                   const int (*s_xoff)[kTileX], const int* s_xn,
                                                    const acc_t (*s_xw)[kTileX], acc_t* s_h) {
   for (int i = tid; i < nrows * kTileX; i += kTileX * kTileY) {
     const int r = i / kTileX, col = i % kTileX;
@@ -222,7 +257,9 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   const acc_t weight_scale = kScaled ? acc_t(kTapWeightScale) : acc_t(1);
   constexpr int kTileRows = kTileY * kRowsPerThread;
   constexpr int kChunk = kC > 0 ? kC : kChannelChunk;
-  __shared__ int64_t s_xoff[kMaxTaps][kTileX];
+  // each column's taps: offset in the row (x * stride_x: a tile whose image rows exceed an int's
+  // range takes the per-pixel path), weight, count
+  __shared__ int s_xoff[kMaxTaps][kTileX];
   __shared__ acc_t s_xw[kMaxTaps][kTileX];
   __shared__ int s_xn[kTileX];
   __shared__ int64_t s_xfirst[kTileX];  // offset of each column's first tap
@@ -234,7 +271,6 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   // [region row][channel][column], then one row of zeros (region row region_rows)
   acc_t* s_h = reinterpret_cast<acc_t*>(s_dynamic);
   __shared__ int s_ylo, s_yhi, s_fits, s_xmaxn, s_ymaxn, s_consecutive;
-  __shared__ int s_xlo, s_xhi;  // the tile's leftmost and rightmost input columns (inside the image)
   // the sample's normalize constants for kOutF32Norm (float accumulators, a float32 output of at most
   // kMaxNormChannels channels), made by warp 3's first lanes while warps 0-2 make the tap tables
   __shared__ kernels::NormalizeConstants s_norm[kMaxNormChannels];
@@ -251,7 +287,10 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
   const int row0 = static_cast<int>(blockIdx.y) * kTileRows;
   for (int b = blockIdx.z; b < B; b += gridDim.z) {
     const kernels::ImageView v = batch.view(b);
-    const int64_t* box = p.boxes + 4 * static_cast<int64_t>(b);
+    // the sample's box and flip, asked for before the barrier below so that their latency overlaps it
+    const int64_t* box_p = p.boxes + 4 * static_cast<int64_t>(b);
+    const int64_t box[4] = {box_p[0], box_p[1], box_p[2], box_p[3]};
+    const bool flipped = p.flip != nullptr && p.flip[b];
     if (tid == 0) {
       s_ylo = INT_MAX;
       s_yhi = -1;
@@ -261,14 +300,16 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     __syncthreads();
     // 1. tap tables: warp 0 the 32 columns, warps 1 and 2 the tile's rows (one each per lane for
     // tiles up to 64 rows), so that the other warps wait at the barrier below for one axis
-    // computation, not two; min / max / all reduced in the warp, one shared write per warp
+    // computation, not two; min / max / all reduced in the warp, one shared write per warp. Warps
+    // 3.. meanwhile ask L2 for the tile's input (prefetch_tile), which the horizontal pass would
+    // otherwise wait on DRAM for.
     if (ty == 0) {
-      int n = 0, xl = INT_MAX, xh = -1;
+      int n = 0;
       bool consecutive = v.stride_x == 1;  // taps x0, x0 + 1, ... all inside the image
       if (ox < out_w) {
         const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
-                                                           resized_crop_source_column(p, b, ox));
-        if (ax.count > kMaxTaps) {
+                                                           flipped ? out_w - 1 - ox : ox);  // resized_crop_source_column
+        if (ax.count > kMaxTaps || (v.width - 1) * v.stride_x > INT_MAX) {
           s_fits = 0;
         } else {
           n = static_cast<int>(ax.count);
@@ -277,11 +318,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
             const int64_t x = box[1] + kernels::axis_index(ax, j);
             const bool valid = x >= 0 && x < v.width;
             consecutive = consecutive && valid && x == x0 + j;
-            if (valid) {
-              xl = min(xl, static_cast<int>(x));
-              xh = max(xh, static_cast<int>(x));
-            }
-            s_xoff[j][tx] = valid ? x * v.stride_x : 0;
+            s_xoff[j][tx] = valid ? static_cast<int>(x * v.stride_x) : 0;
             s_xw[j][tx] = valid ? kernels::axis_weight(ax, j) * weight_scale : acc_t(0);
           }
           s_xfirst[tx] = x0 * v.stride_x;
@@ -290,13 +327,9 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       s_xn[tx] = n;
       const int maxn = warp_max(n);
       const bool all_consecutive = __all_sync(0xffffffffu, consecutive);
-      xl = warp_min(xl);
-      xh = warp_max(xh);
       if (tx == 0) {
         s_xmaxn = maxn;
         s_consecutive = all_consecutive;
-        s_xlo = xl;
-        s_xhi = xh;
       }
     } else if (ty <= 2) {
       int lo = INT_MAX, hi = -1, maxn = 0;
@@ -331,8 +364,12 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
         atomicMax(&s_yhi, hi);
       }
       if (tx == 0) atomicMax(&s_ymaxn, maxn);
-    } else if (ty == 3 && norm_tile && tx < p.channels) {
-      s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
+    } else {
+      if (ty == 3 && norm_tile && tx < p.channels) {
+        s_norm[tx] = kernels::normalize_constants(p.inv_max, p.mean[p.ms.at(b, tx)], p.std[p.ss.at(b, tx)]);
+      }
+      prefetch_tile<kC>(in, v, p, box, flipped, row0, min(out_h - row0, kTileRows), static_cast<int>(blockIdx.x) * kTileX,
+                        2 * region_rows, tid - 3 * kTileX, kTileX * (kTileY - 3));
     }
     __syncthreads();
     const int ylo = s_ylo;
@@ -345,18 +382,18 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       __syncthreads();  // s_fits etc. are rewritten for the next sample
       continue;
     }
-    // the tile's input (its region rows, its columns, every channel) asked of L2 at once: the
-    // horizontal pass keeps two rows' loads in flight, and each would otherwise wait for DRAM
-    if (s_xhi >= s_xlo) prefetch_region<kC>(in + v.offset, v, p.channels, ylo, nrows, s_xlo, s_xhi, tid);
     // the taps' rows as offsets into s_h, read after the horizontal pass's barrier. A tap outside the
     // image (torchvision's zero padding: skipped before) reads the zero row with weight -0: it adds
     // (-0) * (+0) = -0, which leaves every sum as it is (x + -0 == x bitwise, for x = +-0 too), so
     // the vertical loop has no branch and the sums are bitwise those of skipping the tap. Every row's
     // list is padded with such taps up to the tile's tap count rounded up to the vertical pass's
-    // (vertical_taps), so that the pass runs a compile-time number of taps for every row.
+    // (vertical_taps), so that the pass runs a compile-time number of taps for every row: entries
+    // j < 8 (or kMaxTaps where ytaps is larger) of the tile's rows inside the output are visited.
     const int ytaps = vertical_taps(s_ymaxn);
-    for (int i = tid; i < kTileRows * kMaxTaps; i += kTileX * kTileY) {
-      const int tr = i / kMaxTaps, j = i % kMaxTaps;
+    const int tap_bits = ytaps <= 8 ? 3 : 4;
+    static_assert(kMaxTaps == 16, "the tap index takes 4 bits");
+    for (int i = tid; i < (min(out_h - row0, kTileRows) << tap_bits); i += kTileX * kTileY) {
+      const int tr = i >> tap_bits, j = i & ((1 << tap_bits) - 1);
       if (j < s_yn[tr]) {
         const int y = s_ytap[tr][j].row;
         s_ytap[tr][j].row = (y >= 0 ? y - ylo : region_rows) * kChunk * kTileX;

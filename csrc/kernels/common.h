@@ -267,6 +267,9 @@ TORCHAUG_HOST_DEVICE inline float rn_div_by(float a, float b, float r) {
 #endif
   return rn_div(a, b);
 }
+// double: the division itself (no reciprocal shortcut is exact for it here)
+TORCHAUG_HOST_DEVICE inline double rcp_for_div(double b) { return b; }
+TORCHAUG_HOST_DEVICE inline double rn_div_by(double a, double b, double) { return rn_div(a, b); }
 
 // The view of one image of a batch: base pointer offset (in elements) and element strides.
 // Dense batches and ragged batches both reduce to this per sample.

@@ -37,6 +37,7 @@ struct ResampleAxis {
   acc_t center;  // antialias: filter centre (in input pixels)
   acc_t invscale;
   acc_t total;   // antialias: sum of the unnormalised weights
+  acc_t rtotal;  // antialias: rcp_for_div(total), for rn_div_by (each weight is raw / total)
 };
 
 TORCHAUG_HOST_DEVICE inline int64_t nearest_source_index(int64_t dst, int64_t in, int64_t out) {
@@ -108,6 +109,7 @@ TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t inter
   a.center = 0;
   a.invscale = 1;
   a.total = 1;
+  a.rtotal = 0;
   if (is_nearest(interpolation)) {
     a.kind = kAxisNearest;
     a.first = interpolation == kNearest ? nearest_source_index(dst, in, out) : nearest_exact_source_index(dst, in, out);
@@ -130,6 +132,7 @@ TORCHAUG_HOST_DEVICE inline ResampleAxis<acc_t> make_resample_axis(int64_t inter
     acc_t total = 0;
     for (int64_t j = 0; j < a.count; ++j) total += axis_aa_raw_weight(a, j);
     a.total = total != acc_t(0) ? total : acc_t(1);
+    a.rtotal = rcp_for_div(a.total);
     return a;
   }
   acc_t src = rn_mul(scale, static_cast<acc_t>(dst) + acc_t(0.5)) - acc_t(0.5);
@@ -173,7 +176,7 @@ TORCHAUG_HOST_DEVICE inline acc_t axis_weight(const ResampleAxis<acc_t>& a, int6
       }
     }
     default:
-      return axis_aa_raw_weight(a, j) / a.total;
+      return rn_div_by(axis_aa_raw_weight(a, j), a.total, a.rtotal);  // raw / total, correctly rounded
   }
 }
 
