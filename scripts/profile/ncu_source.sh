@@ -9,6 +9,7 @@
 # scripts/profile/chain.py is the RandAugment chain (resized_crop_kernel, augment_resident_kernel).
 set -uo pipefail
 source "$(dirname "$0")/../device_env.sh"
+use_carried_or_build > "$OUT/carried.log" 2>&1; tail -1 "$OUT/carried.log"   # the carried .gl build, else one here
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
 K=${1:-resized_crop_kernel}
 S=${2:-scripts/profile/resized_crop.py}
