@@ -257,8 +257,9 @@ TORCHAUG_CPU_CLONES void resized_crop_sample(const scalar_t* in, const Batch& ba
   const kernels::ImageView v = batch.view(b);
   const int64_t* box = p.boxes + 4 * b;
   const int64_t C = p.channels, W = p.out_w;
+  const bool flipped = resized_crop_flipped(p, b);
   const auto tx = dense_taps(axis_taps<acc_t>(p, box[3], W, box[1], v.width,
-                                              [&](int64_t ox) { return resized_crop_source_column(p, b, ox); }));
+                                              [&](int64_t ox) { return resized_crop_source_column(p, flipped, ox); }));
   const auto ty = axis_taps<acc_t>(p, box[2], p.out_h, box[0], v.height, [](int64_t oy) { return oy; });
   int64_t y0 = v.height, y1 = -1;
   for (int64_t y : ty.index) {

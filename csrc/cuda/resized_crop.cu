@@ -149,13 +149,10 @@ __device__ __forceinline__ void prefetch_tile(const scalar_t* base, const kernel
   const float out_h = static_cast<float>(p.out_h), out_w = static_cast<float>(p.out_w);
   const float sy = static_cast<float>(box[2]) / out_h, sx = static_cast<float>(box[3]) / out_w;
   const float ry = 3.0f * fmaxf(sy, 1.0f) + 2.0f, rx = 3.0f * fmaxf(sx, 1.0f) + 2.0f;
-  // the source columns of output columns [c0, c1) (mirrored under the sample's flip)
-  float c0 = static_cast<float>(col0), c1 = fminf(c0 + kTileX, out_w);
-  if (flipped) {
-    const float f0 = out_w - c1;
-    c1 = out_w - c0;
-    c0 = f0;
-  }
+  // the crop columns [c0, c1) that the tile's output columns read (mirrored under the sample's flip)
+  const int64_t first = resized_crop_source_column(p, flipped, col0);
+  const int64_t last = resized_crop_source_column(p, flipped, min(col0 + kTileX, static_cast<int>(p.out_w)) - 1);
+  const float c0 = static_cast<float>(min(first, last)), c1 = static_cast<float>(max(first, last) + 1);
   const float top = static_cast<float>(box[0]), left = static_cast<float>(box[1]);
   // to an index of the image (the device's conversion saturates, and takes NaN to 0): any box gives
   // rows and columns of the image
@@ -297,7 +294,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
     // the sample's box and flip, asked for before the barrier below so that their latency overlaps it
     const int64_t* box_p = p.boxes + 4 * static_cast<int64_t>(b);
     const int64_t box[4] = {box_p[0], box_p[1], box_p[2], box_p[3]};
-    const bool flipped = p.flip != nullptr && p.flip[b];
+    const bool flipped = resized_crop_flipped(p, b);
     if (tid == 0) {
       s_ylo = INT_MAX;
       s_yhi = -1;
@@ -315,7 +312,7 @@ __global__ void __launch_bounds__(kTileX* kTileY, 4)
       bool consecutive = v.stride_x == 1;  // taps x0, x0 + 1, ... all inside the image
       if (ox < out_w) {
         const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
-                                                           flipped ? out_w - 1 - ox : ox);  // resized_crop_source_column
+                                                           resized_crop_source_column(p, flipped, ox));
         if (ax.count > kMaxTaps || (v.width - 1) * v.stride_x > INT_MAX) {
           s_fits = 0;
         } else {

@@ -90,9 +90,16 @@ C10_HOST_DEVICE inline void resized_crop_store(const acc_t* acc, int64_t c0, int
   }
 }
 
-// Output column ox of sample b reads crop column sx (the horizontal flip of the fused epilogue).
-C10_HOST_DEVICE inline int64_t resized_crop_source_column(const ResizedCropParams& p, int64_t b, int64_t ox) {
-  return (p.flip != nullptr && p.flip[b]) ? p.out_w - 1 - ox : ox;
+// Whether sample b is flipped horizontally (the fused flip; Params: the forward's or the backward's).
+template <typename Params>
+C10_HOST_DEVICE inline bool resized_crop_flipped(const Params& p, int64_t b) {
+  return p.flip != nullptr && p.flip[b];
+}
+
+// The crop column that output column ox reads: mirrored when the sample is flipped.
+template <typename Params>
+C10_HOST_DEVICE inline int64_t resized_crop_source_column(const Params& p, bool flipped, int64_t ox) {
+  return flipped ? p.out_w - 1 - ox : ox;
 }
 
 // One output pixel (all channels) of resized_crop for sample b.
@@ -104,7 +111,7 @@ C10_HOST_DEVICE inline void resized_crop_output_px(const scalar_t* in, const Bat
   const int64_t* box = p.boxes + 4 * b;
   const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, oy);
   const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w,
-                                                     resized_crop_source_column(p, b, ox));
+                                                     resized_crop_source_column(p, resized_crop_flipped(p, b), ox));
   const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
   for (int64_t c0 = 0; c0 < p.channels; c0 += kChannelChunk) {
     const int64_t nc = kernels::min_of<int64_t>(kChannelChunk, p.channels - c0);
@@ -132,7 +139,7 @@ C10_HOST_DEVICE inline void resized_crop_backward_px(const scalar_t* grad, const
                                                      int64_t b, int64_t oy, int64_t ox, Add add) {
   using acc_t = typename AccOf<scalar_t>::type;
   const int64_t* box = p.boxes + 4 * b;
-  const int64_t sx = (p.flip != nullptr && p.flip[b]) ? p.out_w - 1 - ox : ox;
+  const int64_t sx = resized_crop_source_column(p, resized_crop_flipped(p, b), ox);
   const auto ay = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[2], p.out_h, oy);
   const auto ax = kernels::make_resample_axis<acc_t>(p.interpolation, p.antialias, box[3], p.out_w, sx);
   for (int64_t jy = 0; jy < ay.count; ++jy) {
