@@ -806,6 +806,15 @@ def test_ragged_errors():
         ops.resized_crop_ragged(data, torch.tensor([0]), torch.tensor([[1, 2, 3]]), 3, False, boxes, [2, 2], 1, True)
     with pytest.raises(ValueError, match=r"torchaug.resized_crop: images\[1\] must have the channels, dtype and device of images\[0\]"):
         F.resized_crop_boxes([torch.zeros(3, 4, 4), torch.zeros(1, 4, 4)], boxes.expand(2, 4), [2, 2])
+    # the list is checked as a whole; the error names the first image that fails, whichever check
+    good = [torch.zeros(3, 4, 4) for _ in range(5)]
+    for i, bad, message in [(3, torch.zeros(3, 4, 4, dtype=torch.float64), r"images\[3\] must have the channels, dtype and device"),
+                            (2, torch.zeros(4, 4), r"images\[2\] must be a \(C, H, W\) tensor, got torch.Size\(\[4, 4\]\)"),
+                            (4, [[0.0]], r"images\[4\] must be a \(C, H, W\) tensor, got list"),
+                            (1, torch.zeros(2, 4, 4), r"images\[1\] must have the channels, dtype and device")]:
+        images = good[:i] + [bad] + good[i + 1:]
+        with pytest.raises(ValueError, match=r"torchaug.resized_crop: " + message):
+            F.resized_crop_boxes(images, boxes.expand(5, 4), [2, 2])
 
 
 @requires_cuda
@@ -813,6 +822,8 @@ def test_device_mismatch_errors():
     x = random_images(2, 3, 10, 12, torch.uint8, "cuda")
     with pytest.raises(RuntimeError, match=r"torchaug::resized_crop: boxes must be on the images' device cuda:0, got cpu"):
         ops.resized_crop(x, torch.tensor([[0, 0, 5, 5]] * 2), [4, 4], 1, True)
+    with pytest.raises(ValueError, match=r"torchaug.resized_crop: images\[1\] must have the channels, dtype and device of images\[0\] \(3, torch.uint8, cuda:0\), got \(3, torch.uint8, cpu\)"):
+        F.resized_crop_boxes([x[0], x[1].cpu()], torch.tensor([[0, 0, 5, 5]] * 2, device="cuda"), [4, 4])
     with pytest.raises(RuntimeError, match=r"torchaug::warp_affine: matrices must be on the images' device cuda:0, got cpu"):
         ops.warp_affine(x, torch.zeros(2, 2, 3), [4, 4], 1)
 

@@ -3,8 +3,10 @@ interpolation modes, and value validation of user-given device parameters."""
 import enum
 import functools
 import inspect
+import itertools
 import math
 import numbers
+import operator
 from typing import List, Optional, Sequence, Tuple
 
 import torch
@@ -232,9 +234,24 @@ def pair(size, name: str, op: str) -> List[int]:
 
 def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
     """A ragged batch given as a list of (C, H_i, W_i) tensors: checks them and says whether they are
-    all laid out channels-last (HWC in memory)."""
+    all laid out channels-last (HWC in memory). The checks run over the whole list at once (map and
+    sets: a list of 256 images is a call's common case, where a loop's per-image Python would cost
+    more than the launch); the loop that names the first bad image runs only when one fails."""
     if len(images) == 0:
         raise ValueError(f"torchaug.{op}: the list of images is empty")
+    images = list(images)
+    if not (all(isinstance(t, torch.Tensor) for t in images) and list(map(torch.Tensor.dim, images)).count(3) == len(images)
+            and len({t.shape[0] for t in images}) == 1 and len({t.dtype for t in images}) == 1
+            and len({t.device for t in images}) == 1):
+        _check_image_list(images, op)
+    channels = images[0].shape[0]
+    hwc = channels > 1 and all(_is_hwc(t) for t in images)
+    return images, hwc
+
+
+def _check_image_list(images: List, op: str) -> None:
+    """Raises the error that names the first image of the list that is not a (C, H, W) tensor with
+    the channels, dtype and device of images[0]."""
     first = images[0]
     if isinstance(first, torch.Tensor) and first.dim() == 3:
         channels, dtype, device = first.shape[0], first.dtype, first.device
@@ -246,8 +263,6 @@ def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
                 f"torchaug.{op}: images[{i}] must have the channels, dtype and device of images[0] "
                 f"({channels}, {dtype}, {device}), got ({t.shape[0]}, {t.dtype}, {t.device})"
             )
-    hwc = channels > 1 and all(_is_hwc(t) for t in images)
-    return list(images), hwc
 
 
 def _is_hwc(t: torch.Tensor) -> bool:
@@ -260,7 +275,7 @@ def _is_hwc(t: torch.Tensor) -> bool:
 def sizes_tensor(pairs) -> torch.Tensor:
     """The (B, 2) int64 host tensor of (H, W) pairs, made from one flat list of ints (which torch.tensor
     parses about twice as fast as a list of pairs: a list of 256 images is a call's common case)."""
-    return torch.tensor([v for hw in pairs for v in hw], dtype=torch.int64).view(-1, 2)
+    return torch.tensor(list(itertools.chain.from_iterable(pairs)), dtype=torch.int64).view(-1, 2)
 
 
 def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -269,8 +284,8 @@ def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, 
     RaggedImages.images()) that storage is used as it is; otherwise the images are packed into a new
     buffer (one copy)."""
     first = images[0]
-    shapes = [t.shape for t in images]
-    sizes = sizes_tensor(s[1:] for s in shapes)
+    shapes = list(map(operator.attrgetter("shape"), images))
+    sizes = sizes_tensor(map(operator.itemgetter(1, 2), shapes))
     if not torch.compiler.is_compiling():
         storage = first.untyped_storage()
         ptr = storage.data_ptr()
@@ -285,12 +300,8 @@ def ragged_buffer(images: List[torch.Tensor], hwc: bool) -> Tuple[torch.Tensor, 
             return flat, torch.tensor(offsets, dtype=torch.int64), sizes
     # one call: each image flattened (copied where it is not dense in that order), then joined
     flat = torch._utils._flatten_dense_tensors([t.permute(1, 2, 0) for t in images] if hwc else images)
-    starts = [0] * len(shapes)
-    for i in range(1, len(shapes)):
-        c, h, w = shapes[i - 1]
-        starts[i] = starts[i - 1] + c * h * w
-    return flat, torch.tensor(starts, dtype=torch.int64), sizes
-
+    starts = itertools.accumulate((c * h * w for c, h, w in shapes[:-1]), initial=0)
+    return flat, torch.tensor(list(starts), dtype=torch.int64), sizes
 
 
 # ---- integer images beyond uint8 ------------------------------------------------------------------

@@ -3,6 +3,7 @@ images' device, optionally from a torch.Generator) and applied in transform; for
 those two steps and keeps nothing on self, so that the same module can run on several streams."""
 import math
 import numbers
+import operator
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -62,7 +63,8 @@ class BatchInfo:
     def host_sizes(self) -> List[Tuple[int, int]]:
         """A ragged batch's (H, W) per sample, on the host."""
         if self._host_sizes is None:
-            self._host_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in self._images]
+            shapes = map(operator.attrgetter("shape"), self._images)
+            self._host_sizes = list(map(operator.itemgetter(-2, -1), shapes))
         return self._host_sizes
 
     def sizes(self) -> torch.Tensor:
@@ -201,7 +203,8 @@ def as_input(transform, images):
 
 
 def is_image_list(images) -> bool:
-    return isinstance(images, (list, tuple)) and len(images) > 0 and all(isinstance(t, torch.Tensor) and t.dim() == 3 for t in images)
+    return (isinstance(images, (list, tuple)) and len(images) > 0 and all(isinstance(t, torch.Tensor) for t in images)
+            and list(map(torch.Tensor.dim, images)).count(3) == len(images))
 
 
 def per_size(transform, images, targets: Tuple[Any, ...], params: Optional[Dict[str, Any]]):
