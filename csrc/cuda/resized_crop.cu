@@ -240,8 +240,8 @@ __device__ __forceinline__ int vertical_taps(int n) {
   return n <= 2 ? 2 : n <= 6 ? n : n <= 8 ? 8 : kMaxTaps;
 }
 
-// round_to_uint8 (half to even, saturated to [0, 255]) in one convert instead of a round, two
-// clamps and a convert: the same byte for every float that is not NaN (the sums here never are).
+// round_to_uint8 (half to even, saturated to [0, 255]) as a byte in one convert instead of two
+// min / max, a round and a convert: the same byte for every float (NaN gives 0 too).
 __device__ __forceinline__ uint32_t round_sat_u8(float v) {
   uint32_t r;
   asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(r) : "f"(v));

@@ -49,19 +49,19 @@ TORCHAUG_HOST_DEVICE inline T max_of(T a, T b) { return a > b ? a : b; }
 template <typename T>
 TORCHAUG_HOST_DEVICE inline T clamp_of(T v, T lo, T hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-// Round half to even (what torch.round does) and saturate to [0, 255]: how a float result is
-// stored into a uint8 image. rint follows the current rounding mode, which is round-to-nearest-even
-// on the host and always so on the device. On the host (whose baseline x86-64 has no rounding
-// instruction, so that rintf is a library call) the value is saturated first and rounded by adding
-// and subtracting 2^23: the same result (a zero is +0), NaN kept.
+// Round half to even (what torch.round does) and saturate to [0, 255]: the value a uint8 image
+// stores for a float result (round_to_byte's byte, as a float): saturated first, so that NaN gives 0
+// and a zero is +0, as the byte read back is. On the device two min / max and the round (three
+// instructions; a round then a clamp that keeps NaN takes four); on the host (whose baseline x86-64
+// has no rounding instruction, so that rintf is a library call) rounded by adding and subtracting
+// 2^23, which rounds half to even in the default rounding mode.
 TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
 #if defined(__CUDA_ARCH__)
-  v = rintf(v);
-  return clamp_of(v, 0.0f, 255.0f);
+  return rintf(fminf(fmaxf(v, 0.0f), 255.0f));
 #else
-  if (v != v) return v;
-  v = clamp_of(v, 0.0f, 255.0f);
-  return (v + 8388608.0f) - 8388608.0f;
+  v = v > 0.0f ? v : 0.0f;  // NaN gives 0, as on the device
+  v = v < 255.0f ? v : 255.0f;
+  return (v + 8388608.0f) - 8388608.0f;  // + and - 2^23
 #endif
 }
 

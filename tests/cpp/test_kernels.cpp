@@ -17,6 +17,10 @@ TEST(Kernels, RoundToUint8IsHalfToEvenAndSaturates) {
   EXPECT_EQ(round_to_uint8(2.5f), 2.0f);
   EXPECT_EQ(round_to_uint8(-3.0f), 0.0f);
   EXPECT_EQ(round_to_uint8(300.0f), 255.0f);
+  // the value the byte holds: NaN is 0 (round_to_byte's byte) and a negative value +0, not -0
+  EXPECT_EQ(round_to_uint8(std::nanf("")), 0.0f);
+  EXPECT_FALSE(std::signbit(round_to_uint8(-0.3f)));
+  EXPECT_FALSE(std::signbit(round_to_uint8(-0.0f)));
   EXPECT_EQ(PixelStore<uint8_t>::from(254.7f), 255);
 }
 
