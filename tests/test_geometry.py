@@ -688,6 +688,29 @@ def test_cpu_cuda_same_resize_weights(dtype):
 
 
 @requires_cuda
+@pytest.mark.parametrize("normalize", [False, True])
+def test_cpu_cuda_same_bits_after_undershoot(normalize):
+    """Bicubic undershoots next to an edge (sums in (-0.5, 0)): the uint8 value the crop stores there
+    is 0, so its float32 output (ToDtype, or normalized with a mean of 0) is +0, as torchvision's
+    uint8 round trip gives, on both backends; compared bit for bit, where torch.equal takes -0 for
+    +0. One uint8 value rounded half to even, dense and ragged, tile kernel and CPU."""
+    x = torch.zeros(2, 3, 40, 48, dtype=torch.uint8)
+    x[:, :, :, 24:] = 255
+    x[1, :, 10:30] = 255 - x[1, :, 10:30]
+    boxes = torch.tensor([[0, 10, 40, 28], [5, 12, 30, 26]])
+    kw = dict(mean=torch.zeros(2, 3), std=torch.full((2, 3), 0.5)) if normalize else dict(out_dtype=torch.float32)
+    sums = F.resized_crop_boxes(x.float(), boxes, [64, 96], "bicubic", False)
+    assert ((sums < 0) & (sums > -0.5)).any()  # the values that round to -0
+    want = F.resized_crop_boxes(x, boxes, [64, 96], "bicubic", False, **kw)
+    assert not torch.signbit(want).any()
+    bits = lambda t: t.contiguous().view(torch.int32)
+    kc = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    for got in (F.resized_crop_boxes(x.cuda(), boxes.cuda(), [64, 96], "bicubic", False, **kc),
+                F.resized_crop_boxes(list(x.cuda()), boxes.cuda(), [64, 96], "bicubic", False, **kc)):
+        assert torch.equal(bits(got.cpu()), bits(want)), (bits(got.cpu()) != bits(want)).sum()
+
+
+@requires_cuda
 def test_cuda_uint8_scaled_taps_are_bitwise_the_float_taps():
     """uint8 images take scaled taps in the CUDA kernel (csrc/cuda/resized_crop.cu: the byte read as
     a subnormal float times a weight scaled by 2^126): every sum is bitwise the one of the float taps,
