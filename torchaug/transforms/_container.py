@@ -92,15 +92,15 @@ class Compose(Transform):
         i = 0
         while i < len(ts):
             x = as_input(ts[i], x)
-            image_list = is_image_list(x)
-            if isinstance(ts[i], Transform) and not ts[i]._TAKES_LIST and image_list:
+            listed = is_image_list(x)  # a list of (C, H_i, W_i) images
+            if isinstance(ts[i], Transform) and not ts[i]._TAKES_LIST and listed:
                 # images of different sizes: the transform runs on each size's batch (per_size)
                 x, targets, drawn[i] = per_size(ts[i], x, targets, params[i] if params is not None else None)
                 i += 1
                 continue
             # a fused launch takes a batch, or a list that a crop-like transform makes one batch of (a
             # flip, ToDtype or Normalize heading a run keeps a list's sizes: those go image by image)
-            end = self._fusable_run(i) if not image_list or isinstance(ts[i], _CropLike) else i + 1
+            end = self._fusable_run(i) if not listed or isinstance(ts[i], _CropLike) else i + 1
             if end - i > 1:
                 out = self._run_fused(x, i, end, params, drawn)
                 if targets:  # each transform of the fused run moves the targets in turn
