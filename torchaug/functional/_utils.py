@@ -240,13 +240,18 @@ def image_list(images, op: str) -> Tuple[List[torch.Tensor], bool]:
     if len(images) == 0:
         raise ValueError(f"torchaug.{op}: the list of images is empty")
     images = list(images)
-    if not (all(isinstance(t, torch.Tensor) for t in images) and list(map(torch.Tensor.dim, images)).count(3) == len(images)
-            and len({t.shape[0] for t in images}) == 1 and len({t.dtype for t in images}) == 1
+    if not (all_chw_tensors(images) and len({t.shape[0] for t in images}) == 1 and len({t.dtype for t in images}) == 1
             and len({t.device for t in images}) == 1):
         _check_image_list(images, op)
     channels = images[0].shape[0]
     hwc = channels > 1 and all(_is_hwc(t) for t in images)
     return images, hwc
+
+
+def all_chw_tensors(images: Sequence) -> bool:
+    """Whether every item is a 3-D (C, H, W) tensor (over the whole sequence at once: no per-item
+    Python beyond the isinstance test)."""
+    return all(isinstance(t, torch.Tensor) for t in images) and list(map(torch.Tensor.dim, images)).count(3) == len(images)
 
 
 def _check_image_list(images: List, op: str) -> None:

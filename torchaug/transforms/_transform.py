@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from ..functional._utils import generator_device, sizes_tensor
+from ..functional._utils import all_chw_tensors, generator_device, sizes_tensor
 from ..io._ragged import RaggedImages
 from . import _draws as D
 from . import _targets
@@ -203,8 +203,7 @@ def as_input(transform, images):
 
 
 def is_image_list(images) -> bool:
-    return (isinstance(images, (list, tuple)) and len(images) > 0 and all(isinstance(t, torch.Tensor) for t in images)
-            and list(map(torch.Tensor.dim, images)).count(3) == len(images))
+    return isinstance(images, (list, tuple)) and len(images) > 0 and all_chw_tensors(images)
 
 
 def per_size(transform, images, targets: Tuple[Any, ...], params: Optional[Dict[str, Any]]):
