@@ -49,6 +49,17 @@ TORCHAUG_HOST_DEVICE inline T max_of(T a, T b) { return a > b ? a : b; }
 template <typename T>
 TORCHAUG_HOST_DEVICE inline T clamp_of(T v, T lo, T hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+// v saturated to a byte's range [0, 255], NaN to 0 (the device's fmaxf; selects on the host): the
+// first step of storing a float into a uint8 image (round_to_uint8, round_to_byte)
+TORCHAUG_HOST_DEVICE inline float saturate_to_byte_range(float v) {
+#if defined(__CUDA_ARCH__)
+  return fminf(fmaxf(v, 0.0f), 255.0f);
+#else
+  v = v > 0.0f ? v : 0.0f;
+  return v < 255.0f ? v : 255.0f;
+#endif
+}
+
 // Round half to even (what torch.round does) and saturate to [0, 255]: the value a uint8 image
 // stores for a float result (round_to_byte's byte, as a float): saturated first, so that NaN gives 0
 // and a zero is +0, as the byte read back is. On the device two min / max and the round (three
@@ -57,11 +68,9 @@ TORCHAUG_HOST_DEVICE inline T clamp_of(T v, T lo, T hi) { return v < lo ? lo : (
 // 2^23, which rounds half to even in the default rounding mode.
 TORCHAUG_HOST_DEVICE inline float round_to_uint8(float v) {
 #if defined(__CUDA_ARCH__)
-  return rintf(fminf(fmaxf(v, 0.0f), 255.0f));
+  return rintf(saturate_to_byte_range(v));
 #else
-  v = v > 0.0f ? v : 0.0f;  // NaN gives 0, as on the device
-  v = v < 255.0f ? v : 255.0f;
-  return (v + 8388608.0f) - 8388608.0f;  // + and - 2^23
+  return (saturate_to_byte_range(v) + 8388608.0f) - 8388608.0f;  // + and - 2^23
 #endif
 }
 
@@ -184,11 +193,9 @@ TORCHAUG_HOST_DEVICE inline double floor_exact(double v) { return floor(v); }
 // add rounds a value of [0, 255]: the same byte for every v (NaN gives 0, as the device's cast does)
 TORCHAUG_HOST_DEVICE inline uint8_t round_to_byte(float v) {
 #if defined(__CUDA_ARCH__)
-  return static_cast<uint8_t>(__float_as_uint(__fadd_rn(fminf(fmaxf(v, 0.0f), 255.0f), kTwoPow23)) & 0xffu);
+  return static_cast<uint8_t>(__float_as_uint(__fadd_rn(saturate_to_byte_range(v), kTwoPow23)) & 0xffu);
 #else
-  v = v > 0.0f ? v : 0.0f;  // NaN gives 0, as on the device
-  v = v < 255.0f ? v : 255.0f;
-  return static_cast<uint8_t>(static_cast<int>(v + kTwoPow23) - (1 << 23));
+  return static_cast<uint8_t>(static_cast<int>(saturate_to_byte_range(v) + kTwoPow23) - (1 << 23));
 #endif
 }
 
