@@ -524,6 +524,27 @@ def test_cuda_input_may_be_reused_right_after_the_call():
 
 
 @requires_cuda
+def test_cuda_pinned_and_pageable_files_in_one_batch():
+    """A batch mixing files in page-locked memory (a pinned buffer's views, as a DataLoader with
+    pin_memory=True hands them over) and in pageable memory (separate tensors, a pageable buffer's
+    views) decodes as the same files all pinned do, and the pageable bytes may be overwritten as soon
+    as the call returns."""
+    files = [_bytes(_encode(_photo(i, (160 + 16 * i, 120 + 8 * i)), quality=85 + i % 10)) for i in range(40)]
+    pinned = EncodedImages.from_bytes(files).pin_memory().tensors()
+    expected = [t.clone() for t in decode_jpeg(pinned, device="cuda")]
+    pageable_buffer = list(torch.cat(files[20:]).split([f.numel() for f in files[20:]]))
+    mixed = [pinned[i] if i % 3 == 0 else f.clone() for i, f in enumerate(files[:20])] + pageable_buffer
+    assert mixed[0].is_pinned() and not mixed[1].is_pinned() and not mixed[25].is_pinned()
+    got = decode_jpeg(mixed, device="cuda")
+    for f in mixed:
+        if not f.is_pinned():
+            f.fill_(0)
+    torch.cuda.synchronize()
+    for i, (a, b) in enumerate(zip(got, expected)):
+        assert torch.equal(a, b), i
+
+
+@requires_cuda
 def test_cuda_decode_does_not_overwrite_memory_queued_work_still_reads():
     # nvJPEG's hardware decoder starts writing without waiting for the work queued on the stream it
     # is given (meta-pytorch/torchcodec#1634): a block freed while a kernel queued on the caller's
