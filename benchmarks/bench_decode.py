@@ -155,6 +155,10 @@ def main():
         res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, threaded_ms(bs, 2, len(bs) * 4),
                 target=target,
                 note=f"the Prefetcher's threads=2; {decoders_note()}; wall time per batch")
+        # the single caller again, after the threaded row: the check that the warm-up reached the
+        # steady state (the two single-caller rows agree when it did)
+        res.add(case, "torchaug nvJPEG hardware (timed again)", B, single_ms(bs),
+                note="the first row's code, timed after the threaded row")
         t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
                       iters=len(bs) * 2, warmup=3, repeats=5)
         res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)
