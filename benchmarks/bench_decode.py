@@ -86,20 +86,9 @@ def decoders_note():
     return (f"at most {n} decoders in flight (TORCHAUG_NVJPEG_DECODERS)" if n else "the default decoder count")
 
 
-def warm_up(bs, batches=100):
-    """Decodes `batches` batches of `bs` (about a second) from one caller before a set's first timed
-    row, so that it times the steady state a training run sees after its first second: a process's
-    first few dozen decode calls run slower (H100, ~40 KB files from pageable memory, after 3 calls
-    of warm-up: 27.7k img/s timed first, 34.2k and 34.6k timed again; the same with 40 distinct
-    batches of file buffers, so not the buffers' reuse)."""
-    for i in range(batches):
-        decode_jpeg(bs[i % len(bs)], device="cuda")
-    torch.cuda.synchronize()
-
-
-def single_ms(bs):
-    """CUDA-event ms per batch of one caller decoding the batches `bs` in turn."""
-    return time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=3, repeats=5)
+def single_ms(bs, warmup=3):
+    """CUDA-event ms per batch of one caller decoding the batches `bs` in turn, after `warmup` calls."""
+    return time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=warmup, repeats=5)
 
 
 def threaded_ms(bs, threads, iters, repeats=3):
@@ -150,8 +139,9 @@ def main():
         kb = sum(f.numel() for f in files) / len(files) / 1e3
         bs = batches_of(files, B)
         case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
-        warm_up(bs)
-        res.add(case, "torchaug nvJPEG hardware", B, single_ms(bs), target=target)
+        # a set's first row after ~100 calls (about a second): a process's first few dozen decode calls,
+        # and the first of a larger file size, run slower than the steady state a training run sees
+        res.add(case, "torchaug nvJPEG hardware", B, single_ms(bs, warmup=100), target=target)
         res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, threaded_ms(bs, 2, len(bs) * 4),
                 target=target,
                 note=f"the Prefetcher's threads=2; {decoders_note()}; wall time per batch")
