@@ -158,6 +158,22 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
     return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
 
 
+def interleaved(measures: Dict[str, Callable[[], Dict[str, float]]], rounds: int = 5,
+                warmup_rounds: int = 1) -> Dict[str, Dict[str, float]]:
+    """Each measure (a call timing one block, returning {"ms": ...}: time_cuda with repeats=1, say)
+    run `rounds` times after `warmup_rounds` untimed ones, the measures taking turns within each round;
+    per measure the median ms over the rounds and its range. For rows that the host's speed bounds
+    (JPEG decoding: one call's time on the same card swung from 5.9 to 16.9 ms within a minute), so
+    that a swing lasting seconds reaches every row of a case alike rather than deciding one of them."""
+    per_round: Dict[str, List[float]] = {name: [] for name in measures}
+    for r in range(warmup_rounds + rounds):
+        for name, measure in measures.items():
+            ms = measure()["ms"]
+            if r >= warmup_rounds:
+                per_round[name].append(ms)
+    return {name: {"ms": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms)} for name, ms in per_round.items()}
+
+
 def sync_device() -> None:
     """Waits for the GPU's work when there is a GPU; nothing on a machine without one."""
     if torch.cuda.is_available():

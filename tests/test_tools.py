@@ -1,6 +1,6 @@
 """The repository's tools: the profile readers of scripts/profile/ on small inputs, the host-time split,
 the bitwise comparison of two builds' outputs, benchmarks/RESULTS.md being what benchmarks/results.py
-builds from benchmarks/results/, and the CPU benchmark's smoke run."""
+builds from benchmarks/results/, the harness's interleaved rounds, and the CPU benchmark's smoke run."""
 import os
 import subprocess
 import sys
@@ -152,3 +152,23 @@ def test_chart_draws_every_row_of_a_result_file(tmp_path):
     data = (tmp_path / "chart.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     assert len(json.load(open(src))["rows"]) > 0
+
+
+def test_interleaved_takes_turns_and_keeps_the_median_of_the_timed_rounds():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from harness import interleaved
+    finally:
+        sys.path.pop(0)
+    calls = []
+    times = {"a": iter([100.0, 3.0, 1.0, 2.0]), "b": iter([100.0, 10.0, 30.0, 20.0])}
+
+    def measure(name):
+        def run():
+            calls.append(name)
+            return {"ms": next(times[name])}
+        return run
+
+    out = interleaved({"a": measure("a"), "b": measure("b")}, rounds=3, warmup_rounds=1)
+    assert calls == ["a", "b"] * 4  # a round is every measure in turn; the warm-up round is one too
+    assert out == {"a": {"ms": 2.0, "ms_min": 1.0, "ms_max": 3.0}, "b": {"ms": 20.0, "ms_min": 10.0, "ms_max": 30.0}}
