@@ -3,11 +3,14 @@
 ImageNet's average file and bench_train's files are):
 
 - decode only, batches of 256: torchaug.io.decode_jpeg on CUDA (nvJPEG hardware engines) vs
-  torchvision.io.decode_jpeg on CUDA (batched), and both CPU decoders on 16 threads;
+  torchvision.io.decode_jpeg on CUDA (batched), from pageable and from pinned memory, one caller and
+  2 or 3 threads at once, and torchaug's CPU decoder (libjpeg-turbo) on 16 threads;
 - decode + RandomResizedCrop + flip + RandAugment(2, 9) + normalize: bytes in memory, and the full
   input pipeline (2 DataLoader workers reading files, Prefetcher decoding and augmenting on the GPU)
   vs the 16-worker torchvision CPU DataLoader;
 - memory over 10,000 decode batches.
+The GPU rows of a file set, and the decode + chain rows, are the medians of 5 interleaved rounds:
+one caller's time is nvJPEG's host work, and the host's speed swings for seconds at a time.
 
     python benchmarks/bench_decode.py [--json out.json] [--markdown out.md] [--quick] [--decode-only]
 """
@@ -23,7 +26,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Results, family_args, host_ms, photo_views, saved_env, time_cuda  # noqa: E402
+from harness import Results, family_args, host_ms, interleaved, photo_views, saved_env, time_cuda  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -33,6 +36,8 @@ from torchaug.io import ImageFolderBytes, collate_encoded, decode_jpeg, decode_j
 
 ASSETS = os.path.join(ROOT, "torchaug", "assets", "images")
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+# the interleaved rounds of the rows of a file set (and of the decode + chain rows): their median is the row
+ROUNDS = 5
 
 
 def make_files(n, quality, grain, seed=0, size=(500, 375)):
@@ -86,14 +91,16 @@ def decoders_note():
     return (f"at most {n} decoders in flight (TORCHAUG_NVJPEG_DECODERS)" if n else "the default decoder count")
 
 
-def single_ms(bs, warmup=3):
-    """CUDA-event ms per batch of one caller decoding the batches `bs` in turn, after `warmup` calls."""
-    return time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"), iters=len(bs) * 2, warmup=warmup, repeats=5)
+def batch_ms(decode, bs):
+    """A measure for interleaved: CUDA-event ms per batch of one caller running decode(batch) over the
+    batches `bs` in turn, twice (one block, after one call)."""
+    return lambda: time_cuda(lambda i: decode(bs[i % len(bs)]), iters=len(bs) * 2, warmup=1, repeats=1)
 
 
-def threaded_ms(bs, threads, iters, repeats=3):
+def threaded_ms(bs, threads, iters, repeats=3, warm=True):
     """Wall ms per batch of `iters` batches decoded by `threads` Python threads at once, each calling
-    decode_jpeg on its share of the batches back to back on a stream of its own; median of repeats."""
+    decode_jpeg on its share of the batches back to back on a stream of its own; median of repeats,
+    after one untimed run (warm: every thread's decoder made and its buffers grown)."""
     import threading
 
     def work(k, out):
@@ -114,7 +121,8 @@ def threaded_ms(bs, threads, iters, repeats=3):
             t.join()
         return (time.perf_counter() - t0) * 1e3 / iters
 
-    once()  # every thread's decoder made and its buffers grown
+    if warm:
+        once()
     return {"ms": sorted(once() for _ in range(repeats))[repeats // 2]}
 
 
@@ -139,32 +147,36 @@ def main():
         kb = sum(f.numel() for f in files) / len(files) / 1e3
         bs = batches_of(files, B)
         case = f"decode 500x375 ~{name} (mean {kb:.0f} KB)"
-        # a set's first row after ~100 calls (about a second): a process's first few dozen decode calls,
-        # and the first of a larger file size, run slower than the steady state a training run sees
-        res.add(case, "torchaug nvJPEG hardware", B, single_ms(bs, warmup=100), target=target)
-        res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, threaded_ms(bs, 2, len(bs) * 4),
-                target=target,
-                note=f"the Prefetcher's threads=2; {decoders_note()}; wall time per batch")
-        # the single caller again, after the threaded row: the check that the warm-up reached the
-        # steady state (the two single-caller rows agree when it did)
-        res.add(case, "torchaug nvJPEG hardware (timed again)", B, single_ms(bs),
-                note="the first row's code, timed after the threaded row")
-        t = time_cuda(lambda i: tvio.decode_jpeg(bs[i % len(bs)], device="cuda", mode=tvio.ImageReadMode.RGB),
-                      iters=len(bs) * 2, warmup=3, repeats=5)
-        res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t)
         # the same files as views of one pinned buffer: what a DataLoader with pin_memory=True hands
         # the Prefetcher (collate_encoded packs a batch in one buffer, pinned in one copy)
         pb = batches_of(pinned_views(files), B)
-        res.add(case, "torchaug nvJPEG hardware, pinned input", B, single_ms(pb), target=target,
+        # ~100 calls first (about a second): a process's first few dozen decode calls, and the first
+        # of a larger file size, run slower than the steady state a training run sees
+        for i in range(100):
+            decode_jpeg(bs[i % len(bs)], device="cuda")
+        torch.cuda.synchronize()
+        ours = lambda b: decode_jpeg(b, device="cuda")  # noqa: E731
+        theirs = lambda b: tvio.decode_jpeg(b, device="cuda", mode=tvio.ImageReadMode.RGB)  # noqa: E731
+        # one call's time follows the host's speed, which swings for seconds at a time: the rows of a
+        # set are timed in interleaved rounds, after a round that warms every row up
+        measures = {"one": batch_ms(ours, bs), "threads 2": lambda: threaded_ms(bs, 2, len(bs) * 4, 1, warm=False),
+                    "tv": batch_ms(theirs, bs), "pinned one": batch_ms(ours, pb),
+                    "pinned threads 2": lambda: threaded_ms(pb, 2, len(pb) * 4, 1, warm=False),
+                    "pinned threads 3": lambda: threaded_ms(pb, 3, len(pb) * 4, 1, warm=False),
+                    "tv pinned": batch_ms(theirs, pb)}
+        t = interleaved(measures, rounds=ROUNDS)
+        res.add(case, "torchaug nvJPEG hardware", B, t["one"], target=target)
+        res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, t["threads 2"], target=target,
+                note=f"the Prefetcher's threads=2; {decoders_note()}; wall time per batch")
+        res.add(case, "torchvision.io.decode_jpeg cuda (batched)", B, t["tv"])
+        res.add(case, "torchaug nvJPEG hardware, pinned input", B, t["pinned one"], target=target,
                 note="the files in one pinned buffer (DataLoader pin_memory=True), the rows above read them from pageable memory")
         for threads in (2, 3):
             res.add(case, f"torchaug nvJPEG hardware, {threads} threads calling at once, pinned input", B,
-                    threaded_ms(pb, threads, len(pb) * 4), target=target,
+                    t[f"pinned threads {threads}"], target=target,
                     note=f"the Prefetcher's threads={threads} over a DataLoader with pin_memory=True; {decoders_note()}; "
                     "wall time per batch")
-        t = time_cuda(lambda i: tvio.decode_jpeg(pb[i % len(pb)], device="cuda", mode=tvio.ImageReadMode.RGB),
-                      iters=len(pb) * 2, warmup=3, repeats=5)
-        res.add(case, "torchvision.io.decode_jpeg cuda (batched), pinned input", B, t)
+        res.add(case, "torchvision.io.decode_jpeg cuda (batched), pinned input", B, t["tv pinned"])
         torch.set_num_threads(16)
         t = time_cuda(lambda i: decode_jpeg(bs[i % len(bs)], device="cpu"), iters=len(bs), warmup=1, repeats=3)
         res.add(case, "torchaug CPU libjpeg-turbo (16 threads, one call)", B, t)
@@ -180,14 +192,15 @@ def main():
     chain = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.RandAugment(2, 9),
                        T.Normalize(MEAN, STD)])
     case = "decode + RRC + flip + RandAugment(2,9) + normalize"
-    t = time_cuda(lambda i: chain(decode_jpeg_ragged(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
-    res.add(case, "torchaug (bytes in memory, one process)", B, t, target=20000)
     pb = batches_of(pinned_views(files), B)
-    t = time_cuda(lambda i: chain(decode_jpeg_ragged(pb[i % len(pb)], device="cuda")), iters=len(pb) * 2, warmup=3, repeats=5)
-    res.add(case, "torchaug (bytes in pinned memory, one process)", B, t, target=20000,
+    measures = {"ragged": batch_ms(lambda b: chain(decode_jpeg_ragged(b, device="cuda")), bs),
+                "ragged pinned": batch_ms(lambda b: chain(decode_jpeg_ragged(b, device="cuda")), pb),
+                "list": batch_ms(lambda b: chain(decode_jpeg(b, device="cuda")), bs)}
+    t = interleaved(measures, rounds=ROUNDS)
+    res.add(case, "torchaug (bytes in memory, one process)", B, t["ragged"], target=20000)
+    res.add(case, "torchaug (bytes in pinned memory, one process)", B, t["ragged pinned"], target=20000,
             note="the bytes as the Prefetcher gets them from a DataLoader with pin_memory=True")
-    t = time_cuda(lambda i: chain(decode_jpeg(bs[i % len(bs)], device="cuda")), iters=len(bs) * 2, warmup=3, repeats=5)
-    res.add(case, "torchaug, decoded batch as a list of views", B, t, note="the path before RaggedImages was read in place")
+    res.add(case, "torchaug, decoded batch as a list of views", B, t["list"], note="the path before RaggedImages was read in place")
     host = host_ms(chain, lambda i: decode_jpeg_ragged(bs[i % len(bs)], device="cuda"))
     host_list = host_ms(chain, lambda i: decode_jpeg(bs[i % len(bs)], device="cuda"))
     res.add(case + ": host time of the chain", "torchaug, RaggedImages in place", B, {"ms": host},
