@@ -92,15 +92,15 @@ def decoders_note():
 
 
 def batch_ms(decode, bs):
-    """A measure for interleaved: CUDA-event ms per batch of one caller running decode(batch) over the
-    batches `bs` in turn, twice (one block, after one call)."""
+    """A measure for interleaved: CUDA-event ms per batch of one caller running decode(batch) on each
+    of the batches `bs` twice in turn, timed as one block after one untimed call."""
     return lambda: time_cuda(lambda i: decode(bs[i % len(bs)]), iters=len(bs) * 2, warmup=1, repeats=1)
 
 
-def threaded_ms(bs, threads, iters, repeats=3, warm=True):
-    """Wall ms per batch of `iters` batches decoded by `threads` Python threads at once, each calling
-    decode_jpeg on its share of the batches back to back on a stream of its own; median of repeats,
-    after one untimed run (warm: every thread's decoder made and its buffers grown)."""
+def threaded_ms(bs, threads, iters):
+    """A measure for interleaved: wall ms per batch of `iters` batches decoded by `threads` Python
+    threads at once, each calling decode_jpeg on its share of the batches back to back on a stream
+    of its own (the warm-up round makes every thread's decoder and grows its buffers)."""
     import threading
 
     def work(k, out):
@@ -119,11 +119,9 @@ def threaded_ms(bs, threads, iters, repeats=3, warm=True):
             t.start()
         for t in ts:
             t.join()
-        return (time.perf_counter() - t0) * 1e3 / iters
+        return {"ms": (time.perf_counter() - t0) * 1e3 / iters}
 
-    if warm:
-        once()
-    return {"ms": sorted(once() for _ in range(repeats))[repeats // 2]}
+    return once
 
 
 def batches_of(files, b):
@@ -159,11 +157,9 @@ def main():
         theirs = lambda b: tvio.decode_jpeg(b, device="cuda", mode=tvio.ImageReadMode.RGB)  # noqa: E731
         # one call's time follows the host's speed, which swings for seconds at a time: the rows of a
         # set are timed in interleaved rounds, after a round that warms every row up
-        measures = {"one": batch_ms(ours, bs), "threads 2": lambda: threaded_ms(bs, 2, len(bs) * 4, 1, warm=False),
-                    "tv": batch_ms(theirs, bs), "pinned one": batch_ms(ours, pb),
-                    "pinned threads 2": lambda: threaded_ms(pb, 2, len(pb) * 4, 1, warm=False),
-                    "pinned threads 3": lambda: threaded_ms(pb, 3, len(pb) * 4, 1, warm=False),
-                    "tv pinned": batch_ms(theirs, pb)}
+        measures = {"one": batch_ms(ours, bs), "threads 2": threaded_ms(bs, 2, len(bs) * 4), "tv": batch_ms(theirs, bs),
+                    "pinned one": batch_ms(ours, pb), "pinned threads 2": threaded_ms(pb, 2, len(pb) * 4),
+                    "pinned threads 3": threaded_ms(pb, 3, len(pb) * 4), "tv pinned": batch_ms(theirs, pb)}
         t = interleaved(measures, rounds=ROUNDS)
         res.add(case, "torchaug nvJPEG hardware", B, t["one"], target=target)
         res.add(case, "torchaug nvJPEG hardware, 2 threads calling at once", B, t["threads 2"], target=target,
