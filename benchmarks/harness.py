@@ -138,6 +138,11 @@ def warm_clocks(seconds: float = 0.5) -> None:
         torch.cuda.synchronize()
 
 
+def summary(ms: List[float]) -> Dict[str, float]:
+    """A row's timing from its measurements (ms per iteration): the median and the range."""
+    return {"ms": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms)}
+
+
 def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats: int = 5) -> Dict[str, float]:
     """fn(i) runs iteration i (it should rotate its inputs on i). Returns the median over `repeats`
     of the mean time per iteration (ms) in blocks of `iters`, timed with CUDA events (the GPU's
@@ -155,7 +160,7 @@ def time_cuda(fn: Callable[[int], object], iters: int, warmup: int = 5, repeats:
         end.record()
         end.synchronize()
         per_iter.append(start.elapsed_time(end) / iters)
-    return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
+    return summary(per_iter)
 
 
 def interleaved(measures: Dict[str, Callable[[], Dict[str, float]]], rounds: int = 5,
@@ -171,7 +176,7 @@ def interleaved(measures: Dict[str, Callable[[], Dict[str, float]]], rounds: int
             ms = measure()["ms"]
             if r >= warmup_rounds:
                 per_round[name].append(ms)
-    return {name: {"ms": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms)} for name, ms in per_round.items()}
+    return {name: summary(ms) for name, ms in per_round.items()}
 
 
 def sync_device() -> None:
@@ -207,7 +212,7 @@ def time_cpu(fn: Callable[[int], object], iters: int, warmup: int = 2, repeats: 
         for i in range(iters):
             fn(r * iters + i)
         per_iter.append((time.perf_counter() - t0) * 1e3 / iters)
-    return {"ms": statistics.median(per_iter), "ms_min": min(per_iter), "ms_max": max(per_iter)}
+    return summary(per_iter)
 
 
 def markdown_table(title: str, e: Dict[str, str], rows: List[Dict]) -> str:
