@@ -31,7 +31,9 @@ ABOUT = {
     "filter": "Sharpness, blur, noise, erasing and rotation on 256 x 3 x 224 x 224, parameters per sample.",
     "decode": "JPEG decoding (nvJPEG) of ImageNet-like 500x375 files, the decode + augmentation chain, and the "
               "whole input pipeline with byte-reading DataLoader workers and the Prefetcher, against torchvision's "
-              "batched decode and a CPU DataLoader.",
+              "batched decode and a CPU DataLoader. The GPU decode rows of a file set, and the decode + chain rows, "
+              "are medians of 5 rounds timed in turns (one decode call's time follows the host's moment, which "
+              "moves over seconds: a round reaches every row of a case alike).",
     "warps": "RandomPerspective, ElasticTransform and JPEG on 256 x 3 x 224 x 224 uint8, parameters per sample: "
              "torchaug on the batch against torchvision v2's per-sample loop and its whole-batch call (one draw for "
              "the batch) on the same GPU, and kornia where it has the op.",
