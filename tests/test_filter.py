@@ -66,6 +66,19 @@ def test_gaussian_blur_matches_torchvision(device, dtype, kernel_size):
 
 
 @requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("kernel_size", [[23, 23], [41, 9], [3, 65]])
+def test_gaussian_blur_large_windows_match_torchvision(device, dtype, kernel_size):
+    # the separable sums against torchvision's 2-D convolution, windows up to the largest taken,
+    # sigmas up to ElasticTransform's (8 with a window of 65)
+    x = _images(dtype, 3, device, h=70, w=45, b=3)
+    sigma = torch.stack([_u(0.5, 8.0, n=3), _u(0.5, 8.0, seed=2, n=3)], 1).to(device)
+    out = F.gaussian_blur(x, kernel_size, sigma)
+    ref = _per_sample(lambda i: TF.gaussian_blur(x[i], kernel_size, sigma[i].tolist()), x)
+    assert_close_images(out, ref, dtype, "gaussian_blur")
+
+
+@requires_torchvision
 def test_gaussian_blur_defaults_and_single_sigma(device):
     x = _images(torch.float32, 3, device)
     assert_close_images(F.gaussian_blur(x, 5), TF.gaussian_blur(x, [5, 5]), torch.float32, "default sigma")

@@ -1,7 +1,8 @@
 // CUDA kernels of the filter family (csrc/ops/filter.h). A block computes a kTileW x kTileH tile of
 // one image plane: the tile plus its window margin (reflect-101 at the image borders) and the
 // sample's window are staged in shared memory as acc_t, then every thread applies the window to
-// kTileH / kRows pixels.
+// kTileH / kRows pixels. A separable window (gaussian_blur) goes in two steps: the row sums of the
+// tile's columns over all its staged rows, into shared memory, then the column sums of those.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -30,9 +31,10 @@ __global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restr
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   extern __shared__ unsigned char smem_raw[];
   acc_t* w = reinterpret_cast<acc_t*>(smem_raw);
-  const int nw = P.ky * P.kx;
+  const int nw = P.separable ? P.ky + P.kx : P.ky * P.kx;
   const int sw = kTileW + P.kx - 1, sh = kTileH + P.ky - 1;
   acc_t* tile = w + nw;
+  acc_t* sums = tile + sh * sw;  // separable: sh x kTileW row sums
   const int tid = threadIdx.y * kTileW + threadIdx.x;
   const int64_t x0 = static_cast<int64_t>(blockIdx.x % tiles_x) * kTileW;
   const int64_t y0 = static_cast<int64_t>(blockIdx.x / tiles_x) * kTileH;
@@ -50,13 +52,23 @@ __global__ void __launch_bounds__(kTileW * kRows) filter_kernel(const T* __restr
         tile[r * sw + col] = static_cast<acc_t>(row[tile_source(x0 + col - rx, P.width, rx) * P.is.x]);
     }
     __syncthreads();
+    if (P.separable) {
+      for (int r = threadIdx.y; r < sh; r += kRows) {
+        const acc_t* t = tile + r * sw + threadIdx.x;
+        sums[r * kTileW + threadIdx.x] = kernels::row_sum<acc_t>(w + P.ky, P.kx, [&](int j) { return t[j]; });
+      }
+      __syncthreads();
+    }
     const acc_t param = P.param ? static_cast<acc_t>(P.param[b * P.param_stride]) : acc_t(1);
     const int64_t x = x0 + threadIdx.x;
     for (int r = threadIdx.y; r < kTileH; r += kRows) {
       const int64_t y = y0 + r;
       if (x < P.width && y < P.height) {
         const acc_t* t = tile + r * sw + threadIdx.x;
-        const acc_t s = kernels::window_sum<acc_t>(w, P.ky, P.kx, [&](int i, int j) { return t[i * sw + j]; });
+        const acc_t* rs = sums + r * kTileW + threadIdx.x;
+        const acc_t s = P.separable
+            ? kernels::column_sum<acc_t>(w, P.ky, [&](int i) { return rs[i * kTileW]; })
+            : kernels::window_sum<acc_t>(w, P.ky, P.kx, [&](int i, int j) { return t[i * sw + j]; });
         const acc_t v = t[ry * sw + rx];
         const bool interior = y > 0 && x > 0 && y < P.height - 1 && x < P.width - 1;
         out[filter_out_offset(P, b, c, y, x)] =
@@ -78,7 +90,9 @@ void filter_run_cuda(const at::Tensor& images, FilterPlan& plan) {
   const dim3 block(kTileW, kRows);
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "filter_cuda", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
-    const size_t smem = sizeof(acc_t) * (P.ky * P.kx + (kTileW + P.kx - 1) * (kTileH + P.ky - 1));
+    const int sh = kTileH + P.ky - 1;
+    const size_t smem = sizeof(acc_t) * (P.separable ? P.ky + P.kx + (kTileW + P.kx - 1) * sh + kTileW * sh
+                                                     : P.ky * P.kx + (kTileW + P.kx - 1) * sh);
     if (smem > 48 * 1024) {
       C10_CUDA_CHECK(cudaFuncSetAttribute(filter_kernel<scalar_t>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));

@@ -45,6 +45,19 @@ TORCHAUG_HOST_DEVICE inline acc_t window_sum(const acc_t* w, int ky, int kx, At&
   return s;
 }
 
+// The weighted sum of a separable window (gaussian_blur's: weight wy[r] * wx[c] at (r, c)), as two
+// 1-D convolutions: row r's sum rows(r) = window_sum of its kx pixels under wx (row_sum), then the ky
+// row sums under wy (column_sum). kx + ky multiply-adds a pixel where the 2-D window takes kx * ky,
+// and the same operations in the same order on the CPU (a plane of row sums) and on CUDA (a tile's).
+template <typename acc_t, typename At>
+TORCHAUG_HOST_DEVICE inline acc_t row_sum(const acc_t* wx, int kx, At&& at) {
+  return window_sum<acc_t>(wx, 1, kx, [&](int, int c) { return at(c); });
+}
+template <typename acc_t, typename Rows>
+TORCHAUG_HOST_DEVICE inline acc_t column_sum(const acc_t* wy, int ky, Rows&& rows) {
+  return window_sum<acc_t>(wy, ky, 1, [&](int r, int) { return rows(r); });
+}
+
 // adjust_sharpness of a pixel x whose 3x3 window sum is s: torchvision's
 // view.add_(blurred.sub_(view), alpha=om) with om = 1 - factor, clamp, cast; border pixels keep x.
 template <typename acc_t, bool kU8>

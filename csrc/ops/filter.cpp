@@ -37,15 +37,18 @@ void check_filter_images(const char* op, const at::Tensor& images, bool any_chan
   TORCHAUG_CHECK(any_channels || C == 1 || C == 3, "torchaug::", op, ": images must have 1 or 3 channels, got ", C);
 }
 
-FilterPlan make_plan(const at::Tensor& images, int mode, const at::Tensor& weights, const at::Tensor& param) {
+// weights: (1 or B, ky, kx), or with separable (1 or B, ky + kx), the row weights first.
+FilterPlan make_plan(const at::Tensor& images, int mode, const at::Tensor& weights, const at::Tensor& param,
+                     int ky, int kx, bool separable) {
   FilterPlan plan;
   FilterParams& p = plan.p;
   plan.out = at::empty(images.sizes(), images.options().memory_format(image_memory_format(images)));
   plan.weights = weights.contiguous();
   plan.param = param;
   set_image_layout(p, images, plan.out);
-  p.ky = static_cast<int>(plan.weights.size(1));
-  p.kx = static_cast<int>(plan.weights.size(2));
+  p.ky = ky;
+  p.kx = kx;
+  p.separable = separable;
   p.weights = plan.weights.data_ptr();
   p.weights_stride = plan.weights.size(0) == 1 ? 0 : plan.weights.stride(0);
   p.param = param.defined() ? param.data_ptr<float>() : nullptr;
@@ -78,7 +81,7 @@ at::Tensor adjust_sharpness_op(FilterRunFn run, const at::Tensor& images, const 
   at::Tensor f = sample_param(op, "factor", factor, images, s);
   const double a = 1.0 / 13.0, b = 5.0 / 13.0;
   at::Tensor w = host_window(images, {a, a, a, a, b, a, a, a, a}, 3, 3, kernel_dtype(images));
-  FilterPlan plan = make_plan(images, kernels::kFilterSharpness, w, f);
+  FilterPlan plan = make_plan(images, kernels::kFilterSharpness, w, f, 3, 3, false);
   return run_plan(run, images, plan);
 }
 
@@ -100,7 +103,9 @@ at::Tensor gaussian_blur_op(FilterRunFn run, const at::Tensor& images, at::IntAr
                  "torchaug::", op, ": sigma must be a real number tensor, got ", sigma.scalar_type());
   check_values(op, "sigma", sigma, 4.9406564584124654e-324, kFiniteMax, "finite and > 0");
   // torchvision's _get_gaussian_kernel1d per sample and axis, in its dtype:
-  //   x = linspace(-lim, lim, k); softmax(-(x / sigma)^2); kernel2d = k_y[:, None] * k_x[None, :]
+  //   x = linspace(-lim, lim, k); softmax(-(x / sigma)^2); kernel2d = k_y[:, None] * k_x[None, :],
+  // kept as its two 1-D windows and applied as two 1-D convolutions (kernels::row_sum, column_sum):
+  // the sums of torchvision's 2-D convolution up to float rounding (uint8 within 1 LSB)
   const at::ScalarType kd = kernel_dtype(images);
   at::Tensor sg = (sigma.dim() == 1 ? sigma.unsqueeze(1).expand({sigma.size(0), 2}) : sigma).to(kd);
   auto kernel1d = [&](int64_t k, const at::Tensor& s) {
@@ -110,8 +115,9 @@ at::Tensor gaussian_blur_op(FilterRunFn run, const at::Tensor& images, at::IntAr
   };
   at::Tensor kx = kernel1d(kernel_size[0], sg.select(1, 0));
   at::Tensor ky = kernel1d(kernel_size[1], sg.select(1, 1));
-  at::Tensor w = (ky.unsqueeze(2) * kx.unsqueeze(1)).to(acc_dtype(images));
-  FilterPlan plan = make_plan(images, kernels::kFilterConv, w, at::Tensor());
+  at::Tensor w = at::cat({ky, kx}, 1).to(acc_dtype(images));  // a row per sigma row
+  FilterPlan plan = make_plan(images, kernels::kFilterConv, w, at::Tensor(), static_cast<int>(kernel_size[1]),
+                              static_cast<int>(kernel_size[0]), true);
   return run_plan(run, images, plan);
 }
 
@@ -134,7 +140,7 @@ at::Tensor laplacian_op(FilterRunFn run, const at::Tensor& images, at::IntArrayR
   std::vector<double> w(static_cast<size_t>(wy * wx));
   kernels::laplacian_weights(static_cast<int>(dy), static_cast<int>(dx), static_cast<int>(sy), static_cast<int>(sx),
                              normalized_kernel, wy, wx, w.data());
-  FilterPlan plan = make_plan(images, kernels::kFilterScaled, host_window(images, w, wy, wx, at::kDouble), f);
+  FilterPlan plan = make_plan(images, kernels::kFilterScaled, host_window(images, w, wy, wx, at::kDouble), f, wy, wx, false);
   return run_plan(run, images, plan);
 }
 

@@ -1,8 +1,9 @@
 // Glue of the filter family (adjust_sharpness, gaussian_blur, laplacian) between
 // csrc/kernels/filter.h and the two backends: one stencil mechanism. The host builds each sample's
 // window of weights (a (1 or B, ky, kx) tensor on the images' device, made with tensor ops, no host
-// synchronisation); the backend applies it around every pixel with reflect-101 borders and the
-// op's epilogue (kernels::FilterMode).
+// synchronisation; gaussian_blur's separable window as its two 1-D windows, (1 or B, ky + kx)); the
+// backend applies it around every pixel with reflect-101 borders and the op's epilogue
+// (kernels::FilterMode).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -17,7 +18,8 @@ struct FilterParams {
   int64_t batch, channels, height, width;
   Strides4 is, os;
   int ky, kx;                // window rows and columns (odd)
-  const void* weights;       // acc_t (double for float64 images, else float), ky * kx per sample
+  bool separable;            // weights: the ky row weights then the kx column weights (kernels::separable_sum)
+  const void* weights;       // acc_t (double for float64 images, else float), ky * kx (separable: ky + kx) per sample
   int64_t weights_stride;    // elements between samples' windows (0: one window for all)
   const float* param;        // (B,) factor / scale; nullptr: 1
   int64_t param_stride;
