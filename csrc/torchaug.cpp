@@ -20,6 +20,16 @@ TORCH_LIBRARY(torchaug, m) {
       "_warp_affine_backward(Tensor grad, Tensor images, Tensor matrices, int interpolation, "
       "Tensor? fill, bool[2] output_mask) -> (Tensor, Tensor)");
 
+  // torchvision's _get_inverse_affine_matrix per sample, (B, 2, 3) float64: angle, scale (B,) or
+  // (1,); translate, shear, center (B, 2) or (1, 2), float64, angle and shear in degrees, center the
+  // offset of the centre from the image centre; snap (B,) bool: exact 0 / +-1 entries for rotations
+  // by multiples of 90 degrees. pixel_sizes None: the map in coordinates centred on the image (the
+  // theta of torchvision's grid); [H, W, OH, OW]: warp_affine's pixel-index matrices from an
+  // OH x OW output to an H x W input.
+  m.def(
+      "_affine_matrices(Tensor angle, Tensor translate, Tensor scale, Tensor shear, Tensor center, "
+      "Tensor? snap=None, int[]? pixel_sizes=None) -> Tensor");
+
   // Crop boxes (B, 4) int64 [top, left, height, width] of each image resized to out_size, with the
   // optional per-sample horizontal flip and normalize/cast epilogue fused into the same pass:
   //   out = normalize(flip(resize(crop(images))))

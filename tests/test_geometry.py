@@ -518,6 +518,79 @@ def test_warp_affine_gradcheck(device, fill):
     assert torch.autograd.gradcheck(lambda t: ops.warp_affine(t, m.detach(), [5, 8], 0, f), (x,))
 
 
+def _affine_params(n, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    u = lambda *s: (torch.rand(*s, generator=g, dtype=torch.float64) * 2 - 1).to(device)  # noqa: E731
+    return 180 * u(n), 20 * u(n, 2), 1 + 0.5 * u(n), 40 * u(n, 2), 30 * u(n, 2)
+
+
+@requires_torchvision
+def test_affine_matrices_match_torchvision(device):
+    # every sample's centred map against torchvision's _get_inverse_affine_matrix (Python floats),
+    # its pixel-index form against the centred map moved by the output's and input's centres
+    from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
+    n = 64
+    angle, translate, scale, shear, center = _affine_params(n, 3, device)
+    theta = ops._affine_matrices(angle, translate, scale, shear, center).cpu()
+    want = torch.tensor([_get_inverse_affine_matrix(center[i].tolist(), float(angle[i]), translate[i].tolist(),
+                                                    float(scale[i]), shear[i].tolist()) for i in range(n)],
+                        dtype=torch.float64).view(n, 2, 3)
+    # to float64 rounding: torchvision releases order the steps differently (0.28 factors out cx + tx)
+    # and CUDA's sin / cos / tan are within an ulp or two of the host's
+    torch.testing.assert_close(theta, want, rtol=1e-13, atol=1e-12)
+    h, w, oh, ow = 30, 41, 25, 52
+    m = ops._affine_matrices(angle, translate, scale, shear, center, None, [h, w, oh, ow]).cpu()
+    ox, oy = (ow - 1) * 0.5, (oh - 1) * 0.5
+    shifted = theta.clone()
+    shifted[:, 0, 2] = theta[:, 0, 2] - theta[:, 0, 0] * ox - theta[:, 0, 1] * oy + (w - 1) * 0.5
+    shifted[:, 1, 2] = theta[:, 1, 2] - theta[:, 1, 0] * ox - theta[:, 1, 1] * oy + (h - 1) * 0.5
+    assert torch.equal(m, shifted)
+
+
+def test_affine_matrices_snap_and_broadcast(device):
+    # snap: rotations by multiples of 90 degrees get exact entries; one-row parameters serve every sample
+    f64 = dict(dtype=torch.float64, device=device)
+    angle = torch.tensor([90.0, 180.0, 270.0, 90.0], **f64)
+    zeros, one = torch.zeros(1, 2, **f64), torch.ones(1, **f64)
+    snap = torch.tensor([True, True, True, False], device=device)
+    m = ops._affine_matrices(angle, zeros, one, zeros, zeros, snap).cpu()
+    assert torch.equal(m[:3, :, :2], torch.tensor([[[0.0, 1.0], [-1.0, 0.0]], [[-1.0, 0.0], [0.0, -1.0]], [[0.0, -1.0], [1.0, 0.0]]],
+                                                  dtype=torch.float64))
+    assert m[3, 0, 0] != 0 and abs(float(m[3, 0, 0])) < 1e-15  # cos(90 degrees) in float64
+    full = ops._affine_matrices(angle, zeros.expand(4, 2).contiguous(), one.expand(4).contiguous(),
+                                zeros.expand(4, 2).contiguous(), zeros.expand(4, 2).contiguous(), snap).cpu()
+    assert torch.equal(m, full)
+
+
+def test_affine_matrices_gradcheck_and_opcheck(device):
+    angle, translate, scale, shear, center = _affine_params(3, 5, device)
+    snap = torch.tensor([False, True, False], device=device)
+    for sizes in (None, [7, 9, 11, 6]):
+        inputs = tuple(t.clone().requires_grad_() for t in (angle, translate, scale, shear, center[:1]))
+        assert torch.autograd.gradcheck(lambda *a: ops._affine_matrices(*a, snap, sizes), inputs)
+        torch.library.opcheck(ops._affine_matrices, (angle, translate, scale, shear, center, snap, sizes))
+    # through affine(): the images' gradient and the parameters' in one backward
+    x = random_images(3, 2, 7, 9, torch.float64, device).requires_grad_()
+    a = angle.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda t, aa: F.affine(t, aa, translate, scale, shear, "bilinear"), (x, a))
+
+
+def test_affine_matrices_errors(device):
+    f64 = dict(dtype=torch.float64, device=device)
+    a, t = torch.zeros(2, **f64), torch.zeros(2, 2, **f64)
+    s = torch.ones(2, **f64)
+    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: translate must have shape \(B, 2\) or \(1, 2\) with B=2, got \(2, 3\)"):
+        ops._affine_matrices(a, torch.zeros(2, 3, **f64), s, t, t)
+    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: scale must be float64, got Float"):
+        ops._affine_matrices(a, t, s.float(), t, t)
+    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: angle must have shape \(B,\) or \(1,\) with B=3, got \(2,\)"):
+        ops._affine_matrices(a, torch.zeros(3, 2, **f64), s[:1], t[:1], t[:1])
+    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: pixel_sizes must be \[H, W, OH, OW\], got 2 values"):
+        ops._affine_matrices(a, t, s, t, t, None, [3, 4])
+    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: snap must be bool, got Long"):
+        ops._affine_matrices(a, t, s, t, t, torch.zeros(2, dtype=torch.long, device=device))
+
+
 @pytest.mark.parametrize("in_dtype", [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided", "to_channels_last"])

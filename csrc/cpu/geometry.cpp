@@ -556,6 +556,14 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
   return out;
 }
 
+at::Tensor affine_matrices_cpu(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
+                               const at::Tensor& shear, const at::Tensor& center, const std::optional<at::Tensor>& snap,
+                               at::OptionalIntArrayRef pixel_sizes) {
+  auto plan = plan_affine_matrices(angle, translate, scale, shear, center, snap, pixel_sizes);
+  for (int64_t b = 0; b < plan.B; ++b) affine_matrix_px(plan.p, b);
+  return plan.out;
+}
+
 at::Tensor random_resized_crop_boxes_cpu(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes,
                                          int64_t height, int64_t width, double scale_min, double scale_max,
                                          double ratio_min, double ratio_max, int64_t batch,
@@ -571,6 +579,7 @@ at::Tensor random_resized_crop_boxes_cpu(const std::optional<at::Tensor>& rand, 
 
 TORCH_LIBRARY_IMPL(torchaug, CPU, m) {
   m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cpu);
+  m.impl("_affine_matrices", &affine_matrices_cpu);
   m.impl("resized_crop", &resized_crop_cpu);
   m.impl("resized_crop_ragged", &resized_crop_ragged_cpu);
   m.impl("_resized_crop_backward", &resized_crop_backward_cpu);

@@ -1,7 +1,7 @@
 // CUDA kernels of the geometry family but resized_crop (csrc/cuda/resized_crop.cu): one launch per
 // batch, the sample in blockIdx.z, 32x8-thread blocks. warp_affine and flip: a thread per output
 // pixel (all channels) calling the same per-pixel driver as the CPU backend (csrc/ops/geometry.h);
-// the RandomResizedCrop boxes: a thread per sample.
+// the RandomResizedCrop boxes and the affine matrices: a thread per sample.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/Atomic.cuh>
@@ -199,9 +199,28 @@ at::Tensor random_resized_crop_boxes_cuda(const std::optional<at::Tensor>& rand,
   return plan.boxes;
 }
 
+__global__ void affine_matrices_kernel(AffineMatrixParams p, int64_t B) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < B) affine_matrix_px(p, b);
+}
+
+at::Tensor affine_matrices_cuda(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
+                                const at::Tensor& shear, const at::Tensor& center, const std::optional<at::Tensor>& snap,
+                                at::OptionalIntArrayRef pixel_sizes) {
+  auto plan = plan_affine_matrices(angle, translate, scale, shear, center, snap, pixel_sizes);
+  if (plan.B == 0) return plan.out;
+  c10::cuda::CUDAGuard guard(angle.device());
+  constexpr int kThreads = 128;
+  affine_matrices_kernel<<<static_cast<unsigned>((plan.B + kThreads - 1) / kThreads), kThreads, 0,
+                           c10::cuda::getCurrentCUDAStream()>>>(plan.p, plan.B);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return plan.out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torchaug, CUDA, m) {
+  m.impl("_affine_matrices", &affine_matrices_cuda);
   m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cuda);
   m.impl("warp_affine", &warp_affine_cuda);
   m.impl("_warp_affine_backward", &warp_affine_backward_cuda);

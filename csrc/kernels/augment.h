@@ -25,6 +25,7 @@
 
 #include "color.h"
 #include "common.h"
+#include "geometry.h"
 
 namespace torchaug {
 namespace kernels {
@@ -58,34 +59,13 @@ struct AugStep {
 
 TORCHAUG_HOST_DEVICE inline bool aug_op_is_geometric(int op) { return op >= kAugShearX && op < kAugNumOps; }
 
-// torchvision's _get_inverse_affine_matrix(center, angle, translate, scale=1, shear) in the
-// coordinates centred on the image, then moved to pixel space (pixel i at i) for an output of the
-// input's size: source = theta @ (x - (w - 1) / 2, y - (h - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2).
-// snap: a rotation by a multiple of 90 degrees gets exact 0 / +-1 entries (torch.rot90's result).
+// torchvision's _get_inverse_affine_matrix(center, angle, translate, scale=1, shear) for an output
+// of the input's size, in pixel space (geometry.h).
 TORCHAUG_HOST_DEVICE inline void aug_affine_matrix(double angle, double tx, double ty, double shear_x_deg,
                                                    double shear_y_deg, double cx, double cy, bool snap, double h,
                                                    double w, double* m) {
-  const double deg = 3.14159265358979323846 / 180.0;
-  const double rot = angle * deg, sx = shear_x_deg * deg, sy = shear_y_deg * deg;
-  double a = cos(rot - sy) / cos(sy);
-  double b = -cos(rot - sy) * tan(sx) / cos(sy) - sin(rot);
-  double c = sin(rot - sy) / cos(sy);
-  double d = -sin(rot - sy) * tan(sx) / cos(sy) + cos(rot);
-  if (snap) {
-    a = rint(a);
-    b = rint(b);
-    c = rint(c);
-    d = rint(d);
-  }
-  m[0] = d;
-  m[1] = -b;
-  m[3] = -c;
-  m[4] = a;
-  m[2] = m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx;
-  m[5] = m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy;
-  const double ox = (w - 1) * 0.5, oy = (h - 1) * 0.5;
-  m[2] = m[2] - m[0] * ox - m[1] * oy + ox;
-  m[5] = m[5] - m[3] * ox - m[4] * oy + oy;
+  affine_inverse_theta(angle, tx, ty, 1.0, shear_x_deg, shear_y_deg, cx, cy, snap, m);
+  affine_theta_to_pixels(m, h, w, h, w);
 }
 
 // Lowers op `op` with magnitude `mag` for an image of height x width with channel values up to

@@ -306,6 +306,48 @@ TORCHAUG_HOST_DEVICE inline acc_t affine_plane(const scalar_t* plane, int width,
 }
 
 // ----------------------------------------------------------------------------------------------
+// Affine matrices
+// ----------------------------------------------------------------------------------------------
+
+// torchvision's _get_inverse_affine_matrix(center, angle, translate, scale, shear): the inverse map
+// (2x3, row-major) in coordinates centred on the image, angle and shear in degrees, (cx, cy) the
+// centre's offset from the image centre; torch's float64 steps one by one, each rounded and never
+// contracted, so that the host and the device give the same matrix. snap: a rotation by a multiple
+// of 90 degrees gets exact 0 / +-1 entries (torchvision rotates those with torch.rot90).
+TORCHAUG_HOST_DEVICE inline void affine_inverse_theta(double angle, double tx, double ty, double scale, double shear_x,
+                                                      double shear_y, double cx, double cy, bool snap, double* m) {
+  const double deg = 3.14159265358979323846 / 180.0;
+  const double rot = rn_mul(angle, deg), sx = rn_mul(shear_x, deg), sy = rn_mul(shear_y, deg);
+  const double cr = cos(rn_sub(rot, sy)), sr = sin(rn_sub(rot, sy)), csy = cos(sy), t = tan(sx);
+  double a = rn_div(cr, csy);
+  double b = rn_sub(rn_div(rn_mul(-cr, t), csy), sin(rot));
+  double c = rn_div(sr, csy);
+  double d = rn_add(rn_div(rn_mul(-sr, t), csy), cos(rot));
+  if (snap) {
+    a = rint(a);
+    b = rint(b);
+    c = rint(c);
+    d = rint(d);
+  }
+  m[0] = rn_div(d, scale);
+  m[1] = rn_div(-b, scale);
+  m[3] = rn_div(-c, scale);
+  m[4] = rn_div(a, scale);
+  const double ux = rn_sub(-cx, tx), uy = rn_sub(-cy, ty);
+  m[2] = rn_add(rn_add(rn_mul(m[0], ux), rn_mul(m[1], uy)), cx);
+  m[5] = rn_add(rn_add(rn_mul(m[3], ux), rn_mul(m[4], uy)), cy);
+}
+
+// The centred theta as warp_affine's pixel-index map (pixel i at i) from an out_h x out_w output to
+// an h x w input: torchvision samples theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) +
+// ((w - 1) / 2, (h - 1) / 2).
+TORCHAUG_HOST_DEVICE inline void affine_theta_to_pixels(double* m, double h, double w, double out_h, double out_w) {
+  const double ox = rn_mul(rn_sub(out_w, 1.0), 0.5), oy = rn_mul(rn_sub(out_h, 1.0), 0.5);
+  m[2] = rn_add(rn_sub(rn_sub(m[2], rn_mul(m[0], ox)), rn_mul(m[1], oy)), rn_mul(rn_sub(w, 1.0), 0.5));
+  m[5] = rn_add(rn_sub(rn_sub(m[5], rn_mul(m[3], ox)), rn_mul(m[4], oy)), rn_mul(rn_sub(h, 1.0), 0.5));
+}
+
+// ----------------------------------------------------------------------------------------------
 // RandomResizedCrop parameters
 // ----------------------------------------------------------------------------------------------
 

@@ -130,6 +130,77 @@ WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& 
   return p;
 }
 
+AffineMatrixPlan plan_affine_matrices(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
+                                      const at::Tensor& shear, const at::Tensor& center,
+                                      const std::optional<at::Tensor>& snap, at::OptionalIntArrayRef pixel_sizes) {
+  const char* op = "_affine_matrices";
+  check_defined(op, "angle", angle);
+  TORCHAUG_CHECK(angle.dim() == 1, "torchaug::", op, ": angle must have shape (B,) or (1,), got ", shape_str(angle.sizes()));
+  // B: the longest of the parameters' batch dimensions; the others have it or 1
+  int64_t B = angle.size(0);
+  check_defined(op, "translate", translate);
+  check_defined(op, "scale", scale);
+  check_defined(op, "shear", shear);
+  check_defined(op, "center", center);
+  for (const at::Tensor* t : {&translate, &scale, &shear, &center}) {
+    if (t->dim() >= 1 && t->size(0) != 1) B = t->size(0);
+  }
+  auto same_device = [&](const char* name, const at::Tensor& t) {
+    TORCHAUG_CHECK(t.device() == angle.device(), "torchaug::", op, ": ", name, " must be on angle's device ",
+                   angle.device(), ", got ", t.device());
+  };
+  auto rows = [&](const char* name, const at::Tensor& t, int64_t k) {
+    same_device(name, t);
+    const bool ok = t.dim() == (k == 1 ? 1 : 2) && (t.size(0) == B || t.size(0) == 1) && (k == 1 || t.size(1) == k);
+    TORCHAUG_CHECK(ok, "torchaug::", op, ": ", name, " must have shape ", k == 1 ? "(B,) or (1,)" : "(B, 2) or (1, 2)",
+                   " with B=", B, ", got ", shape_str(t.sizes()));
+    TORCHAUG_CHECK(t.scalar_type() == at::kDouble, "torchaug::", op, ": ", name, " must be float64, got ", t.scalar_type());
+    return t.size(0) == 1 ? int64_t(0) : t.stride(0);
+  };
+  AffineMatrixPlan plan;
+  AffineMatrixParams& p = plan.p;
+  p.angle_s = rows("angle", angle, 1);
+  p.translate_s = rows("translate", translate, 2);
+  p.scale_s = rows("scale", scale, 1);
+  p.shear_s = rows("shear", shear, 2);
+  p.center_s = rows("center", center, 2);
+  p.translate_c = translate.stride(1);
+  p.shear_c = shear.stride(1);
+  p.center_c = center.stride(1);
+  p.snap = nullptr;
+  p.snap_s = 0;
+  if (snap) {
+    same_device("snap", *snap);
+    TORCHAUG_CHECK(snap->dim() == 1 && (snap->size(0) == B || snap->size(0) == 1), "torchaug::", op,
+                   ": snap must have shape (B,) or (1,) with B=", B, ", got ", shape_str(snap->sizes()));
+    TORCHAUG_CHECK(snap->scalar_type() == at::kBool, "torchaug::", op, ": snap must be bool, got ", snap->scalar_type());
+    p.snap = snap->data_ptr<bool>();
+    p.snap_s = snap->size(0) == 1 ? 0 : snap->stride(0);
+  }
+  p.pixels = pixel_sizes.has_value();
+  p.h = p.w = p.out_h = p.out_w = 0.0;
+  if (p.pixels) {
+    const auto sz = *pixel_sizes;
+    TORCHAUG_CHECK(sz.size() == 4, "torchaug::", op, ": pixel_sizes must be [H, W, OH, OW], got ", sz.size(), " values");
+    for (const int64_t v : sz) {
+      TORCHAUG_CHECK(v >= 0, "torchaug::", op, ": pixel_sizes must be non-negative, got ", shape_str(sz));
+    }
+    p.h = static_cast<double>(sz[0]);
+    p.w = static_cast<double>(sz[1]);
+    p.out_h = static_cast<double>(sz[2]);
+    p.out_w = static_cast<double>(sz[3]);
+  }
+  p.angle = angle.data_ptr<double>();
+  p.translate = translate.data_ptr<double>();
+  p.scale = scale.data_ptr<double>();
+  p.shear = shear.data_ptr<double>();
+  p.center = center.data_ptr<double>();
+  plan.out = at::empty({B, 2, 3}, angle.options());
+  p.out = plan.out.data_ptr<double>();
+  plan.B = B;
+  return plan;
+}
+
 RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes, int64_t height,
                           int64_t width, double scale_min, double scale_max, double ratio_min, double ratio_max,
                           int64_t batch, const std::optional<at::Tensor>& like,

@@ -357,6 +357,41 @@ WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& 
                                            int64_t interpolation, const at::Tensor& fill);
 
 // ---------------------------------------------------------------------------------------------
+// affine matrices
+// ---------------------------------------------------------------------------------------------
+
+struct AffineMatrixParams {
+  const double *angle, *translate, *scale, *shear, *center;  // rows of (B,) or (B, 2)
+  int64_t angle_s, translate_s, scale_s, shear_s, center_s;  // their row strides (0: one row for all)
+  int64_t translate_c, shear_c, center_c;                    // their column strides
+  const bool* snap;                                          // (B,) or nullptr
+  int64_t snap_s;
+  bool pixels;                                               // pixel_sizes given
+  double h, w, out_h, out_w;
+  double* out;                                               // (B, 2, 3)
+};
+
+C10_HOST_DEVICE inline void affine_matrix_px(const AffineMatrixParams& p, int64_t b) {
+  double* m = p.out + 6 * b;
+  kernels::affine_inverse_theta(p.angle[b * p.angle_s], p.translate[b * p.translate_s],
+                                p.translate[b * p.translate_s + p.translate_c], p.scale[b * p.scale_s],
+                                p.shear[b * p.shear_s], p.shear[b * p.shear_s + p.shear_c], p.center[b * p.center_s],
+                                p.center[b * p.center_s + p.center_c], p.snap != nullptr && p.snap[b * p.snap_s], m);
+  if (p.pixels) kernels::affine_theta_to_pixels(m, p.h, p.w, p.out_h, p.out_w);
+}
+
+struct AffineMatrixPlan {
+  at::Tensor out;
+  AffineMatrixParams p;
+  int64_t B;
+};
+
+AffineMatrixPlan plan_affine_matrices(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
+                                      const at::Tensor& shear, const at::Tensor& center,
+                                      const std::optional<at::Tensor>& snap,
+                                      at::OptionalIntArrayRef pixel_sizes);
+
+// ---------------------------------------------------------------------------------------------
 // RandomResizedCrop parameters
 // ---------------------------------------------------------------------------------------------
 

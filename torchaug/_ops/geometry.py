@@ -1,5 +1,5 @@
-"""Fake kernels of the geometry family and warp_affine's autograd (resized_crop's and flip's autograd
-kernels are in csrc/autograd.cpp)."""
+"""Fake kernels of the geometry family and the autograd of warp_affine and _affine_matrices
+(resized_crop's and flip's autograd kernels are in csrc/autograd.cpp)."""
 import torch
 
 from ._common import empty_image, image_memory_format, register_fake
@@ -41,6 +41,70 @@ def _warp_affine_backward(ctx, grad):
 
 
 torch.library.register_autograd("torchaug::warp_affine", _warp_affine_backward, setup_context=_warp_affine_setup)
+
+
+# ---- _affine_matrices -------------------------------------------------------------------------
+
+@register_fake("torchaug::_affine_matrices")
+def _affine_matrices_fake(angle, translate, scale, shear, center, snap=None, pixel_sizes=None):
+    b = angle.shape[0]
+    for t in (translate, scale, shear, center):
+        if t.dim() >= 1 and t.shape[0] != 1:
+            b = t.shape[0]
+    return angle.new_empty((b, 2, 3))
+
+
+def _affine_matrices_setup(ctx, inputs, output):
+    angle, translate, scale, shear, center, snap, pixel_sizes = inputs
+    ctx.pixel_sizes = pixel_sizes
+    ctx.save_for_backward(angle, translate, scale, shear, center, snap, output)
+
+
+def _affine_matrices_backward(ctx, grad):
+    """The derivatives of csrc/kernels/geometry.h: affine_inverse_theta (then affine_theta_to_pixels)
+    with respect to each parameter; rotations snapped to exact entries have none in angle and shear."""
+    angle, translate, scale, shear, center, snap, m = ctx.saved_tensors
+    k = torch.pi / 180
+    rot, sx, sy = angle * k, shear[:, 0] * k, shear[:, 1] * k
+    c_, s_, cs, sn, t = torch.cos(rot - sy), torch.sin(rot - sy), torch.cos(sy), torch.sin(sy), torch.tan(sx)
+    m0, m1, m3, m4 = m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1]
+    g = grad.reshape(-1, 6)
+    g0, g1, g2, g3, g4, g5 = g.unbind(1)
+    ox = oy = 0.0
+    if ctx.pixel_sizes is not None:
+        ox, oy = (ctx.pixel_sizes[3] - 1) * 0.5, (ctx.pixel_sizes[2] - 1) * 0.5
+    ux = -center[:, 0] - translate[:, 0] - ox
+    uy = -center[:, 1] - translate[:, 1] - oy
+    # the totals through m2 = m0 ux + m1 uy + cx (+ constants) and m5 = m3 ux + m4 uy + cy
+    d_m0, d_m1, d_m3, d_m4 = g0 + g2 * ux, g1 + g2 * uy, g3 + g5 * ux, g4 + g5 * uy
+    d_ux, d_uy = g2 * m0 + g5 * m3, g2 * m1 + g5 * m4
+    s = scale
+    d_a, d_b, d_c, d_d = d_m4 / s, -d_m1 / s, -d_m3 / s, d_m0 / s
+    d_scale = -(d_m0 * m0 + d_m1 * m1 + d_m3 * m3 + d_m4 * m4) / s
+    if snap is not None:
+        keep = (~snap).to(g.dtype)
+        d_a, d_b, d_c, d_d = d_a * keep, d_b * keep, d_c * keep, d_d * keep
+    # a = C / cs, b = -C T / cs - sin(rot), c = S / cs, d = -S T / cs + cos(rot), C, S of rot - sy
+    da_sy = s_ / cs + c_ * sn / (cs * cs)
+    dc_sy = -c_ / cs + s_ * sn / (cs * cs)
+    d_rot = (d_a * (-s_ / cs) + d_b * (s_ * t / cs - torch.cos(rot)) + d_c * (c_ / cs)
+             + d_d * (-c_ * t / cs - torch.sin(rot)))
+    d_sx = (d_b * (-c_) + d_d * (-s_)) * (1 + t * t) / cs
+    d_sy = (d_a - d_b * t) * da_sy + (d_c - d_d * t) * dc_sy
+
+    def to(value, like):  # summed over the batch where the parameter was one row for all
+        return value.sum(0, keepdim=True) if like.shape[0] == 1 and value.shape[0] != 1 else value
+
+    needs = ctx.needs_input_grad
+    return (to(d_rot * k, angle) if needs[0] else None,
+            to(torch.stack([-d_ux, -d_uy], 1), translate) if needs[1] else None,
+            to(d_scale, scale) if needs[2] else None,
+            to(torch.stack([d_sx * k, d_sy * k], 1), shear) if needs[3] else None,
+            to(torch.stack([g2 - d_ux, g5 - d_uy], 1), center) if needs[4] else None,
+            None, None)
+
+
+torch.library.register_autograd("torchaug::_affine_matrices", _affine_matrices_backward, setup_context=_affine_matrices_setup)
 
 
 # ---- resized_crop ---------------------------------------------------------------------------

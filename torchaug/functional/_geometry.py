@@ -11,6 +11,7 @@ from ._on_targets import is_target, on_target
 from ._utils import (
     InterpolationMode,
     _check_real,
+    _constant_row,
     as_batch,
     check_boxes,
     check_tensor,
@@ -476,10 +477,9 @@ def affine_matrices(angle, translate, scale, shear, center, height: int, width: 
     center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix. snap (B,)
     bool: samples whose rotation is a multiple of 90 degrees get exact 0 / +-1 entries (torchvision
     rotates those with torch.rot90)."""
-    m = _centred_inverse(angle, translate, scale, shear, center, height, width, batch, device, snap)
     oh = height if out_height is None else out_height
     ow = width if out_width is None else out_width
-    return _pixel_inverse(m, height, width, oh, ow)
+    return _centred_inverse(angle, translate, scale, shear, center, height, width, batch, device, snap, [height, width, oh, ow])
 
 
 def _matrix_dtype(images: torch.Tensor) -> torch.dtype:
@@ -488,21 +488,11 @@ def _matrix_dtype(images: torch.Tensor) -> torch.dtype:
     return torch.float64 if images.dtype == torch.float64 else torch.float32
 
 
-def _pixel_inverse(theta: torch.Tensor, height: int, width: int, out_height: int, out_width: int) -> torch.Tensor:
-    """(B, 2, 3) pixel-index inverse matrices from torchvision's centred theta: torchvision samples at
-    theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) + ((w - 1) / 2, (h - 1) / 2). TorchScript-compatible."""
-    m0, m1, m2 = theta[:, 0, 0], theta[:, 0, 1], theta[:, 0, 2]
-    m3, m4, m5 = theta[:, 1, 0], theta[:, 1, 1], theta[:, 1, 2]
-    ox, oy = (out_width - 1) * 0.5, (out_height - 1) * 0.5
-    m2 = m2 - m0 * ox - m1 * oy + (width - 1) * 0.5
-    m5 = m5 - m3 * ox - m4 * oy + (height - 1) * 0.5
-    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(-1, 2, 3)
-
-
 def _centred_inverse(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
-                     snap: Optional[torch.Tensor] = None) -> torch.Tensor:
+                     snap: Optional[torch.Tensor] = None, pixel_sizes: Optional[List[int]] = None) -> torch.Tensor:
     """(B, 2, 3) torchvision's _get_inverse_affine_matrix per sample: the inverse map in coordinates
-    centred on the image (the theta its grid and _compute_affine_output_size use)."""
+    centred on the image (the theta its grid and _compute_affine_output_size use), or with
+    pixel_sizes [H, W, OH, OW] warp_affine's pixel-index matrices (_inverse_theta)."""
     op = "affine"
     f64 = torch.float64
     angle = per_sample(angle, batch, device, f64, "angle", op)
@@ -515,39 +505,25 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
     if isinstance(shear, numbers.Number):
         shear = [float(shear), 0.0]
     shear = per_sample_rows(shear, batch, 2, device, f64, "shear", op)
-    return _inverse_theta(angle, translate, scale, shear, _center_offsets(center, batch, height, width, device, op), snap)
+    return _inverse_theta(angle, translate, scale, shear, _center_offsets(center, batch, height, width, device, op), snap,
+                          pixel_sizes)
 
 
 def _center_offsets(center, batch: int, height: int, width: int, device, op: str) -> torch.Tensor:
     """(B, 2) float64 offsets of a user's centre [x, y] (a pair, or per sample (B, 2); None: the
     image centre) from the image centre."""
     if center is None:
-        return torch.zeros(batch, 2, dtype=torch.float64, device=device)
+        return _constant_row((0.0, 0.0), device, torch.float64)
     c = per_sample_rows(center, batch, 2, device, torch.float64, "center", op)
     return c - torch.tensor([width * 0.5, height * 0.5], dtype=torch.float64, device=device)
 
 
 def _inverse_theta(angle: torch.Tensor, translate: torch.Tensor, scale: torch.Tensor, shear: torch.Tensor,
-                   c: torch.Tensor, snap: Optional[torch.Tensor]) -> torch.Tensor:
-    """The arithmetic of _centred_inverse on float64 tensors: angle, scale (B,); translate, shear
-    (B, 2); c (B, 2) the centre's offset from the image centre. TorchScript-compatible."""
-    rot = torch.deg2rad(angle)
-    sx, sy = torch.deg2rad(shear[:, 0]), torch.deg2rad(shear[:, 1])
-    cx, cy = c[:, 0], c[:, 1]
-    tx, ty = translate[:, 0], translate[:, 1]
-    a = torch.cos(rot - sy) / torch.cos(sy)
-    b = -torch.cos(rot - sy) * torch.tan(sx) / torch.cos(sy) - torch.sin(rot)
-    cc = torch.sin(rot - sy) / torch.cos(sy)
-    d = -torch.sin(rot - sy) * torch.tan(sx) / torch.cos(sy) + torch.cos(rot)
-    if snap is not None:
-        a = torch.where(snap, a.round(), a)
-        b = torch.where(snap, b.round(), b)
-        cc = torch.where(snap, cc.round(), cc)
-        d = torch.where(snap, d.round(), d)
-    m0, m1, m3, m4 = d / scale, -b / scale, -cc / scale, a / scale
-    m2 = m0 * (-cx - tx) + m1 * (-cy - ty) + cx
-    m5 = m3 * (-cx - tx) + m4 * (-cy - ty) + cy
-    return torch.stack([m0, m1, m2, m3, m4, m5], dim=1).view(-1, 2, 3)
+                   c: torch.Tensor, snap: Optional[torch.Tensor], pixel_sizes: Optional[List[int]] = None) -> torch.Tensor:
+    """The arithmetic of _centred_inverse on float64 tensors, one launch for the batch: angle, scale
+    (B,) or (1,); translate, shear (B, 2) or (1, 2); c (B, 2) or (1, 2) the centre's offset from the
+    image centre; pixel_sizes as _centred_inverse's. TorchScript-compatible."""
+    return torch.ops.torchaug._affine_matrices(angle, translate, scale, shear, c, snap, pixel_sizes)
 
 
 def _center_rows(center: Optional[List[float]], batch: int, height: int, width: int, device: torch.device) -> torch.Tensor:
@@ -573,9 +549,9 @@ def _rotation_matrices(angle: torch.Tensor, c: torch.Tensor, has_center: bool, e
         snap = (angle == 0) | (angle == 180)
         if expand or height == width:
             snap = snap | quarter
-    zeros = torch.zeros(angle.shape[0], 2, dtype=torch.float64, device=angle.device)
-    theta = _inverse_theta(-angle, zeros, torch.ones_like(angle), zeros, c, snap)
-    return _pixel_inverse(theta, height, width, out_height, out_width)
+    zeros = torch.zeros(1, 2, dtype=torch.float64, device=angle.device)
+    one = torch.ones(1, dtype=torch.float64, device=angle.device)
+    return _inverse_theta(-angle, zeros, one, zeros, c, snap, [height, width, out_height, out_width])
 
 
 def affine(images, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None) -> torch.Tensor:

@@ -20,7 +20,7 @@ from ..functional._augment import _mix_with_previous, _paste_previous, _soft_lab
 from ..functional._color import _permute_channels
 from ..functional._filter import seeds_on
 from ..functional._geometry import (_center_offset, _elastic, _perspective, _five_crop, _center_rows, _crop_padded, _inverse_theta, _matrix_dtype, _pad,
-                                    _pixel_inverse, _rotation_matrices, _short_edge_size, rotated_size)
+                                    _rotation_matrices, _short_edge_size, rotated_size)
 from ..functional._utils import generator_device
 from ._draws import (elastic_displacement, perspective_params, random_color_range_params, salt_and_pepper_params, affine_params, augmix_mix, augmix_program, bernoulli_on, channel_permutation, cutmix_params,
                      erasing_params, fill_rows, jitter_program, mix_lam, photometric_distort_params, policy_sample, rand_on,
@@ -391,10 +391,9 @@ class ScriptAffine(ScriptTransform):
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
         b, c, h, w = images.shape[0], images.shape[1], images.shape[-2], images.shape[-1]
         dev, f64 = images.device, torch.float64
-        theta = _inverse_theta(params["angle"].to(dev, f64).expand(b), params["translate"].to(dev, f64).expand(b, 2),
-                               params["scale"].to(dev, f64).expand(b), params["shear"].to(dev, f64).expand(b, 2),
-                               _center_rows(self.center, b, h, w, dev), None)
-        m = _pixel_inverse(theta, h, w, h, w).to(_matrix_dtype(images))
+        m = _inverse_theta(params["angle"].to(dev, f64).expand(b), params["translate"].to(dev, f64).expand(b, 2),
+                           params["scale"].to(dev, f64).expand(b), params["shear"].to(dev, f64).expand(b, 2),
+                           _center_rows(self.center, b, h, w, dev), None, [h, w, h, w]).to(_matrix_dtype(images))
         return torch.ops.torchaug.warp_affine(images, m, [h, w], self.interpolation, fill_rows(self.fill, b, c, dev))
 
 
