@@ -11,8 +11,9 @@
 TORCH_LIBRARY(torchaug, m) {
   // ---- geometry ----
   // Inverse-mapped affine warp: output pixel (x, y) samples input position matrices[b] @ (x, y, 1),
-  // pixel centres at integer coordinates. fill None: zero padding; fill (B, C): torchvision's fill
-  // blending. Output keeps the input's memory format.
+  // pixel centres at integer coordinates; matrices (B, 2, 3), or (B, 3, 3) for a projective warp
+  // (the position's first two coordinates divided by its third). fill None: zero padding; fill
+  // (B, C): torchvision's fill blending. Output keeps the input's memory format.
   m.def(
       "warp_affine(Tensor images, Tensor matrices, SymInt[] out_size, int interpolation=1, "
       "Tensor? fill=None) -> Tensor");

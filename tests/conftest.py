@@ -67,3 +67,16 @@ def assert_close_images(actual, expected, dtype, msg=""):
     else:
         tol = {torch.float32: 2e-5, torch.float64: 1e-10, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
         torch.testing.assert_close(actual, expected, atol=tol, rtol=tol, msg=msg)
+
+
+def assert_differ_only_at_ties(got, want, coefficients):
+    """Nearest sampling under a perspective's coefficients (torchvision's 8): a pixel may differ only
+    where its source position (in float64) sits within float32 rounding of a tie between two pixels
+    (torchvision rounds a float32 grid built with other steps; a homography from integer corners
+    puts whole rows of positions on -0.5)."""
+    c = coefficients
+    for y, x in (got != want).reshape(-1, *got.shape[-2:]).any(0).nonzero().tolist():
+        cx, cy = x + 0.5, y + 0.5
+        den = c[6] * cx + c[7] * cy + 1
+        src = ((c[0] * cx + c[1] * cy + c[2]) / den - 0.5, (c[3] * cx + c[4] * cy + c[5]) / den - 0.5)
+        assert min(abs(s - round(s - 0.5) - 0.5) for s in src) < 1e-4, f"pixel ({y}, {x}) samples {src}, not a tie"

@@ -412,6 +412,7 @@ def _opcheck_samples(device):
     std = torch.rand(2, 3, device=device) + 0.5
     m = F.affine_matrices(torch.tensor([10.0, -30.0]), [[1, 2], [0, 0]], 1.1, [3.0, 0.0], None, 12, 15, 2, "cpu").float().to(device)
     fill = torch.rand(2, 3, device=device)
+    p3 = torch.cat([m, torch.tensor([[[1e-3, -2e-3, 1.0]], [[-3e-3, 1e-3, 0.9]]], device=device)], 1)  # projective
     return [
         (ops.resized_crop, (x, boxes, [7, 9], 1, True)),
         (ops.resized_crop, (x, boxes, [7, 9], 2, False, flip, mean, std, torch.float32, torch.channels_last)),
@@ -420,6 +421,8 @@ def _opcheck_samples(device):
         (ops.warp_affine, (x, m.clone().requires_grad_(), [12, 15], 1, fill)),
         (ops.warp_affine, (x, m, [9, 20], 0, None)),
         (ops.warp_affine, (xu, m, [12, 15], 1, fill)),
+        (ops.warp_affine, (x, p3.clone().requires_grad_(), [12, 15], 1, fill)),
+        (ops.warp_affine, (xu, p3, [10, 13], 0, None)),
         (ops.flip, (x, flip, ~flip)),
         (ops.flip, (xc, flip, flip)),
         (ops.normalize, (x, mean, std, torch.float32, None)),
@@ -516,6 +519,20 @@ def test_warp_affine_gradcheck(device, fill):
     assert torch.autograd.gradcheck(lambda t, mm: ops.warp_affine(t, mm, [6, 7], 1, f), (x, m))
     # nearest: differentiable with respect to the images only
     assert torch.autograd.gradcheck(lambda t: ops.warp_affine(t, m.detach(), [5, 8], 0, f), (x,))
+    # projective (3x3): the images and all nine entries
+    p3 = torch.cat([m.detach(), torch.tensor([[[0.02, -0.01, 1.0]], [[-0.03, 0.01, 1.1]]], dtype=m.dtype, device=device)], 1)
+    assert torch.autograd.gradcheck(lambda t, mm: ops.warp_affine(t, mm, [6, 7], 1, f), (x, p3.requires_grad_()))
+
+
+def test_projective_warp_with_an_affine_last_row_is_the_affine_warp(device):
+    # the homogeneous divide by exactly 1 leaves affine_source's positions: the same bytes
+    gen = torch.Generator().manual_seed(12)
+    x = random_images(3, 3, 17, 23, torch.uint8, device, generator=gen)
+    m = F.affine_matrices(torch.tensor([12.0, -70.0, 200.0]), [[1, 2], [0, 0], [-3, 1]], 0.9, [3.0, 5.0], None, 17, 23, 3,
+                          "cpu").float().to(device)
+    p3 = torch.cat([m, torch.tensor([0.0, 0.0, 1.0], device=device).expand(3, 1, 3)], 1)
+    for mode in (0, 1):
+        assert torch.equal(ops.warp_affine(x, p3, [19, 21], mode, None), ops.warp_affine(x, m, [19, 21], mode, None))
 
 
 def _affine_params(n, seed, device):
@@ -867,7 +884,7 @@ def test_errors_name_the_op_and_argument(device):
         (lambda: ops.resized_crop(x, boxes, [4, 4], 1, True, None, torch.zeros(2, 3, device=device), None), r"mean and std must be given together"),
         (lambda: ops.resized_crop(x.float(), boxes, [4, 4], 1, True, None, None, None, torch.uint8), r"torchaug::resized_crop: out_dtype must be the input dtype \(Float\) or floating, got Byte"),
         (lambda: ops.resized_crop(x[:, :, :0], boxes, [4, 4], 1, True), r"torchaug::resized_crop: images must have C, H, W > 0, got shape \(2, 3, 0, 12\)"),
-        (lambda: ops.warp_affine(x, torch.zeros(2, 3, 3, device=device), [4, 4], 1), r"torchaug::warp_affine: matrices must have shape \(B, 2, 3\) with B=2, got \(2, 3, 3\)"),
+        (lambda: ops.warp_affine(x, torch.zeros(2, 4, 3, device=device), [4, 4], 1), r"torchaug::warp_affine: matrices must have shape \(B, 2, 3\) or \(B, 3, 3\) with B=2, got \(2, 4, 3\)"),
         (lambda: ops.warp_affine(x, torch.zeros(2, 2, 3, device=device), [4, 4], 2), r"torchaug::warp_affine: interpolation must be 0 \(nearest\) or 1 \(bilinear\), got 2"),
         (lambda: ops.warp_affine(x, torch.zeros(2, 2, 3, device=device), [4, 4], 1, torch.zeros(2, 4, device=device)), r"torchaug::warp_affine: fill must have shape \(B, C\) with B=2, got \(2, 4\)"),
         (lambda: ops.flip(x, torch.ones(2, device=device), torch.ones(2, dtype=torch.bool, device=device)), r"torchaug::flip: horizontal must have dtype Bool, got Float"),

@@ -3,7 +3,7 @@ boxes, masks and keypoints, as tv_tensors or torchaug's wrappers, moved as torch
 move them, of the type they came in."""
 import pytest
 import torch
-from conftest import requires_torchvision, torchvision
+from conftest import assert_differ_only_at_ties, requires_torchvision, torchvision
 
 import torchaug.functional as F
 import torchaug.transforms as T
@@ -54,7 +54,9 @@ def test_targets_move_as_torchvisions_functions_move_them(call, fmt):
         got = getattr(F, name)(target, *args, **kwargs)
         want = getattr(TF, name)(target, *args, **kwargs)
         assert type(got) is type(want), (call, type(got))
-        if isinstance(want, tv_tensors.Mask):
+        if isinstance(want, tv_tensors.Mask) and name == "perspective":
+            assert_differ_only_at_ties(got, want, F.perspective_coefficients(*args)[0].tolist())
+        elif isinstance(want, tv_tensors.Mask):
             assert torch.equal(got.as_subclass(torch.Tensor), want.as_subclass(torch.Tensor)), call
         elif call == "rotate(expand)":
             # the documented difference (test_targets.py): boxes and keypoints get the rotated

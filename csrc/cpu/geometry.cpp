@@ -445,7 +445,7 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
   if (B == 0) return out;
   const auto m = acc_matrices(images, matrices);
   const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-  const WarpAffineParams p = warp_affine_params(images, out, interpolation, f);
+  const WarpAffineParams p = warp_affine_params(images, out, interpolation, f, static_cast<int>(m.size(1)));
   TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_affine_cpu", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
     const scalar_t* in = images.data_ptr<scalar_t>();
@@ -453,13 +453,13 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
     const acc_t* mp = m.data_ptr<acc_t>();
     for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
       const float* fill_b = p.fill ? p.fill + b * p.channels : nullptr;
-      if (p.interpolation == kernels::kNearest) {
+      if (p.interpolation == kernels::kNearest && p.rows == 2) {
         warp_nearest_row<scalar_t>(in + b * p.is.b, o + b * p.os.b + oy * p.os.y, mp + 6 * b, fill_b, p, oy);
         return;
       }
       with_affine_taps(p.interpolation, [&](auto taps) {
         for (int64_t ox = 0; ox < ow; ++ox)
-          warp_affine_output_px<decltype(taps)::value>(in, o, mp + 6 * b, fill_b, p, b, oy, ox);
+          warp_affine_output_px<decltype(taps)::value>(in, o, mp + p.matrix_size() * b, fill_b, p, b, oy, ox);
       });
     });
   });
@@ -494,7 +494,7 @@ std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& gr
               warp_affine_backward_px<decltype(taps)::value>(
                   gp, in, mp, p, gs, b, oy, ox, output_mask[0],
                   [&](int64_t i, acc_t v) { gi[i] = static_cast<scalar_t>(static_cast<acc_t>(gi[i]) + v); },
-                  output_mask[1] ? gm + 6 * b : nullptr);
+                  output_mask[1] ? gm + p.matrix_size() * b : nullptr);
           });
     });
   });

@@ -31,7 +31,8 @@ __global__ void warp_affine_kernel(const scalar_t* __restrict__ in, scalar_t* __
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   if (ox >= p.out_w || oy >= p.out_h) return;
-  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) warp_affine_output_px<N>(in, out, matrices + 6 * b, p.fill ? p.fill + b * p.channels : nullptr, p, b, oy, ox);
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z)
+    warp_affine_output_px<N>(in, out, matrices + p.matrix_size() * b, p.fill ? p.fill + b * p.channels : nullptr, p, b, oy, ox);
 }
 
 at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices, c10::SymIntArrayRef out_size,
@@ -45,7 +46,7 @@ at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices
   if (B == 0) return out;
   const auto m = acc_matrices(images, matrices);
   const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
-  const WarpAffineParams p = warp_affine_params(images, out, interpolation, f);
+  const WarpAffineParams p = warp_affine_params(images, out, interpolation, f, static_cast<int>(m.size(1)));
   const auto stream = c10::cuda::getCurrentCUDAStream();
   TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_affine_cuda", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
@@ -74,7 +75,7 @@ __global__ void warp_affine_backward_kernel(const scalar_t* __restrict__ grad, c
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   const bool inside = ox < p.out_w && oy < p.out_h;
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
-    acc_t dm[6] = {0, 0, 0, 0, 0, 0};
+    acc_t dm[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     if (inside) {
       warp_affine_backward_px<N>(
           grad, in, matrices, p, gs, b, oy, ox, want_images,
@@ -84,9 +85,10 @@ __global__ void warp_affine_backward_kernel(const scalar_t* __restrict__ grad, c
     if (grad_m != nullptr) {
       // every thread of the block works on sample b: reduce per warp, one atomic per warp
 #pragma unroll
-      for (int k = 0; k < 6; ++k) {
+      for (int k = 0; k < 9; ++k) {
+        if (k >= p.matrix_size()) break;
         const acc_t s = warp_sum(dm[k]);
-        if ((threadIdx.x & 31) == 0) gpuAtomicAdd(grad_m + 6 * b + k, s);
+        if ((threadIdx.x & 31) == 0) gpuAtomicAdd(grad_m + p.matrix_size() * b + k, s);
       }
     }
   }

@@ -225,6 +225,25 @@ TORCHAUG_HOST_DEVICE inline void affine_source(const acc_t* m, std::common_type_
   *sy = rn_add(rn_add(rn_mul(m[3], fx), rn_mul(m[4], fy)), m[5]);
 }
 
+// The same under a projective inverse map m (3x3, row-major): (m0 x + m1 y + m2, m3 x + m4 y + m5)
+// divided by m6 x + m7 y + m8, each step rounded as affine_source's.
+template <typename acc_t, typename idx_t = int64_t>
+TORCHAUG_HOST_DEVICE inline void projective_source(const acc_t* m, std::common_type_t<idx_t> x, std::common_type_t<idx_t> y,
+                                                   acc_t* sx, acc_t* sy) {
+  const acc_t fx = static_cast<acc_t>(x), fy = static_cast<acc_t>(y);
+  const acc_t w = rn_add(rn_add(rn_mul(m[6], fx), rn_mul(m[7], fy)), m[8]);
+  *sx = rn_div(rn_add(rn_add(rn_mul(m[0], fx), rn_mul(m[1], fy)), m[2]), w);
+  *sy = rn_div(rn_add(rn_add(rn_mul(m[3], fx), rn_mul(m[4], fy)), m[5]), w);
+}
+
+// The input position of output pixel (x, y) under an inverse map of `rows` rows: 2 affine, 3 projective.
+template <typename acc_t, typename idx_t = int64_t>
+TORCHAUG_HOST_DEVICE inline void warp_source(const acc_t* m, int rows, std::common_type_t<idx_t> x,
+                                             std::common_type_t<idx_t> y, acc_t* sx, acc_t* sy) {
+  if (rows == 3) projective_source<acc_t, idx_t>(m, x, y, sx, sy);
+  else affine_source<acc_t, idx_t>(m, x, y, sx, sy);
+}
+
 // The N taps of grid_sample at (sx, sy): N = 1 (nearest) or 4 (bilinear: nw, ne, sw, se). Tap k
 // has offset (ix[k], iy[k]) and weight w[k]; taps outside the image get valid[k] = false (and
 // offset 0). mask = sum of the weights of the valid taps. N is a compile-time constant, so that

@@ -78,7 +78,9 @@ void check_warp_affine(const char* op, const at::Tensor& images, const at::Tenso
                               int64_t interpolation, const std::optional<at::Tensor>& fill) {
   check_images(op, images);
   const int64_t B = images.size(0);
-  check_param(op, "matrices", matrices, images, {B, 2, 3}, "(B, 2, 3)", {at::kFloat, at::kDouble});
+  check_defined(op, "matrices", matrices);
+  const int64_t rows = matrices.dim() == 3 && matrices.size(1) == 3 ? 3 : 2;
+  check_param(op, "matrices", matrices, images, {B, rows, 3}, "(B, 2, 3) or (B, 3, 3)", {at::kFloat, at::kDouble});
   check_values(op, "matrices", matrices, -kFiniteMax, kFiniteMax, "finite");
   check_interpolation(op, interpolation, kernels::kBilinear);
   if (fill) {
@@ -110,13 +112,13 @@ WarpBackwardPlan plan_warp_affine_backward(const at::Tensor& grad, const at::Ten
   if (fill) plan.fill = fill->contiguous();
   plan.g = grad.to(images.scalar_type());
   plan.grad_images = at::zeros_like(plan.in);
-  plan.grad_m = at::zeros({images.size(0), 2, 3}, plan.m.options());
-  plan.p = warp_affine_params(plan.in, plan.g, interpolation, plan.fill);
+  plan.grad_m = at::zeros(matrices.sizes(), plan.m.options());
+  plan.p = warp_affine_params(plan.in, plan.g, interpolation, plan.fill, static_cast<int>(matrices.size(1)));
   return plan;
 }
 
 WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& out,
-                                           int64_t interpolation, const at::Tensor& fill) {
+                                           int64_t interpolation, const at::Tensor& fill, int rows) {
   WarpAffineParams p;
   p.is = strides4(images);
   p.os = strides4(out);
@@ -127,6 +129,7 @@ WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& 
   p.out_w = out.size(3);
   p.interpolation = interpolation;
   p.fill = fill.defined() ? fill.data_ptr<float>() : nullptr;
+  p.rows = rows;
   return p;
 }
 

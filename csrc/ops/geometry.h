@@ -224,6 +224,8 @@ struct WarpAffineParams {
   Strides4 is, os;
   int64_t channels, in_h, in_w, out_h, out_w, interpolation;
   const float* fill;  // (B, C) or nullptr
+  int rows;           // of the inverse maps: 2 affine (2x3), 3 projective (3x3, kernels::warp_source)
+  C10_HOST_DEVICE int64_t matrix_size() const { return 3 * rows; }
 };
 
 // Calls f(std::integral_constant<int, N>) with the tap count of an interpolation (nearest: 1,
@@ -234,7 +236,7 @@ C10_HOST_DEVICE inline void with_affine_taps(int64_t interpolation, F&& f) {
   else f(std::integral_constant<int, 4>());
 }
 
-// The channel values of output pixel (ox, oy) of sample b, whose inverse matrix is m (6 entries),
+// The channel values of output pixel (ox, oy) of sample b, whose inverse matrix is m (p.rows x 3),
 // passed to f(c, value); fill: the sample's C fill values or nullptr (zero padding). N: the tap
 // count of p.interpolation (with_affine_taps); kC: the channel count at compile time (a caller
 // that keeps the values in registers), or 0 for p.channels.
@@ -243,7 +245,7 @@ C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_affine_px(const scalar_
                                            const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox, F&& f) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
-  kernels::affine_source(m, ox, oy, &sx, &sy);
+  kernels::warp_source(m, p.rows, ox, oy, &sx, &sy);
   const auto taps = kernels::affine_taps<acc_t, N>(sx, sy, p.in_h, p.in_w);
   const kernels::ImageView v{b * p.is.b, p.in_h, p.in_w, p.is.c, p.is.y, p.is.x};
   const int64_t nc = kC > 0 ? kC : p.channels;
@@ -266,8 +268,8 @@ C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* 
                        [&](int64_t c, acc_t r) { out[obase + c * p.os.c] = kernels::PixelStore<scalar_t>::from(r); });
 }
 
-// Backward of one output pixel (N: as warp_affine_output_px): grad_images via add_img(index, value); returns the six partial
-// derivatives of the loss with respect to matrices[b] in dm (added to).
+// Backward of one output pixel (N: as warp_affine_output_px): grad_images via add_img(index, value); returns the
+// p.matrix_size() partial derivatives of the loss with respect to matrices[b] in dm (added to).
 template <int N, typename scalar_t, typename AddImg>
 C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const scalar_t* in,
                                                     const typename AccOf<scalar_t>::type* matrices,
@@ -276,7 +278,8 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
                                                     typename AccOf<scalar_t>::type* dm) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
-  kernels::affine_source(matrices + 6 * b, ox, oy, &sx, &sy);
+  const acc_t* m = matrices + p.matrix_size() * b;
+  kernels::warp_source(m, p.rows, ox, oy, &sx, &sy);
   const auto t = kernels::affine_taps<acc_t, N>(sx, sy, p.in_h, p.in_w);
   const bool has_fill = p.fill != nullptr;
   constexpr bool bilinear = N == 4;
@@ -331,6 +334,14 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
   }
   if (dm != nullptr) {
     const acc_t fx = static_cast<acc_t>(ox), fy = static_cast<acc_t>(oy);
+    if (p.rows == 3) {
+      // sx = u / w, sy = v / w: through u and v (scaled by 1 / w) and through w
+      const acc_t w = m[6] * fx + m[7] * fy + m[8];
+      gsx /= w;
+      gsy /= w;
+      const acc_t gw = -(gsx * sx + gsy * sy);
+      dm[6] += gw * fx; dm[7] += gw * fy; dm[8] += gw;
+    }
     dm[0] += gsx * fx; dm[1] += gsx * fy; dm[2] += gsx;
     dm[3] += gsy * fx; dm[4] += gsy * fy; dm[5] += gsy;
   }
@@ -353,8 +364,9 @@ struct WarpBackwardPlan {
 WarpBackwardPlan plan_warp_affine_backward(const at::Tensor& grad, const at::Tensor& images, const at::Tensor& matrices,
                                            int64_t interpolation, const std::optional<at::Tensor>& fill);
 
+// rows: of the inverse maps (2 affine, 3 projective)
 WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& out,
-                                           int64_t interpolation, const at::Tensor& fill);
+                                           int64_t interpolation, const at::Tensor& fill, int rows = 2);
 
 // ---------------------------------------------------------------------------------------------
 // affine matrices

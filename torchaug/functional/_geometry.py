@@ -322,8 +322,9 @@ def perspective(images, startpoints=None, endpoints=None, interpolation=Interpol
     """torchvision.transforms.v2.functional.perspective with a map per sample: coefficients (B, 8)
     or (8,) (a tensor or 8 numbers), the 8 coefficients of the homography from output pixels to
     input pixels that torchvision uses, or startpoints and endpoints ((4, 2) or (B, 4, 2) corners)
-    to compute them from (perspective_coefficients). One grid_sample for the batch, with
-    torchvision's grid, fill blending (fill None: zeros outside) and rounding."""
+    to compute them from (perspective_coefficients). One projective warp_affine launch for the
+    batch, with torchvision's sampling positions (to float32 rounding: nearest may pick the other
+    pixel where a position sits on a tie), fill blending (fill None: zeros outside) and rounding."""
     if is_target(images):
         return on_target("perspective", images, startpoints, endpoints, interpolation, fill, coefficients)
     op = "perspective"
@@ -380,21 +381,19 @@ def _solve_perspective(start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
 
 
 def _perspective(x: torch.Tensor, coeffs: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
-    """perspective of a (B, C, H, W) batch, coeffs (B, 8): torchvision's _perspective_grid per sample."""
+    """perspective of a (B, C, H, W) batch, coeffs (B, 8), as torchvision samples it: output pixel
+    (x, y) reads the input at H(x + 0.5, y + 0.5) - 0.5 for the homography H of the coefficients
+    (its grid's pixel centres, and grid_sample's), one projective warp_affine launch with the
+    shifts folded into the matrices. TorchScript-compatible (the scripted RandomPerspective calls it)."""
     b, h, w = x.shape[0], x.shape[2], x.shape[3]
-    dtype = _grid_dtype(x)
-    c = coeffs.to(device=x.device, dtype=dtype)
-    theta1 = c[:, :6].reshape(b, 2, 3)
-    last = torch.stack([c[:, 6], c[:, 7], torch.ones_like(c[:, 6])], 1)
-    theta2 = torch.stack([last, last], 1)
-    base = torch.empty(1, h, w, 3, dtype=dtype, device=x.device)
-    base[..., 0].copy_(torch.linspace(0.5, w - 0.5, steps=w, device=x.device, dtype=dtype))
-    base[..., 1].copy_(torch.linspace(0.5, h - 0.5, steps=h, device=x.device, dtype=dtype).unsqueeze_(-1))
-    base[..., 2].fill_(1)
-    base = base.view(1, h * w, 3).expand(b, h * w, 3)
-    rescaled = theta1.transpose(1, 2) / torch.tensor([0.5 * w, 0.5 * h], dtype=dtype, device=x.device)
-    grid = base.bmm(rescaled).div_(base.bmm(theta2.transpose(1, 2))).sub_(1.0)
-    return _sample_grid(x, grid.view(b, h, w, 2), mode, fill_rows)
+    c = coeffs.to(device=x.device, dtype=torch.float64)
+    m = torch.cat([c, torch.ones(c.shape[0], 1, dtype=torch.float64, device=x.device)], 1).view(-1, 3, 3)
+    m[:, :, 2] += 0.5 * (m[:, :, 0] + m[:, :, 1])  # H @ (x + 0.5, y + 0.5, 1)
+    m[:, :2, :] -= 0.5 * m[:, 2:, :]  # (u / w - 0.5, v / w - 0.5) = ((u - 0.5 w) / w, (v - 0.5 w) / w)
+    m = m.to(_matrix_dtype(x)).expand(b, 3, 3)
+    if not m.requires_grad:
+        m = m.contiguous()
+    return torch.ops.torchaug.warp_affine(x, m, [h, w], 0 if mode == "nearest" else 1, fill_rows)
 
 
 def perspective_inverse(coeffs: torch.Tensor) -> torch.Tensor:
@@ -444,8 +443,10 @@ def vertical_flip(images) -> torch.Tensor:
 
 def warp_affine(images, matrices, out_size=None, interpolation=InterpolationMode.BILINEAR, fill=None) -> torch.Tensor:
     """Inverse-mapped affine warp: output pixel (x, y) samples the input at matrices[b] @ (x, y, 1)
-    (pixel centres at integer coordinates). matrices: (B, 2, 3) or (2, 3). fill=None pads with zeros;
-    a number, per-channel sequence or (B, C) tensor blends as torchvision's affine does."""
+    (pixel centres at integer coordinates). matrices: (B, 2, 3) or (2, 3); or (B, 3, 3) or (3, 3), a
+    projective warp (homography) that samples at (u / w, v / w) for (u, v, w) = matrices[b] @ (x, y, 1).
+    fill=None pads with zeros; a number, per-channel sequence or (B, C) tensor blends as torchvision's
+    affine does."""
     op = "warp_affine"
     x, single = as_batch(images, op)
     b, c = x.shape[0], x.shape[1]
@@ -459,10 +460,11 @@ def warp_affine(images, matrices, out_size=None, interpolation=InterpolationMode
         raise TypeError(f"torchaug.{op}: matrices must be a floating tensor with values, got {matrices.dtype} on {matrices.device}")
     if matrices.dim() == 2:
         matrices = matrices.unsqueeze(0)
-    if matrices.dim() != 3 or matrices.shape[1:] != (2, 3) or matrices.shape[0] not in (1, b):
-        raise ValueError(f"torchaug.{op}: matrices must have shape (B, 2, 3) or (2, 3) with B={b}, got {tuple(matrices.shape)}")
+    if matrices.dim() != 3 or matrices.shape[1:] not in ((2, 3), (3, 3)) or matrices.shape[0] not in (1, b):
+        raise ValueError(f"torchaug.{op}: matrices must have shape (B, 2, 3), (2, 3), (B, 3, 3) or (3, 3) with B={b}, "
+                         f"got {tuple(matrices.shape)}")
     mdtype = torch.float64 if x.dtype == torch.float64 or matrices.dtype == torch.float64 else torch.float32
-    matrices = matrices.to(device=x.device, dtype=mdtype).expand(b, 2, 3)
+    matrices = matrices.to(device=x.device, dtype=mdtype).expand(b, matrices.shape[1], 3)
     if not matrices.requires_grad:
         matrices = matrices.contiguous()
     size = list(x.shape[-2:]) if out_size is None else pair(out_size, "out_size", op)

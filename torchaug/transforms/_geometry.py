@@ -558,8 +558,8 @@ class ElasticTransform(Transform):
 class RandomPerspective(Transform):
     """torchvision.transforms.v2.RandomPerspective: with probability p a sample's corners move
     inward by up to distortion_scale of its half sides, each sample its own coin and corners
-    (torchvision's draws); the warp is one grid_sample for the batch (functional.perspective).
-    Boxes, masks and keypoints follow as torchvision moves them."""
+    (torchvision's draws); the warp is one projective warp_affine launch for the batch
+    (functional.perspective). Boxes, masks and keypoints follow as torchvision moves them."""
 
     def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation=InterpolationMode.BILINEAR, fill=0,
                  generator: Optional[torch.Generator] = None):

@@ -806,7 +806,7 @@ class ScriptElastic(ScriptTransform):
 
 
 class ScriptPerspective(ScriptTransform):
-    """RandomPerspective: a coin and a homography per sample (perspective_params), one grid_sample."""
+    """RandomPerspective: a coin and a homography per sample (perspective_params), one projective warp."""
 
     fill: Optional[List[float]]
 
