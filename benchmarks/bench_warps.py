@@ -1,5 +1,5 @@
-"""The per-pixel transforms torchvision v2 has and torchaug added for it (RandomPerspective,
-ElasticTransform, JPEG) on a batch of 256 uint8 224x224 images on the GPU, side by side:
+"""torchvision v2's warps (RandomRotation, RandomAffine, RandomPerspective, ElasticTransform) and
+JPEG on a batch of 256 uint8 224x224 images on the GPU, side by side:
 
 - torchaug's transform on the batch (per-sample parameters drawn on the GPU, one launch per op);
 - torchvision v2's transform in a per-sample loop on the same GPU (the per-sample semantics), and on
@@ -40,7 +40,14 @@ def main():
         K = None
         print(f"kornia: not measured ({type(e).__name__}: {e})", flush=True)
 
+    bilinear = TV.InterpolationMode.BILINEAR
     cases = [
+        ("RandomRotation(30) bilinear u8 224x224", T.RandomRotation(30, interpolation="bilinear"),
+         TV.RandomRotation(30, interpolation=bilinear), (lambda: K.RandomRotation(30.0, p=1.0)) if K else None),
+        ("RandomAffine(30, (0.1, 0.1), (0.8, 1.2), 10) bilinear u8 224x224",
+         T.RandomAffine(30, (0.1, 0.1), (0.8, 1.2), 10, interpolation="bilinear"),
+         TV.RandomAffine(30, (0.1, 0.1), (0.8, 1.2), 10, interpolation=bilinear),
+         (lambda: K.RandomAffine(30.0, (0.1, 0.1), (0.8, 1.2), 10.0, p=1.0)) if K else None),
         ("RandomPerspective(0.5, p=1) u8 224x224", T.RandomPerspective(0.5, p=1.0), TV.RandomPerspective(0.5, p=1.0),
          (lambda: K.RandomPerspective(0.5, p=1.0)) if K else None),
         ("ElasticTransform(alpha=50, sigma=5) u8 224x224", T.ElasticTransform(50.0, 5.0), TV.ElasticTransform(50.0, 5.0),

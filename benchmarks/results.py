@@ -34,7 +34,8 @@ ABOUT = {
               "batched decode and a CPU DataLoader. The GPU decode rows of a file set, and the decode + chain rows, "
               "are medians of 5 rounds timed in turns (one decode call's time follows the host's moment, which "
               "moves over seconds: a round reaches every row of a case alike).",
-    "warps": "RandomPerspective, ElasticTransform and JPEG on 256 x 3 x 224 x 224 uint8, parameters per sample: "
+    "warps": "RandomRotation, RandomAffine, RandomPerspective, ElasticTransform and JPEG on 256 x 3 x 224 x 224 uint8, "
+             "parameters per sample: "
              "torchaug on the batch against torchvision v2's per-sample loop and its whole-batch call (one draw for "
              "the batch) on the same GPU, and kornia where it has the op.",
     "peers": "torchaug beside NVIDIA DALI 2.4 and CV-CUDA 0.19 (scripts/gpu_peers.sh): RandomResizedCrop + flip + "
