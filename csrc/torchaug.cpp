@@ -23,13 +23,13 @@ TORCH_LIBRARY(torchaug, m) {
 
   // torchvision's _get_inverse_affine_matrix per sample, (B, 2, 3) float64: angle, scale (B,) or
   // (1,); translate, shear, center (B, 2) or (1, 2), float64, angle and shear in degrees, center the
-  // offset of the centre from the image centre; snap (B,) bool: exact 0 / +-1 entries for rotations
-  // by multiples of 90 degrees. pixel_sizes None: the map in coordinates centred on the image (the
-  // theta of torchvision's grid); [H, W, OH, OW]: warp_affine's pixel-index matrices from an
-  // OH x OW output to an H x W input.
+  // offset of the centre from the image centre; samples whose angle is a multiple of snap_period
+  // degrees (0: none) get exact 0 / +-1 entries, as torchvision's rot90 rotations. pixel_sizes
+  // None: the map in coordinates centred on the image (the theta of torchvision's grid);
+  // [H, W, OH, OW]: warp_affine's pixel-index matrices from an OH x OW output to an H x W input.
   m.def(
       "_affine_matrices(Tensor angle, Tensor translate, Tensor scale, Tensor shear, Tensor center, "
-      "Tensor? snap=None, int[]? pixel_sizes=None) -> Tensor");
+      "float snap_period=0., int[]? pixel_sizes=None) -> Tensor");
 
   // Crop boxes (B, 4) int64 [top, left, height, width] of each image resized to out_size, with the
   // optional per-sample horizontal flip and normalize/cast epilogue fused into the same pass:

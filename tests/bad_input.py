@@ -106,7 +106,7 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
                                  translate=torch.tensor([[1.0, -2.0], [0.0, 3.0]], dtype=torch.float64, device=d),
                                  scale=torch.tensor([1.1, 0.9], dtype=torch.float64, device=d),
                                  shear=torch.tensor([[5.0, 0.0], [-3.0, 2.0]], dtype=torch.float64, device=d),
-                                 center=torch.zeros(1, 2, dtype=torch.float64, device=d), snap=None, pixel_sizes=[H, W, H, W]),
+                                 center=torch.zeros(1, 2, dtype=torch.float64, device=d), snap_period=90.0, pixel_sizes=[H, W, H, W]),
         "_color_jitter_program": dict(rand=torch.rand(B, 8, generator=g, dtype=torch.float64).to(d), lo=[0.6, 0.6, 0.6, -0.1],
                                       span=[0.8, 0.8, 0.8, 0.2], codes=[1, 2, 3, 4]),
         "augment": dict(images=img8, ops=long([1, 12], [4, 8]), magnitudes=torch.tensor([[10.0, 0], [0.2, 4]], device=d)),

@@ -524,6 +524,25 @@ def test_warp_affine_gradcheck(device, fill):
     assert torch.autograd.gradcheck(lambda t, mm: ops.warp_affine(t, mm, [6, 7], 1, f), (x, p3.requires_grad_()))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_warp_affine_layouts_give_the_same_bytes(device, dtype):
+    # dense planes (CUDA's 32-bit tap path), channels_last and a strided view (the general path)
+    gen = torch.Generator().manual_seed(13)
+    x = random_images(3, 3, 29, 31, dtype, device, generator=gen)
+    m = F.affine_matrices(torch.tensor([33.0, -80.0, 150.0]), [[2, 1], [0, -3], [1, 1]], torch.tensor([0.8, 1.2, 1.0]), [4.0, -6.0], None,
+                          29, 31, 3, "cpu").float().to(device)
+    p3 = torch.cat([m, torch.tensor([[[2e-3, -1e-3, 1.0]]], device=device).expand(3, 1, 3)], 1)
+    wide = random_images(3, 3, 29, 62, dtype, device, generator=gen)
+    wide[..., ::2] = x
+    fill = torch.rand(3, 3, generator=gen).to(device)
+    for mat in (m, p3):
+        for mode in (0, 1):
+            for f in (None, fill):
+                want = ops.warp_affine(x, mat, [27, 35], mode, f)
+                for other in (x.contiguous(memory_format=torch.channels_last), wide[..., ::2]):
+                    assert torch.equal(ops.warp_affine(other, mat, [27, 35], mode, f), want)
+
+
 def test_projective_warp_with_an_affine_last_row_is_the_affine_warp(device):
     # the homogeneous divide by exactly 1 leaves affine_source's positions: the same bytes
     gen = torch.Generator().manual_seed(12)
@@ -556,7 +575,7 @@ def test_affine_matrices_match_torchvision(device):
     # and CUDA's sin / cos / tan are within an ulp or two of the host's
     torch.testing.assert_close(theta, want, rtol=1e-13, atol=1e-12)
     h, w, oh, ow = 30, 41, 25, 52
-    m = ops._affine_matrices(angle, translate, scale, shear, center, None, [h, w, oh, ow]).cpu()
+    m = ops._affine_matrices(angle, translate, scale, shear, center, 0.0, [h, w, oh, ow]).cpu()
     ox, oy = (ow - 1) * 0.5, (oh - 1) * 0.5
     shifted = theta.clone()
     shifted[:, 0, 2] = theta[:, 0, 2] - theta[:, 0, 0] * ox - theta[:, 0, 1] * oy + (w - 1) * 0.5
@@ -565,27 +584,31 @@ def test_affine_matrices_match_torchvision(device):
 
 
 def test_affine_matrices_snap_and_broadcast(device):
-    # snap: rotations by multiples of 90 degrees get exact entries; one-row parameters serve every sample
+    # snap_period: rotations by its multiples get exact entries; one-row parameters serve every sample
     f64 = dict(dtype=torch.float64, device=device)
-    angle = torch.tensor([90.0, 180.0, 270.0, 90.0], **f64)
+    angle = torch.tensor([90.0, -180.0, 270.0, 90.0, 45.0], **f64)
     zeros, one = torch.zeros(1, 2, **f64), torch.ones(1, **f64)
-    snap = torch.tensor([True, True, True, False], device=device)
-    m = ops._affine_matrices(angle, zeros, one, zeros, zeros, snap).cpu()
+    m = ops._affine_matrices(angle, zeros, one, zeros, zeros, 90.0).cpu()
     assert torch.equal(m[:3, :, :2], torch.tensor([[[0.0, 1.0], [-1.0, 0.0]], [[-1.0, 0.0], [0.0, -1.0]], [[0.0, -1.0], [1.0, 0.0]]],
                                                   dtype=torch.float64))
-    assert m[3, 0, 0] != 0 and abs(float(m[3, 0, 0])) < 1e-15  # cos(90 degrees) in float64
-    full = ops._affine_matrices(angle, zeros.expand(4, 2).contiguous(), one.expand(4).contiguous(),
-                                zeros.expand(4, 2).contiguous(), zeros.expand(4, 2).contiguous(), snap).cpu()
+    assert abs(float(m[4, 0, 0]) - 0.5 ** 0.5) < 1e-15
+    by_half_turns = ops._affine_matrices(angle, zeros, one, zeros, zeros, 180.0).cpu()
+    assert torch.equal(by_half_turns[1], m[1]) and by_half_turns[0, 0, 0] != 0 and abs(float(by_half_turns[0, 0, 0])) < 1e-15
+    full = ops._affine_matrices(angle, zeros.expand(5, 2).contiguous(), one.expand(5).contiguous(),
+                                zeros.expand(5, 2).contiguous(), zeros.expand(5, 2).contiguous(), 90.0).cpu()
     assert torch.equal(m, full)
+    # a snapped sample's entries do not move with its angle
+    a = angle.clone().requires_grad_()
+    ops._affine_matrices(a, zeros, one, zeros, zeros, 90.0).sum().backward()
+    assert torch.equal(a.grad[:4].cpu(), torch.zeros(4, dtype=torch.float64)) and a.grad[4] != 0
 
 
 def test_affine_matrices_gradcheck_and_opcheck(device):
     angle, translate, scale, shear, center = _affine_params(3, 5, device)
-    snap = torch.tensor([False, True, False], device=device)
-    for sizes in (None, [7, 9, 11, 6]):
+    for period, sizes in ((0.0, None), (90.0, [7, 9, 11, 6])):  # no angle on a multiple of 90 (not differentiable there)
         inputs = tuple(t.clone().requires_grad_() for t in (angle, translate, scale, shear, center[:1]))
-        assert torch.autograd.gradcheck(lambda *a: ops._affine_matrices(*a, snap, sizes), inputs)
-        torch.library.opcheck(ops._affine_matrices, (angle, translate, scale, shear, center, snap, sizes))
+        assert torch.autograd.gradcheck(lambda *a: ops._affine_matrices(*a, period, sizes), inputs)
+        torch.library.opcheck(ops._affine_matrices, (angle, translate, scale, shear, center, period, sizes))
     # through affine(): the images' gradient and the parameters' in one backward
     x = random_images(3, 2, 7, 9, torch.float64, device).requires_grad_()
     a = angle.clone().requires_grad_()
@@ -603,9 +626,9 @@ def test_affine_matrices_errors(device):
     with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: angle must have shape \(B,\) or \(1,\) with B=3, got \(2,\)"):
         ops._affine_matrices(a, torch.zeros(3, 2, **f64), s[:1], t[:1], t[:1])
     with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: pixel_sizes must be \[H, W, OH, OW\], got 2 values"):
-        ops._affine_matrices(a, t, s, t, t, None, [3, 4])
-    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: snap must be bool, got Long"):
-        ops._affine_matrices(a, t, s, t, t, torch.zeros(2, dtype=torch.long, device=device))
+        ops._affine_matrices(a, t, s, t, t, 0.0, [3, 4])
+    with pytest.raises(RuntimeError, match=r"torchaug::_affine_matrices: snap_period must be a finite number >= 0 \(degrees\), got -90"):
+        ops._affine_matrices(a, t, s, t, t, -90.0)
 
 
 @pytest.mark.parametrize("in_dtype", [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16])

@@ -557,9 +557,9 @@ at::Tensor flip_cpu(const at::Tensor& images, const at::Tensor& horizontal, cons
 }
 
 at::Tensor affine_matrices_cpu(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
-                               const at::Tensor& shear, const at::Tensor& center, const std::optional<at::Tensor>& snap,
+                               const at::Tensor& shear, const at::Tensor& center, double snap_period,
                                at::OptionalIntArrayRef pixel_sizes) {
-  auto plan = plan_affine_matrices(angle, translate, scale, shear, center, snap, pixel_sizes);
+  auto plan = plan_affine_matrices(angle, translate, scale, shear, center, snap_period, pixel_sizes);
   for (int64_t b = 0; b < plan.B; ++b) affine_matrix_px(plan.p, b);
   return plan.out;
 }

@@ -24,15 +24,42 @@ namespace torchaug {
 namespace {
 
 
+// Output pixel (ox, oy) of sample b of an input whose planes are dense rows (x stride 1, y stride
+// the width) of fewer than 2^31 pixels: warp_affine_output_px's values, its taps indexed in 32-bit
+// within a plane (kernels::affine_plane), which spares the 64-bit offset arithmetic of every tap.
+template <int N, typename scalar_t>
+__device__ inline void warp_affine_dense_px(const scalar_t* __restrict__ in, scalar_t* __restrict__ out,
+                                            const typename AccOf<scalar_t>::type* m, const float* fill,
+                                            const WarpAffineParams& p, int64_t b, int oy, int ox) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  acc_t sx, sy;
+  kernels::warp_source<acc_t, int>(m, p.rows, ox, oy, &sx, &sy);
+  const auto taps = kernels::affine_taps<acc_t, N, int>(sx, sy, p.in_h, p.in_w);
+  const scalar_t* sample = in + b * p.is.b;
+  scalar_t* o = out + b * p.os.b + oy * p.os.y + ox * p.os.x;
+  const int w = static_cast<int>(p.in_w);
+  for (int64_t c = 0; c < p.channels; ++c) {
+    const acc_t s = kernels::affine_plane(sample + c * p.is.c, w, taps);
+    const acc_t fc = fill != nullptr ? static_cast<acc_t>(fill[c]) : acc_t(0);
+    o[c * p.os.c] = kernels::PixelStore<scalar_t>::from(kernels::affine_blend(s, taps.mask, fill != nullptr, fc, p.interpolation));
+  }
+}
+
 template <int N, typename scalar_t>
 __global__ void warp_affine_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out,
                                    const typename AccOf<scalar_t>::type* __restrict__ matrices, WarpAffineParams p,
-                                   int64_t B) {
+                                   int64_t B, bool dense) {
   const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   if (ox >= p.out_w || oy >= p.out_h) return;
-  for (int64_t b = blockIdx.z; b < B; b += gridDim.z)
-    warp_affine_output_px<N>(in, out, matrices + p.matrix_size() * b, p.fill ? p.fill + b * p.channels : nullptr, p, b, oy, ox);
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
+    const float* fill = p.fill ? p.fill + b * p.channels : nullptr;
+    if (dense) {
+      warp_affine_dense_px<N>(in, out, matrices + p.matrix_size() * b, fill, p, b, static_cast<int>(oy), static_cast<int>(ox));
+    } else {
+      warp_affine_output_px<N>(in, out, matrices + p.matrix_size() * b, fill, p, b, oy, ox);
+    }
+  }
 }
 
 at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices, c10::SymIntArrayRef out_size,
@@ -47,12 +74,14 @@ at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices
   const auto m = acc_matrices(images, matrices);
   const at::Tensor f = fill ? fill->contiguous() : at::Tensor();
   const WarpAffineParams p = warp_affine_params(images, out, interpolation, f, static_cast<int>(m.size(1)));
+  const bool dense = p.is.x == 1 && p.is.y == p.in_w && p.in_h * p.in_w < (int64_t(1) << 31) &&
+                     oh < (int64_t(1) << 31) && ow < (int64_t(1) << 31);
   const auto stream = c10::cuda::getCurrentCUDAStream();
   TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_affine_cuda", [&] {
     using acc_t = typename AccOf<scalar_t>::type;
     with_affine_taps(interpolation, [&](auto taps) {
       warp_affine_kernel<decltype(taps)::value, scalar_t><<<pixel_grid(B, oh, ow), dim3(kTileX, kTileY), 0, stream>>>(
-          images.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, B);
+          images.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), m.data_ptr<acc_t>(), p, B, dense);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -207,9 +236,9 @@ __global__ void affine_matrices_kernel(AffineMatrixParams p, int64_t B) {
 }
 
 at::Tensor affine_matrices_cuda(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
-                                const at::Tensor& shear, const at::Tensor& center, const std::optional<at::Tensor>& snap,
+                                const at::Tensor& shear, const at::Tensor& center, double snap_period,
                                 at::OptionalIntArrayRef pixel_sizes) {
-  auto plan = plan_affine_matrices(angle, translate, scale, shear, center, snap, pixel_sizes);
+  auto plan = plan_affine_matrices(angle, translate, scale, shear, center, snap_period, pixel_sizes);
   if (plan.B == 0) return plan.out;
   c10::cuda::CUDAGuard guard(angle.device());
   constexpr int kThreads = 128;

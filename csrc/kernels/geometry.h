@@ -357,6 +357,13 @@ TORCHAUG_HOST_DEVICE inline void affine_inverse_theta(double angle, double tx, d
   m[5] = rn_add(rn_add(rn_mul(m[3], ux), rn_mul(m[4], uy)), cy);
 }
 
+// Whether a rotation by `angle` degrees gets affine_inverse_theta's exact entries: a multiple of
+// period (torchvision takes 180 degrees, and 90 where the image is square or expanded, with
+// torch.rot90); period 0: never.
+TORCHAUG_HOST_DEVICE inline bool is_snapped(double angle, double period) {
+  return period > 0.0 && fmod(angle, period) == 0.0;
+}
+
 // The centred theta as warp_affine's pixel-index map (pixel i at i) from an out_h x out_w output to
 // an h x w input: torchvision samples theta @ (x - (ow - 1) / 2, y - (oh - 1) / 2, 1) +
 // ((w - 1) / 2, (h - 1) / 2).

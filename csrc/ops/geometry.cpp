@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "geometry.h"
@@ -135,7 +136,7 @@ WarpAffineParams warp_affine_params(const at::Tensor& images, const at::Tensor& 
 
 AffineMatrixPlan plan_affine_matrices(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
                                       const at::Tensor& shear, const at::Tensor& center,
-                                      const std::optional<at::Tensor>& snap, at::OptionalIntArrayRef pixel_sizes) {
+                                      double snap_period, at::OptionalIntArrayRef pixel_sizes) {
   const char* op = "_affine_matrices";
   check_defined(op, "angle", angle);
   TORCHAUG_CHECK(angle.dim() == 1, "torchaug::", op, ": angle must have shape (B,) or (1,), got ", shape_str(angle.sizes()));
@@ -170,16 +171,9 @@ AffineMatrixPlan plan_affine_matrices(const at::Tensor& angle, const at::Tensor&
   p.translate_c = translate.stride(1);
   p.shear_c = shear.stride(1);
   p.center_c = center.stride(1);
-  p.snap = nullptr;
-  p.snap_s = 0;
-  if (snap) {
-    same_device("snap", *snap);
-    TORCHAUG_CHECK(snap->dim() == 1 && (snap->size(0) == B || snap->size(0) == 1), "torchaug::", op,
-                   ": snap must have shape (B,) or (1,) with B=", B, ", got ", shape_str(snap->sizes()));
-    TORCHAUG_CHECK(snap->scalar_type() == at::kBool, "torchaug::", op, ": snap must be bool, got ", snap->scalar_type());
-    p.snap = snap->data_ptr<bool>();
-    p.snap_s = snap->size(0) == 1 ? 0 : snap->stride(0);
-  }
+  TORCHAUG_CHECK(snap_period >= 0.0 && std::isfinite(snap_period), "torchaug::", op,
+                 ": snap_period must be a finite number >= 0 (degrees), got ", snap_period);
+  p.snap_period = snap_period;
   p.pixels = pixel_sizes.has_value();
   p.h = p.w = p.out_h = p.out_w = 0.0;
   if (p.pixels) {

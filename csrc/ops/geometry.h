@@ -376,8 +376,7 @@ struct AffineMatrixParams {
   const double *angle, *translate, *scale, *shear, *center;  // rows of (B,) or (B, 2)
   int64_t angle_s, translate_s, scale_s, shear_s, center_s;  // their row strides (0: one row for all)
   int64_t translate_c, shear_c, center_c;                    // their column strides
-  const bool* snap;                                          // (B,) or nullptr
-  int64_t snap_s;
+  double snap_period;                                        // degrees; 0: no snapping
   bool pixels;                                               // pixel_sizes given
   double h, w, out_h, out_w;
   double* out;                                               // (B, 2, 3)
@@ -388,7 +387,8 @@ C10_HOST_DEVICE inline void affine_matrix_px(const AffineMatrixParams& p, int64_
   kernels::affine_inverse_theta(p.angle[b * p.angle_s], p.translate[b * p.translate_s],
                                 p.translate[b * p.translate_s + p.translate_c], p.scale[b * p.scale_s],
                                 p.shear[b * p.shear_s], p.shear[b * p.shear_s + p.shear_c], p.center[b * p.center_s],
-                                p.center[b * p.center_s + p.center_c], p.snap != nullptr && p.snap[b * p.snap_s], m);
+                                p.center[b * p.center_s + p.center_c],
+                                kernels::is_snapped(p.angle[b * p.angle_s], p.snap_period), m);
   if (p.pixels) kernels::affine_theta_to_pixels(m, p.h, p.w, p.out_h, p.out_w);
 }
 
@@ -400,7 +400,7 @@ struct AffineMatrixPlan {
 
 AffineMatrixPlan plan_affine_matrices(const at::Tensor& angle, const at::Tensor& translate, const at::Tensor& scale,
                                       const at::Tensor& shear, const at::Tensor& center,
-                                      const std::optional<at::Tensor>& snap,
+                                      double snap_period,
                                       at::OptionalIntArrayRef pixel_sizes);
 
 // ---------------------------------------------------------------------------------------------

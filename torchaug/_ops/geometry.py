@@ -46,7 +46,7 @@ torch.library.register_autograd("torchaug::warp_affine", _warp_affine_backward, 
 # ---- _affine_matrices -------------------------------------------------------------------------
 
 @register_fake("torchaug::_affine_matrices")
-def _affine_matrices_fake(angle, translate, scale, shear, center, snap=None, pixel_sizes=None):
+def _affine_matrices_fake(angle, translate, scale, shear, center, snap_period=0.0, pixel_sizes=None):
     b = angle.shape[0]
     for t in (translate, scale, shear, center):
         if t.dim() >= 1 and t.shape[0] != 1:
@@ -55,15 +55,15 @@ def _affine_matrices_fake(angle, translate, scale, shear, center, snap=None, pix
 
 
 def _affine_matrices_setup(ctx, inputs, output):
-    angle, translate, scale, shear, center, snap, pixel_sizes = inputs
-    ctx.pixel_sizes = pixel_sizes
-    ctx.save_for_backward(angle, translate, scale, shear, center, snap, output)
+    angle, translate, scale, shear, center, snap_period, pixel_sizes = inputs
+    ctx.pixel_sizes, ctx.snap_period = pixel_sizes, snap_period
+    ctx.save_for_backward(angle, translate, scale, shear, center, output)
 
 
 def _affine_matrices_backward(ctx, grad):
     """The derivatives of csrc/kernels/geometry.h: affine_inverse_theta (then affine_theta_to_pixels)
     with respect to each parameter; rotations snapped to exact entries have none in angle and shear."""
-    angle, translate, scale, shear, center, snap, m = ctx.saved_tensors
+    angle, translate, scale, shear, center, m = ctx.saved_tensors
     k = torch.pi / 180
     rot, sx, sy = angle * k, shear[:, 0] * k, shear[:, 1] * k
     c_, s_, cs, sn, t = torch.cos(rot - sy), torch.sin(rot - sy), torch.cos(sy), torch.sin(sy), torch.tan(sx)
@@ -81,8 +81,8 @@ def _affine_matrices_backward(ctx, grad):
     s = scale
     d_a, d_b, d_c, d_d = d_m4 / s, -d_m1 / s, -d_m3 / s, d_m0 / s
     d_scale = -(d_m0 * m0 + d_m1 * m1 + d_m3 * m3 + d_m4 * m4) / s
-    if snap is not None:
-        keep = (~snap).to(g.dtype)
+    if ctx.snap_period > 0:
+        keep = (torch.fmod(angle, ctx.snap_period) != 0).to(g.dtype)
         d_a, d_b, d_c, d_d = d_a * keep, d_b * keep, d_c * keep, d_d * keep
     # a = C / cs, b = -C T / cs - sin(rot), c = S / cs, d = -S T / cs + cos(rot), C, S of rot - sy
     da_sy = s_ / cs + c_ * sn / (cs * cs)

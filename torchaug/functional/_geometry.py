@@ -474,14 +474,15 @@ def warp_affine(images, matrices, out_size=None, interpolation=InterpolationMode
 
 def affine_matrices(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
                     out_height: Optional[int] = None, out_width: Optional[int] = None,
-                    snap: Optional[torch.Tensor] = None) -> torch.Tensor:
+                    snap_period: float = 0.0) -> torch.Tensor:
     """(B, 2, 3) pixel-space inverse matrices of torchvision's affine(angle, translate, scale, shear,
-    center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix. snap (B,)
-    bool: samples whose rotation is a multiple of 90 degrees get exact 0 / +-1 entries (torchvision
-    rotates those with torch.rot90)."""
+    center), computed per sample in float64 as torchvision's _get_inverse_affine_matrix (one launch).
+    snap_period: samples whose angle is a multiple of it (degrees; 0: none) get exact 0 / +-1 entries
+    (torchvision rotates those with torch.rot90)."""
     oh = height if out_height is None else out_height
     ow = width if out_width is None else out_width
-    return _centred_inverse(angle, translate, scale, shear, center, height, width, batch, device, snap, [height, width, oh, ow])
+    return _centred_inverse(angle, translate, scale, shear, center, height, width, batch, device, snap_period,
+                            [height, width, oh, ow])
 
 
 def _matrix_dtype(images: torch.Tensor) -> torch.dtype:
@@ -491,7 +492,7 @@ def _matrix_dtype(images: torch.Tensor) -> torch.dtype:
 
 
 def _centred_inverse(angle, translate, scale, shear, center, height: int, width: int, batch: int, device,
-                     snap: Optional[torch.Tensor] = None, pixel_sizes: Optional[List[int]] = None) -> torch.Tensor:
+                     snap_period: float = 0.0, pixel_sizes: Optional[List[int]] = None) -> torch.Tensor:
     """(B, 2, 3) torchvision's _get_inverse_affine_matrix per sample: the inverse map in coordinates
     centred on the image (the theta its grid and _compute_affine_output_size use), or with
     pixel_sizes [H, W, OH, OW] warp_affine's pixel-index matrices (_inverse_theta)."""
@@ -507,8 +508,8 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
     if isinstance(shear, numbers.Number):
         shear = [float(shear), 0.0]
     shear = per_sample_rows(shear, batch, 2, device, f64, "shear", op)
-    return _inverse_theta(angle, translate, scale, shear, _center_offsets(center, batch, height, width, device, op), snap,
-                          pixel_sizes)
+    return _inverse_theta(angle, translate, scale, shear, _center_offsets(center, batch, height, width, device, op),
+                          snap_period, pixel_sizes)
 
 
 def _center_offsets(center, batch: int, height: int, width: int, device, op: str) -> torch.Tensor:
@@ -521,11 +522,11 @@ def _center_offsets(center, batch: int, height: int, width: int, device, op: str
 
 
 def _inverse_theta(angle: torch.Tensor, translate: torch.Tensor, scale: torch.Tensor, shear: torch.Tensor,
-                   c: torch.Tensor, snap: Optional[torch.Tensor], pixel_sizes: Optional[List[int]] = None) -> torch.Tensor:
+                   c: torch.Tensor, snap_period: float = 0.0, pixel_sizes: Optional[List[int]] = None) -> torch.Tensor:
     """The arithmetic of _centred_inverse on float64 tensors, one launch for the batch: angle, scale
     (B,) or (1,); translate, shear (B, 2) or (1, 2); c (B, 2) or (1, 2) the centre's offset from the
-    image centre; pixel_sizes as _centred_inverse's. TorchScript-compatible."""
-    return torch.ops.torchaug._affine_matrices(angle, translate, scale, shear, c, snap, pixel_sizes)
+    image centre; snap_period and pixel_sizes as _centred_inverse's. TorchScript-compatible."""
+    return torch.ops.torchaug._affine_matrices(angle, translate, scale, shear, c, snap_period, pixel_sizes)
 
 
 def _center_rows(center: Optional[List[float]], batch: int, height: int, width: int, device: torch.device) -> torch.Tensor:
@@ -545,15 +546,10 @@ def _rotation_matrices(angle: torch.Tensor, c: torch.Tensor, has_center: bool, e
     in [0, 360) about centre offsets c (B, 2). Rotations by 180 (and by 90 / 270 when the image is
     square or expanded) about the image centre get exact entries: torchvision uses torch.rot90 for
     them. TorchScript-compatible."""
-    quarter = (angle == 90) | (angle == 270)
-    snap: Optional[torch.Tensor] = None
-    if not has_center:
-        snap = (angle == 0) | (angle == 180)
-        if expand or height == width:
-            snap = snap | quarter
+    period = 0.0 if has_center else (90.0 if expand or height == width else 180.0)
     zeros = torch.zeros(1, 2, dtype=torch.float64, device=angle.device)
     one = torch.ones(1, dtype=torch.float64, device=angle.device)
-    return _inverse_theta(-angle, zeros, one, zeros, c, snap, [height, width, out_height, out_width])
+    return _inverse_theta(-angle, zeros, one, zeros, c, period, [height, width, out_height, out_width])
 
 
 def affine(images, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None) -> torch.Tensor:
@@ -597,7 +593,7 @@ def rotated_size(angle: float, center: Optional[List[float]], h: int, w: int) ->
     if center is not None or not (a == 0.0 or a == 180.0):
         one = torch.full([1], -a, dtype=torch.float64)
         zeros = torch.zeros(1, 2, dtype=torch.float64)
-        theta = _inverse_theta(one, zeros, torch.ones(1, dtype=torch.float64), zeros, _center_rows(center, 1, h, w, torch.device("cpu")), None)
+        theta = _inverse_theta(one, zeros, torch.ones(1, dtype=torch.float64), zeros, _center_rows(center, 1, h, w, torch.device("cpu")))
         ow, oh = _expanded_size(theta[0], h, w)
         return [oh, ow]
     return [h, w]

@@ -393,7 +393,7 @@ class ScriptAffine(ScriptTransform):
         dev, f64 = images.device, torch.float64
         m = _inverse_theta(params["angle"].to(dev, f64).expand(b), params["translate"].to(dev, f64).expand(b, 2),
                            params["scale"].to(dev, f64).expand(b), params["shear"].to(dev, f64).expand(b, 2),
-                           _center_rows(self.center, b, h, w, dev), None, [h, w, h, w]).to(_matrix_dtype(images))
+                           _center_rows(self.center, b, h, w, dev), 0.0, [h, w, h, w]).to(_matrix_dtype(images))
         return torch.ops.torchaug.warp_affine(images, m, [h, w], self.interpolation, fill_rows(self.fill, b, c, dev))
 
 
