@@ -278,6 +278,7 @@ def test_cpu_cuda_parity(dtype, channels_last):
         lambda t, d: ops.salt_and_pepper(t, f.to(d) * 0.2, f.to(d) * 0.3, seed.to(d), False, None, None),
         lambda t, d: ops.erase(t, boxes.to(d), None, seed.to(d)),
         lambda t, d: ops.erase(t, boxes.to(d), torch.tensor([[0.3]], device=d), None),
+        lambda t, d: ops.laplacian(t, [3, 3], [1, 3], f.to(d), False),  # a 3x3 window: CUDA's unrolled kernel
     ]
     for k, call in enumerate(calls):
         cpu, cuda = call(x, "cpu"), call(x.cuda(), "cuda").cpu()

@@ -513,8 +513,8 @@ def _centred_inverse(angle, translate, scale, shear, center, height: int, width:
 
 
 def _center_offsets(center, batch: int, height: int, width: int, device, op: str) -> torch.Tensor:
-    """(B, 2) float64 offsets of a user's centre [x, y] (a pair, or per sample (B, 2); None: the
-    image centre) from the image centre."""
+    """(B, 2) float64 offsets of a user's centre [x, y] (a pair, or per sample (B, 2)) from the image
+    centre; None: the image centre, one (1, 2) row of zeros for every sample."""
     if center is None:
         return _constant_row((0.0, 0.0), device, torch.float64)
     c = per_sample_rows(center, batch, 2, device, torch.float64, "center", op)
