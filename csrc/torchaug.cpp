@@ -139,6 +139,13 @@ TORCH_LIBRARY(torchaug, m) {
   // when None) or, when seed (B,) int64 is given, random values (floating: standard normal, as
   // RandomErasing(value="random"); uint8: uniform in [0, 255]).
   m.def("erase(Tensor images, Tensor boxes, Tensor? value=None, Tensor? seed=None) -> Tensor");
+  // RandomErasing's rectangles (B, 4) int64 [top, left, height, width] of height x width images from
+  // uniform draws rand (B, 40) float64 (10 attempts of area, log aspect ratio, top, left) and coins
+  // (B,) bool: torchvision's get_params per sample (csrc/kernels/noise.h: erasing_box); height =
+  // width = 0 where the coin says no or no attempt fits.
+  m.def(
+      "_erasing_boxes(Tensor rand, Tensor coins, int height, int width, float scale_min, float scale_max, "
+      "float log_ratio_min, float log_ratio_max) -> Tensor");
 
   // ---- auto-augmentation ----
   // A per-sample program of the auto-augmentation ops (csrc/kernels/augment.h: op ids and what a

@@ -113,6 +113,35 @@ def test_random_erasing_rectangle_distribution():
             assert abs(boxes[:, k].mean().item() - ref[:, k].mean().item()) < 5 * se + 1e-9, k
 
 
+def _erasing_boxes_reference(u, coins, height, width, scale, log_ratio):
+    """torchvision's get_params as float64 tensor steps over (B, 10, 4) draws: the first of 10 tries
+    whose rounded size fits, attempt 0's offsets and size (erased nowhere) where none fits."""
+    area = height * width * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
+    aspect = torch.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[..., 1])
+    h, w = torch.round(torch.sqrt(area * aspect)), torch.round(torch.sqrt(area / aspect))
+    fits = (h < height) & (w < width)
+    first = fits.to(torch.int8).argmax(dim=1, keepdim=True)
+    found = fits.any(dim=1) & coins
+    h, w = h.gather(1, first)[:, 0], w.gather(1, first)[:, 0]
+    i = torch.floor(u[..., 2].gather(1, first)[:, 0] * (height - h + 1))
+    j = torch.floor(u[..., 3].gather(1, first)[:, 0] * (width - w + 1))
+    return torch.stack([i, j, h * found, w * found], dim=1).to(torch.int64)
+
+
+@pytest.mark.parametrize("scale, ratio, size", [((0.02, 0.33), (0.3, 3.3), (40, 50)), ((0.3, 1.0), (0.2, 5.0), (9, 31)),
+                                                ((1.0, 1.0), (1.0, 1.0), (10, 10))])
+def test_erasing_boxes_are_get_params_of_the_draws(device, scale, ratio, size):
+    # the op against the tensor steps, on both backends: wide ranges so that some tries do not fit
+    # and some samples fit none (the last case fits none at all)
+    g = torch.Generator().manual_seed(8)
+    u = torch.rand(500, 10, 4, generator=g, dtype=torch.float64)
+    coins = torch.rand(500, generator=g) < 0.8
+    log_ratio = [math.log(ratio[0]), math.log(ratio[1])]
+    got = torch.ops.torchaug._erasing_boxes(u.view(500, 40).to(device), coins.to(device), *size, *scale, *log_ratio).cpu()
+    assert torch.equal(got, _erasing_boxes_reference(u, coins, *size, scale, log_ratio))
+    torch.library.opcheck(torch.ops.torchaug._erasing_boxes, (u.view(500, 40).to(device), coins.to(device), *size, *scale, *log_ratio))
+
+
 def test_random_erasing_p0_and_no_fit():
     x = _x()
     assert torch.equal(T.RandomErasing(p=0.0)(x), x)

@@ -1,13 +1,18 @@
 // Host-side checks and plans of the noise family (see csrc/ops/noise.h).
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 #include "noise.h"
 
 namespace torchaug {
 
 namespace {
 
-NoisePlan make_plan(const at::Tensor& images, int mode) {
+NoisePlan make_plan(const char* op, const at::Tensor& images, int mode) {
+  // the kernels index a plane's pixels in 32 bits
+  TORCHAUG_CHECK(images.size(2) * images.size(3) < (int64_t(1) << 31), "torchaug::", op, ": images of ", images.size(2), "x",
+                 images.size(3), " are too large (a plane of 2^31 pixels or more)");
   NoisePlan plan;
   NoiseParams& p = plan.p_;
   plan.out = at::empty(images.sizes(), images.options().memory_format(image_memory_format(images)));
@@ -59,7 +64,7 @@ at::Tensor gaussian_noise_op(NoiseRunFn run, const at::Tensor& images, const at:
                              const at::Tensor& sigma, const at::Tensor& seed, bool clip) {
   const char* op = "gaussian_noise";
   check_images(op, images);
-  NoisePlan plan = make_plan(images, kernels::kNoiseGaussian);
+  NoisePlan plan = make_plan(op, images, kernels::kNoiseGaussian);
   set_param(op, "mean", plan, 0, mean, images);
   set_param(op, "sigma", plan, 1, sigma, images);
   set_seed(op, plan, seed, images);
@@ -73,7 +78,7 @@ at::Tensor salt_and_pepper_op(NoiseRunFn run, const at::Tensor& images, const at
                               const std::optional<at::Tensor>& pepper_value) {
   const char* op = "salt_and_pepper";
   check_images(op, images);
-  NoisePlan plan = make_plan(images, kernels::kNoiseSaltPepper);
+  NoisePlan plan = make_plan(op, images, kernels::kNoiseSaltPepper);
   set_param(op, "prob", plan, 0, prob, images);
   set_param(op, "salt_vs_pepper", plan, 1, salt_vs_pepper, images);
   plan.p_.p_default[2] = images.scalar_type() == at::kByte ? 255.0f : 1.0f;
@@ -89,7 +94,7 @@ at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& 
   const char* op = "erase";
   check_images(op, images);
   const int64_t B = images.size(0), C = images.size(1);
-  NoisePlan plan = make_plan(images, kernels::kNoiseErase);
+  NoisePlan plan = make_plan(op, images, kernels::kNoiseErase);
   check_param(op, "boxes", boxes, images, {B, 4}, "(B, 4)", {at::kLong});
   plan.boxes = boxes.contiguous();  // the kernels read a box's 4 values at stride 1
   plan.p_.boxes = plan.boxes.data_ptr<int64_t>();
@@ -112,6 +117,32 @@ at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& 
   }
   if (seed.has_value()) set_seed(op, plan, *seed, images);
   return run_plan(run, images, plan);
+}
+
+ErasingBoxPlan plan_erasing_boxes(const at::Tensor& rand, const at::Tensor& coins, int64_t height, int64_t width,
+                                  double scale_min, double scale_max, double log_ratio_min, double log_ratio_max) {
+  const char* op = "_erasing_boxes";
+  check_defined(op, "rand", rand);
+  TORCHAUG_CHECK(rand.dim() == 2 && rand.size(1) == kernels::kErasingDraws, "torchaug::", op, ": rand must have shape (B, ",
+                 kernels::kErasingDraws, "), got ", shape_str(rand.sizes()));
+  TORCHAUG_CHECK(rand.scalar_type() == at::kDouble, "torchaug::", op, ": rand must be float64, got ", rand.scalar_type());
+  const int64_t B = rand.size(0);
+  check_param(op, "coins", coins, rand, {B}, "(B,)", {at::kBool});
+  TORCHAUG_CHECK(height > 0 && width > 0, "torchaug::", op, ": height and width must be positive, got ", height, " and ",
+                 width);
+  TORCHAUG_CHECK(0 <= scale_min && scale_min <= scale_max, "torchaug::", op,
+                 ": scale must satisfy 0 <= scale_min <= scale_max, got ", scale_min, ", ", scale_max);
+  TORCHAUG_CHECK(std::isfinite(log_ratio_min) && std::isfinite(log_ratio_max) && log_ratio_min <= log_ratio_max, "torchaug::",
+                 op, ": log_ratio must be finite with log_ratio_min <= log_ratio_max, got ", log_ratio_min, ", ",
+                 log_ratio_max);
+  ErasingBoxPlan plan;
+  plan.B = B;
+  plan.rand = rand.stride(1) == 1 ? rand : rand.contiguous();
+  plan.boxes = at::empty({B, 4}, rand.options().dtype(at::kLong));
+  plan.p = {plan.rand.data_ptr<double>(), plan.rand.stride(0), coins.data_ptr<bool>(), coins.stride(0),
+            static_cast<double>(height), static_cast<double>(width), scale_min, scale_max, log_ratio_min, log_ratio_max,
+            plan.boxes.data_ptr<int64_t>()};
+  return plan;
 }
 
 }  // namespace torchaug

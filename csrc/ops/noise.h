@@ -56,7 +56,9 @@ C10_HOST_DEVICE inline acc_t noise_element(const NoiseParams& P, const kernels::
     return kU8 ? trunc_u8(clamp_of(r, acc_t(0), acc_t(255))) : r;
   }
   const int64_t* box = P.boxes + b * P.boxes_stride;
-  const int64_t y = p / P.width, x = p - y * P.width;
+  // a plane has fewer than 2^31 pixels (make_plan): 32-bit division, far cheaper on the device
+  const uint32_t row = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
+  const int64_t y = row, x = p - static_cast<int64_t>(row) * P.width;
   if (y < box[0] || y >= box[0] + box[2] || x < box[1] || x >= box[1] + box[3]) return v;
   if (P.seed) return erase_random_px<acc_t, kU8>(random_words(s.seed, kStreamEraseFill, element));
   const acc_t fill = P.values ? static_cast<acc_t>(P.values[P.values_s.at(b, c)]) : acc_t(0);
@@ -92,6 +94,29 @@ at::Tensor salt_and_pepper_op(NoiseRunFn run, const at::Tensor& images, const at
                               const std::optional<at::Tensor>& pepper_value);
 at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& boxes,
                     const std::optional<at::Tensor>& value, const std::optional<at::Tensor>& seed);
+
+struct ErasingBoxParams {
+  const double* rand;  // (B, kErasingDraws), rows at stride rand_stride
+  int64_t rand_stride;
+  const bool* coins;   // (B,)
+  int64_t coins_stride;
+  double height, width, scale_min, scale_max, log_ratio_min, log_ratio_max;
+  int64_t* boxes;      // (B, 4)
+};
+
+C10_HOST_DEVICE inline void erasing_box_px(const ErasingBoxParams& p, int64_t b) {
+  kernels::erasing_box(p.rand + b * p.rand_stride, p.coins[b * p.coins_stride], p.height, p.width, p.scale_min, p.scale_max,
+                       p.log_ratio_min, p.log_ratio_max, p.boxes + 4 * b);
+}
+
+struct ErasingBoxPlan {
+  at::Tensor boxes, rand;
+  ErasingBoxParams p;
+  int64_t B;
+};
+
+ErasingBoxPlan plan_erasing_boxes(const at::Tensor& rand, const at::Tensor& coins, int64_t height, int64_t width,
+                                  double scale_min, double scale_max, double log_ratio_min, double log_ratio_max);
 
 template <NoiseRunFn run>
 void register_noise_ops(torch::Library& m) {

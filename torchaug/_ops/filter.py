@@ -34,6 +34,13 @@ register_fake("torchaug::salt_and_pepper")(
 register_fake("torchaug::erase")(lambda images, boxes, value=None, seed=None: _fake("erase", images))
 
 
+@register_fake("torchaug::_erasing_boxes")
+def _erasing_boxes_fake(rand, coins, height, width, scale_min, scale_max, log_ratio_min, log_ratio_max):
+    torch._check(rand.dim() == 2 and rand.shape[1] == 40,
+                 lambda: f"torchaug::_erasing_boxes: rand must have shape (B, 40), got {tuple(rand.shape)}")
+    return rand.new_empty((rand.shape[0], 4), dtype=torch.int64)
+
+
 # ---- windows as tensors (the backward's reference computation) -------------------------------
 
 def gaussian_windows(kernel_size, sigma: torch.Tensor, dtype) -> torch.Tensor:

@@ -98,19 +98,10 @@ def erasing_params(batch: int, channels: int, height: int, width: int, p: float,
     if not random_value and num_values != 1 and num_values != channels:
         raise ValueError("torchaug.transforms.RandomErasing: value must have 1 or " + str(channels) + " values (the channels), got "
                          + str(num_values))
-    u = rand_on([batch, 10, 4], device, generator, gen_device, torch.float64)
-    area = height * width * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
-    aspect = torch.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[..., 1])
-    h = torch.round(torch.sqrt(area * aspect))
-    w = torch.round(torch.sqrt(area / aspect))
-    fits = (h < height) & (w < width)
-    first = fits.to(torch.int8).argmax(dim=1, keepdim=True)  # the first try that fits
-    found = fits.any(dim=1) & bernoulli_on([batch], p, device, generator, gen_device)
-    h = h.gather(1, first)[:, 0]
-    w = w.gather(1, first)[:, 0]
-    i = torch.floor(u[..., 2].gather(1, first)[:, 0] * (height - h + 1))
-    j = torch.floor(u[..., 3].gather(1, first)[:, 0] * (width - w + 1))
-    params = {"boxes": torch.stack([i, j, h * found, w * found], dim=1).to(torch.int64)}
+    u = rand_on([batch, 40], device, generator, gen_device, torch.float64)  # 10 tries of (area, ratio, top, left)
+    coins = bernoulli_on([batch], p, device, generator, gen_device)
+    boxes = torch.ops.torchaug._erasing_boxes(u, coins, height, width, scale[0], scale[1], log_ratio[0], log_ratio[1])
+    params = {"boxes": boxes}
     if random_value:
         params["seed"] = seeds_on(batch, device, generator, gen_device)
     return params
