@@ -18,7 +18,7 @@ struct FilterParams {
   int64_t batch, channels, height, width;
   Strides4 is, os;
   int ky, kx;                // window rows and columns (odd)
-  bool separable;            // weights: the ky row weights then the kx column weights (kernels::separable_sum)
+  bool separable;            // weights: the ky row weights then the kx column weights (kernels::row_sum, column_sum)
   const void* weights;       // acc_t (double for float64 images, else float), ky * kx (separable: ky + kx) per sample
   int64_t weights_stride;    // elements between samples' windows (0: one window for all)
   const float* param;        // (B,) factor / scale; nullptr: 1
