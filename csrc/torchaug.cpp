@@ -62,6 +62,23 @@ TORCH_LIBRARY(torchaug, m) {
       "float scale_max, float ratio_min, float ratio_max, int batch=-1, Tensor? like=None, "
       "Generator? generator=None) -> Tensor");
 
+  // RandomAffine's parameters (B, 6) float64 [angle, tx, ty, scale, shear x, shear y] from uniform
+  // draws rand (B, 6) float64 (csrc/kernels/geometry.h: random_affine_sample): degrees [min, max];
+  // translate None or the largest shift as fractions of the width and height (round(uniform(-t W,
+  // t W)) pixels); scale None or [min, max]; shear None, [min, max] (x) or [x min, x max, y min,
+  // y max]; images of sizes (B, 2) int64 [H, W], or all height x width when sizes is None. rand None:
+  // drawn as _random_resized_crop_boxes draws them.
+  m.def(
+      "_random_affine_params(Tensor? rand, Tensor? sizes, int height, int width, float[] degrees, float[]? translate, "
+      "float[]? scale, float[]? shear, int batch=-1, Tensor? like=None, Generator? generator=None) -> Tensor");
+  // RandomPerspective's parameters from uniform draws rand (B, 9) float64 (csrc/kernels/geometry.h:
+  // random_perspective_sample): coefficients (B, 8) float32, the homography from the output's
+  // corners to the input's of each sample, and applies (B,) bool (draw 0 < p). rand None: drawn as
+  // _random_resized_crop_boxes draws them.
+  m.def(
+      "_perspective_params(Tensor? rand, int height, int width, float distortion_scale, float p, int batch=-1, "
+      "Tensor? like=None, Generator? generator=None) -> (Tensor, Tensor)");
+
   // Per-sample flips: horizontal (B,) bool, vertical (B,) bool.
   m.def("flip(Tensor images, Tensor horizontal, Tensor vertical) -> Tensor");
 
@@ -140,12 +157,13 @@ TORCH_LIBRARY(torchaug, m) {
   // RandomErasing(value="random"); uint8: uniform in [0, 255]).
   m.def("erase(Tensor images, Tensor boxes, Tensor? value=None, Tensor? seed=None) -> Tensor");
   // RandomErasing's rectangles (B, 4) int64 [top, left, height, width] of height x width images from
-  // uniform draws rand (B, 40) float64 (10 attempts of area, log aspect ratio, top, left) and coins
-  // (B,) bool: torchvision's get_params per sample (csrc/kernels/noise.h: erasing_box); height =
-  // width = 0 where the coin says no or no attempt fits.
+  // uniform draws rand (B, 41) float64 (10 attempts of area, log aspect ratio, top, left; then the
+  // coin, < p erases): torchvision's get_params per sample (csrc/kernels/noise.h: erasing_box);
+  // height = width = 0 where the coin says no or no attempt fits. rand None: drawn from generator
+  // as _random_resized_crop_boxes draws them (batch samples, on like's device).
   m.def(
-      "_erasing_boxes(Tensor rand, Tensor coins, int height, int width, float scale_min, float scale_max, "
-      "float log_ratio_min, float log_ratio_max) -> Tensor");
+      "_erasing_boxes(Tensor? rand, int height, int width, float p, float scale_min, float scale_max, "
+      "float log_ratio_min, float log_ratio_max, int batch=-1, Tensor? like=None, Generator? generator=None) -> Tensor");
 
   // ---- auto-augmentation ----
   // A per-sample program of the auto-augmentation ops (csrc/kernels/augment.h: op ids and what a

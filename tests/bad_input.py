@@ -107,9 +107,13 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
                                  scale=torch.tensor([1.1, 0.9], dtype=torch.float64, device=d),
                                  shear=torch.tensor([[5.0, 0.0], [-3.0, 2.0]], dtype=torch.float64, device=d),
                                  center=torch.zeros(1, 2, dtype=torch.float64, device=d), snap_period=90.0, pixel_sizes=[H, W, H, W]),
-        "_erasing_boxes": dict(rand=torch.rand(B, 40, generator=g, dtype=torch.float64).to(d),
-                               coins=torch.tensor([True, False], device=d), height=H, width=W, scale_min=0.02,
-                               scale_max=0.33, log_ratio_min=-1.2, log_ratio_max=1.2),
+        "_erasing_boxes": dict(rand=torch.rand(B, 41, generator=g, dtype=torch.float64).to(d), height=H, width=W, p=0.5,
+                               scale_min=0.02, scale_max=0.33, log_ratio_min=-1.2, log_ratio_max=1.2),
+        "_random_affine_params": dict(rand=torch.rand(B, 6, generator=g, dtype=torch.float64).to(d), sizes=None, height=H,
+                                      width=W, degrees=[-30.0, 30.0], translate=[0.1, 0.1], scale=[0.8, 1.2],
+                                      shear=[-5.0, 5.0]),
+        "_perspective_params": dict(rand=torch.rand(B, 9, generator=g, dtype=torch.float64).to(d), height=H, width=W,
+                                    distortion_scale=0.5, p=0.5),
         "_color_jitter_program": dict(rand=torch.rand(B, 8, generator=g, dtype=torch.float64).to(d), lo=[0.6, 0.6, 0.6, -0.1],
                                       span=[0.8, 0.8, 0.8, 0.2], codes=[1, 2, 3, 4]),
         "augment": dict(images=img8, ops=long([1, 12], [4, 8]), magnitudes=torch.tensor([[10.0, 0], [0.2, 4]], device=d)),
@@ -128,14 +132,14 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
 
 # arguments whose tensors carry no batch dimension tied to the images (any leading size is valid)
 _FREE_LEADING = {"nms", "batched_nms", "roi_align", "_roi_align_backward", "_policy_program", "decode_jpeg",
-                 "_random_resized_crop_boxes", "_color_jitter_program", "_affine_matrices", "_erasing_boxes"}
+                 "_random_resized_crop_boxes", "_color_jitter_program", "_affine_matrices", "_erasing_boxes",
+                 "_random_affine_params", "_perspective_params"}
 # arguments that are image-like data: their NaN/inf values are pixels (a defined result), not parameters
 _DATA_ARGS = {"images", "input", "data", "grad"}
 # ops whose tensor inputs follow torchvision's semantics for non-finite values (NaN boxes, scores and
 # RoIs give NaN results or are never kept; torchvision accepts them too)
 _NONFINITE_OK = {"nms", "batched_nms", "roi_align", "_roi_align_backward", "_random_resized_crop_boxes",
-                 "_affine_matrices",  # its non-finite entries are a warp's samples outside the image
-                 "_erasing_boxes"}  # a non-finite draw fits no try: nothing erased
+                 "_affine_matrices"}  # its non-finite entries are a warp's samples outside the image
 # ops whose tensor parameters take any real dtype (converted to float32 per sample)
 _ANY_REAL = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma",
              "adjust_sharpness", "posterize", "solarize", "solarize_add", "gaussian_blur", "laplacian",

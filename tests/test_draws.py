@@ -4,6 +4,8 @@ from the same generator state, and leave the generator where that torch.rand cal
 with the generator on the op's device, the op's kernel draws them (csrc/cuda/draws.cuh, the layout of
 torch's distribution kernels); these tests hold it to torch.rand on the GPU, past one grid-stride of
 torch's threads, in CUDA graphs and with the default generators."""
+import math
+
 import pytest
 import torch
 from conftest import requires_cuda
@@ -118,7 +120,7 @@ def test_boxes_default_generator(device):
     assert torch.equal(got, want) and torch.equal(after, torch.rand(3, device=device))
 
 
-@pytest.mark.parametrize("num_ops", [0, 2, 16, 17])  # 17: 34 draws a sample, past what a kernel draws itself
+@pytest.mark.parametrize("num_ops", [0, 2, 16, 33])  # 33: 66 draws a sample, past what a kernel draws itself (64)
 def test_program_draws_what_torch_rand_draws(device, num_ops):
     t = _space(device)
     g, ref = _gen(device, 21), _gen(device, 21)
@@ -139,6 +141,35 @@ def test_jitter_draws_what_torch_rand_draws(device, batch):
     assert _same_state_after(device, g, ref)
     # torchvision's order and factors (the tensor ops ColorJitter ran before the op existed)
     assert all(torch.equal(a, b) for a, b in zip(want, _jitter_reference(u)))
+
+
+def _draw_map_ops(like):
+    """(R, call(rand, batch, generator)) of the ops that map R draws a sample through the draw-map
+    mechanism (csrc/ops/params.h), on like's device."""
+    return {
+        "_erasing_boxes": (41, lambda rand, batch, g: torch.ops.torchaug._erasing_boxes(
+            rand, 30, 40, 0.6, 0.02, 0.33, -1.2, 1.2, batch, like, g)),
+        "_random_affine_params": (6, lambda rand, batch, g: torch.ops.torchaug._random_affine_params(
+            rand, None, 30, 40, [-30.0, 30.0], [0.1, 0.2], [0.8, 1.2], [-10.0, 10.0, -5.0, 5.0], batch, like, g)),
+        "_perspective_params": (9, lambda rand, batch, g: torch.ops.torchaug._perspective_params(
+            rand, 30, 40, 0.5, 0.7, batch, like, g)),
+    }
+
+
+def _all_equal(a, b):
+    a, b = (a,) if isinstance(a, torch.Tensor) else a, (b,) if isinstance(b, torch.Tensor) else b
+    return len(a) == len(b) and all(x.device == y.device and torch.equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("op", ["_erasing_boxes", "_random_affine_params", "_perspective_params"])
+@pytest.mark.parametrize("batch", [0, 1, 5, 300])
+def test_draw_map_ops_draw_what_torch_rand_draws(device, op, batch):
+    like = torch.empty(2, 3, 4, 4, dtype=torch.uint8, device=device)
+    draws, call = _draw_map_ops(like)[op]
+    g, ref = _gen(device, 41), _gen(device, 41)
+    got = call(None, batch, g)
+    want = call(torch.rand(batch, draws, dtype=torch.float64, device=device, generator=ref), -1, None)
+    assert _all_equal(got, want) and _same_state_after(device, g, ref)
 
 
 def test_jitter_adjustments_not_made_and_ties():
@@ -167,6 +198,19 @@ def test_transforms_draw_what_torch_rand_draws(device):
     jitter = T.ColorJitter(0.4, (0.5, 1.5), 0.3, 0.1, generator=g).make_params(images)
     want = _jitter(torch.rand(12, 8, dtype=torch.float64, device=device, generator=ref))
     assert torch.equal(jitter["ops"], want[0]) and torch.equal(jitter["params"], want[1])
+    affine = T.RandomAffine(20, (0.1, 0.3), (0.9, 1.1), (-5, 5, -3, 3), generator=g).make_params(images)
+    want = torch.ops.torchaug._random_affine_params(torch.rand(12, 6, dtype=torch.float64, device=device, generator=ref), None,
+                                                    40, 50, [-20.0, 20.0], [0.1, 0.3], [0.9, 1.1], [-5.0, 5.0, -3.0, 3.0])
+    assert torch.equal(torch.cat([affine["angle"][:, None], affine["translate"], affine["scale"][:, None], affine["shear"]], 1),
+                       want)
+    erasing = T.RandomErasing(0.7, generator=g).make_params(images)
+    want = torch.ops.torchaug._erasing_boxes(torch.rand(12, 41, dtype=torch.float64, device=device, generator=ref), 40, 50, 0.7,
+                                             0.02, 0.33, math.log(0.3), math.log(3.3))
+    assert torch.equal(erasing["boxes"], want)
+    perspective = T.RandomPerspective(0.4, 0.6, generator=g).make_params(images)
+    want = torch.ops.torchaug._perspective_params(torch.rand(12, 9, dtype=torch.float64, device=device, generator=ref), 40, 50,
+                                                  0.4, 0.6)
+    assert torch.equal(perspective["coefficients"], want[0]) and torch.equal(perspective["applies"], want[1])
     assert _same_state_after(device, g, ref)
 
 
@@ -201,10 +245,33 @@ def test_draw_errors(device):
         _jitter(batch=4, like=like, space=([1.0] * 4, [0.0] * 4, [1, 2, 13, 4]))
     with pytest.raises(RuntimeError, match="_color_jitter_program: lo must be finite and span finite and >= 0, got lo 1 and span -0.5 at index 1"):
         _jitter(batch=4, like=like, generator=g, space=([1.0] * 4, [0.0, -0.5, 0.0, 0.0], [1] * 4))
+    ops = _draw_map_ops(like)
+    for op, (draws, call) in ops.items():
+        with pytest.raises(RuntimeError, match=f"{op}: without rand the batch size must be given"):
+            call(None, -1, g)
+        with pytest.raises(RuntimeError, match=f"{op}: generator draws rand when rand is None"):
+            call(torch.rand(4, draws, dtype=torch.float64, device=device), -1, g)
+        with pytest.raises(RuntimeError, match=rf"{op}: rand must be a \(B, {draws}\) float64 tensor of uniform draws, got Float"):
+            call(torch.rand(4, draws, device=device), -1, None)
+    with pytest.raises(RuntimeError, match=r"_erasing_boxes: p must be a probability in \[0, 1\], got 1.5"):
+        torch.ops.torchaug._erasing_boxes(None, 30, 40, 1.5, 0.02, 0.33, -1.2, 1.2, 4, like, g)
+    with pytest.raises(RuntimeError, match=r"_perspective_params: distortion_scale must be in \[0, 1\], got -0.5"):
+        torch.ops.torchaug._perspective_params(None, 30, 40, -0.5, 0.5, 4, like, g)
+    with pytest.raises(RuntimeError, match=r"_random_affine_params: shear must have 2 or 4 values \(\[min, max\] pairs\), got 3"):
+        torch.ops.torchaug._random_affine_params(None, None, 30, 40, [-1.0, 1.0], None, None, [1.0, 2.0, 3.0], 4, like, g)
+    with pytest.raises(RuntimeError, match="_random_affine_params: degrees must be \\[min, max\\] pairs with min <= max, got 2 and 1"):
+        torch.ops.torchaug._random_affine_params(None, None, 30, 40, [2.0, 1.0], None, None, None, 4, like, g)
+    with pytest.raises(RuntimeError, match=r"_random_affine_params: translate must be 2 fractions in \[0, 1\]"):
+        torch.ops.torchaug._random_affine_params(None, None, 30, 40, [1.0, 2.0], [0.5, 1.5], None, None, 4, like, g)
+    with pytest.raises(RuntimeError, match="_random_affine_params: scale must be positive, got 0"):
+        torch.ops.torchaug._random_affine_params(None, None, 30, 40, [1.0, 2.0], None, [0.0, 1.0], None, 4, like, g)
     assert torch.equal(g.get_state(), _gen(device, 0).get_state())  # nothing drawn before the checks
     if torch.device(device).type == "cpu":  # given draws are read on the host only
         with pytest.raises(RuntimeError, match=r"_color_jitter_program: rand must be uniform draws in \[0, 1\], got nan"):
             _jitter(torch.full((2, 8), float("nan"), dtype=torch.float64))
+        for op, (draws, call) in ops.items():
+            with pytest.raises(RuntimeError, match=rf"{op}: rand must be uniform draws in \[0, 1\], got nan"):
+                call(torch.full((2, draws), float("nan"), dtype=torch.float64), -1, None)
 
 
 def test_drawing_ops_opcheck(device):
@@ -219,6 +286,14 @@ def test_drawing_ops_opcheck(device):
     torch.library.opcheck(torch.ops.torchaug._color_jitter_program, (None, *JITTER, 6, like, None), test_utils=utils)
     torch.library.opcheck(torch.ops.torchaug._color_jitter_program,
                           (torch.rand(6, 8, dtype=torch.float64, device=device), *JITTER, -1, None, None))
+    for op, (draws, call) in _draw_map_ops(like).items():
+        fn = getattr(torch.ops.torchaug, op)
+        rand = torch.rand(6, draws, dtype=torch.float64, device=device)
+        args = {"_erasing_boxes": (30, 40, 0.6, 0.02, 0.33, -1.2, 1.2),
+                "_random_affine_params": (None, 30, 40, [-30.0, 30.0], [0.1, 0.2], [0.8, 1.2], [-10.0, 10.0, -5.0, 5.0]),
+                "_perspective_params": (30, 40, 0.5, 0.7)}[op]
+        torch.library.opcheck(fn, (None, *args, 6, like, None), test_utils=utils)
+        torch.library.opcheck(fn, (rand, *args))
 
 
 @requires_cuda
@@ -233,6 +308,12 @@ def test_cuda_kernel_draws_past_one_grid_stride():
         got = _boxes(batch=batch, like=like, generator=g)
         want = _boxes(torch.rand(batch, 22, dtype=torch.float64, device="cuda", generator=ref))
         assert torch.equal(got, want) and _same_state_after("cuda", g, ref)
+    draws, call = _draw_map_ops(torch.empty(1, device="cuda"))["_erasing_boxes"]
+    batch = (2 * stride) // draws + 3  # 41 draws a sample, three rows a block
+    g, ref = _gen("cuda", 6), _gen("cuda", 6)
+    got = call(None, batch, g)
+    want = call(torch.rand(batch, draws, dtype=torch.float64, device="cuda", generator=ref), -1, None)
+    assert torch.equal(got, want) and _same_state_after("cuda", g, ref)
     t = _space("cuda")
     batch = (5 * stride) // 32 + 1  # 32 draws a sample: up to the third pair of a thread
     g, ref = _gen("cuda", 4), _gen("cuda", 4)

@@ -115,7 +115,8 @@ def test_random_erasing_rectangle_distribution():
 
 def _erasing_boxes_reference(u, coins, height, width, scale, log_ratio):
     """torchvision's get_params as float64 tensor steps over (B, 10, 4) draws: the first of 10 tries
-    whose rounded size fits, attempt 0's offsets and size (erased nowhere) where none fits."""
+    whose rounded size fits, attempt 0's offsets and size (erased nowhere) where none fits or the
+    coin says no."""
     area = height * width * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
     aspect = torch.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[..., 1])
     h, w = torch.round(torch.sqrt(area * aspect)), torch.round(torch.sqrt(area / aspect))
@@ -132,14 +133,15 @@ def _erasing_boxes_reference(u, coins, height, width, scale, log_ratio):
                                                 ((1.0, 1.0), (1.0, 1.0), (10, 10))])
 def test_erasing_boxes_are_get_params_of_the_draws(device, scale, ratio, size):
     # the op against the tensor steps, on both backends: wide ranges so that some tries do not fit
-    # and some samples fit none (the last case fits none at all)
+    # and some samples fit none (the last case fits none at all); the coin is draw 40, < p erases
     g = torch.Generator().manual_seed(8)
-    u = torch.rand(500, 10, 4, generator=g, dtype=torch.float64)
-    coins = torch.rand(500, generator=g) < 0.8
+    rand = torch.rand(500, 41, generator=g, dtype=torch.float64)
+    rand[:3, 40] = torch.tensor([0.8, 0.0, 0.7999999])  # the coin's edges
+    u, coins = rand[:, :40].reshape(500, 10, 4), rand[:, 40] < 0.8
     log_ratio = [math.log(ratio[0]), math.log(ratio[1])]
-    got = torch.ops.torchaug._erasing_boxes(u.view(500, 40).to(device), coins.to(device), *size, *scale, *log_ratio).cpu()
+    got = torch.ops.torchaug._erasing_boxes(rand.to(device), *size, 0.8, *scale, *log_ratio).cpu()
     assert torch.equal(got, _erasing_boxes_reference(u, coins, *size, scale, log_ratio))
-    torch.library.opcheck(torch.ops.torchaug._erasing_boxes, (u.view(500, 40).to(device), coins.to(device), *size, *scale, *log_ratio))
+    torch.library.opcheck(torch.ops.torchaug._erasing_boxes, (rand.to(device), *size, 0.8, *scale, *log_ratio))
 
 
 def test_random_erasing_p0_and_no_fit():

@@ -559,19 +559,76 @@ def test_perspective_matches_torchvision_per_sample(device, dtype, interpolation
     assert torch.equal(t(x, params=p), out)
 
 
+def _perspective_corners(u, h, w, distortion):
+    """torchvision's RandomPerspective corners (top-left, top-right, bottom-right, bottom-left x, y)
+    from draws u (B, 9): integers lo + floor(u * n) in its ranges."""
+    bh, bw = int(distortion * (h // 2)) + 1, int(distortion * (w // 2)) + 1
+    lo = torch.tensor([0, 0, w - bw, 0, w - bw, h - bh, 0, h - bh], dtype=torch.float64)
+    n = torch.tensor([bw, bh] * 4, dtype=torch.float64)
+    return lo + torch.minimum(torch.floor(u[:, 1:] * n), n - 1)
+
+
+@pytest.mark.parametrize("size", [(30, 44), (224, 224), (7, 5), (500, 375)])
+def test_perspective_params_are_torchvisions_of_the_draws(device, size):
+    # the op's corners and coefficients against torchvision's ranges and its least-squares solve
+    # (F.perspective_coefficients, the same float64 steps) of the same corners
+    h, w = size
+    u = torch.rand(64, 9, generator=torch.Generator().manual_seed(h), dtype=torch.float64)
+    u[0, 1:] = 0.0
+    u[1, 1:] = 1.0 - 2.0 ** -53  # the ranges' ends
+    coefficients, applies = torch.ops.torchaug._perspective_params(u.to(device), h, w, 0.5, 0.7)
+    assert torch.equal(applies.cpu(), u[:, 0] < 0.7)
+    end = _perspective_corners(u, h, w, 0.5)
+    start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+    want = torch.cat([F.perspective_coefficients(start, e.view(4, 2).tolist()) for e in end])
+    torch.testing.assert_close(coefficients.cpu(), want, rtol=2e-6, atol=1e-9)
+    # a 1-pixel-wide image's corners lie on a line: the identity
+    c, _ = torch.ops.torchaug._perspective_params(u[:3].to(device), 9, 1, 0.5, 0.7)
+    assert c.cpu().tolist() == [[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]] * 3
+
+
+def test_random_affine_params_are_get_params_of_the_draws(device):
+    # the op against torch's float64 steps over the same draws: uniform(lo, hi) = lo + (hi - lo) u,
+    # the translations round(uniform(-t W, t W)) (half to even, as torchvision's Python round)
+    u = torch.rand(300, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    sizes = torch.randint(1, 700, (300, 2), generator=torch.Generator().manual_seed(3))
+    sizes[:2] = 10
+    u[0, 1:3] = 0.75  # +-0.5 pixels: rounds to 0
+    u[1, 1:3] = 0.25
+    got = torch.ops.torchaug._random_affine_params(u.to(device), sizes.to(device), 0, 0, [-30.0, 45.0], [0.1, 0.25],
+                                                   [0.7, 1.3], [-10.0, 5.0, -3.0, 8.0]).cpu()
+
+    def uniform(lo, hi, x):
+        return lo + (hi - lo) * x
+
+    dx, dy = 0.1 * sizes[:, 1].double(), 0.25 * sizes[:, 0].double()
+    want = torch.stack([uniform(-30.0, 45.0, u[:, 0]), torch.round(uniform(-dx, dx, u[:, 1])), torch.round(uniform(-dy, dy, u[:, 2])),
+                        uniform(0.7, 1.3, u[:, 3]), uniform(-10.0, 5.0, u[:, 4]), uniform(-3.0, 8.0, u[:, 5])], 1)
+    assert torch.equal(got, want)
+    assert got[0, 1] == 0 and got[1, 1] == 0
+    # without translate, scale and shear: no shift, scale 1, no shear; a 2-value shear is x only
+    got = torch.ops.torchaug._random_affine_params(u.to(device), None, 20, 30, [-5.0, 5.0], None, None, [-4.0, 4.0]).cpu()
+    assert torch.equal(got[:, 0], uniform(-5.0, 5.0, u[:, 0])) and torch.equal(got[:, 4], uniform(-4.0, 4.0, u[:, 4]))
+    assert got[:, 1:3].eq(0).all() and got[:, 3].eq(1).all() and got[:, 5].eq(0).all()
+
+
 @requires_torchvision
 def test_perspective_draws_are_torchvisions_and_errors():
-    # one image from a seed: torchvision's coin, corners and coefficients (the warp within 1 LSB:
-    # torchaug's positions are float32 steps of its own)
+    # a seeded RandomPerspective gives, for its draws' coin and corners, what torchvision's
+    # RandomPerspective gives for them: its coefficients of (start, end), then its perspective (the
+    # warp within 1 LSB: torchaug's positions are float32 steps of its own)
+    from torchvision.transforms.v2.functional._geometry import _get_perspective_coeffs
     for seed in range(20):
         x = torch.randint(0, 256, (3, 30 + seed, 44 - seed), dtype=torch.uint8)
-        torch.manual_seed(seed)
-        want = TV.RandomPerspective(0.5, p=0.7)(x)
-        torch.manual_seed(seed)
-        assert_close_images(T.RandomPerspective(0.5, p=0.7)(x), want, torch.uint8, f"seed {seed}")
+        h, w = x.shape[1:]
+        u = torch.rand(1, 9, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        end = _perspective_corners(u, h, w, 0.5).view(4, 2).long().tolist()
+        c = _get_perspective_coeffs([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], end)
+        want = TF.perspective(x, None, None, fill=0, coefficients=c) if u[0, 0] < 0.7 else x
+        got = T.RandomPerspective(0.5, p=0.7, generator=torch.Generator().manual_seed(seed))(x)
+        assert_close_images(got, want, torch.uint8, f"seed {seed}")
     start, end = [[0, 0], [9, 0], [9, 7], [0, 7]], [[1, 2], [8, 0], [9, 6], [0, 5]]
     c = F.perspective_coefficients(start, end)
-    from torchvision.transforms.v2.functional._geometry import _get_perspective_coeffs
     assert c.tolist()[0] == _get_perspective_coeffs(start, end)
     x = torch.zeros(2, 3, 8, 10)
     assert torch.equal(F.perspective(x, start, end), F.perspective(x, coefficients=c))
@@ -623,6 +680,9 @@ def _graph_chain(name):
     mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
     if name == "jitter":
         return T.ColorJitter(0.4, 0.4, 0.4, 0.1)
+    if name == "warps":
+        return T.Compose([T.RandomAffine(20, (0.1, 0.1), (0.9, 1.1), (-5, 5, -3, 3)), T.RandomPerspective(0.3, p=0.8),
+                          T.RandomErasing(0.7)])
     if name == "cifar":
         return T.Compose([T.RandomCrop(60, padding=4), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
                           T.Normalize(mean, std)])
@@ -633,7 +693,7 @@ def _graph_chain(name):
 
 
 @requires_cuda
-@pytest.mark.parametrize("name", ["rrc", "randaugment", "trivial", "auto", "jitter", "cifar"])
+@pytest.mark.parametrize("name", ["rrc", "randaugment", "trivial", "auto", "jitter", "cifar", "warps"])
 def test_a_chain_replays_from_a_cuda_graph_with_fresh_draws(name):
     """Every draw of these chains happens on the GPU from the CUDA generator's graph-safe state, with
     no host synchronisation: the chain captured once in a CUDA graph replays with new crops, flips,

@@ -31,18 +31,8 @@ void noise_run_cpu(const at::Tensor& images, NoisePlan& plan) {
   });
 }
 
-at::Tensor erasing_boxes_cpu(const at::Tensor& rand, const at::Tensor& coins, int64_t height, int64_t width,
-                             double scale_min, double scale_max, double log_ratio_min, double log_ratio_max) {
-  auto plan = plan_erasing_boxes(rand, coins, height, width, scale_min, scale_max, log_ratio_min, log_ratio_max);
-  for (int64_t b = 0; b < plan.B; ++b) erasing_box_px(plan.p, b);
-  return plan.boxes;
-}
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(torchaug, CPU, m) {
-  register_noise_ops<noise_run_cpu>(m);
-  m.impl("_erasing_boxes", &erasing_boxes_cpu);
-}
+TORCH_LIBRARY_IMPL(torchaug, CPU, m) { register_noise_ops<noise_run_cpu>(m); }
 
 }  // namespace torchaug

@@ -1,8 +1,10 @@
 // The reservation of an op's in-kernel uniform draws (csrc/cuda/draws.cuh): the generator's Philox
 // state for the call and its offset advanced, as torch.rand of n float64 values on CUDA does
 // (ATen/native/cuda/DistributionTemplates.h: calc_execution_policy with unroll 2, then
-// philox_cuda_state under the generator's mutex).
+// philox_cuda_state under the generator's mutex). Also the CUDA side of the draw-map ops
+// (csrc/ops/params.h).
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cstring>
@@ -38,4 +40,7 @@ struct Register {
 } register_kernel_draws;
 
 }  // namespace
+
+TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_draw_map_ops<DrawMapCuda>(m); }
+
 }  // namespace torchaug

@@ -5,12 +5,14 @@
 
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/PhiloxUtils.cuh>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <cstring>
 #include <type_traits>
 
 #include "../kernels/random.h"
-#include "../ops/common.h"
+#include "../ops/params.h"
 #include "dependent_launch.cuh"
 
 namespace torchaug {
@@ -67,5 +69,23 @@ __device__ inline void map_draw_rows(const double* u, const KernelDraws& draws, 
   dependent_launch_begin();
   if (static_cast<int>(threadIdx.x) < rows) map(b0 + threadIdx.x, own + threadIdx.x * R);
 }
+
+// A draw map (csrc/ops/params.h) run over the batch, a thread a sample (map_draw_rows).
+template <typename Map>
+__global__ void draw_map_kernel(const double* __restrict__ u, KernelDraws draws, int64_t B, int R, Map map) {
+  map_draw_rows(u, draws, B, R, [&](int64_t b, const double* row) { map(b, row); });
+}
+
+// CUDA's run of a draw map, on the current stream of the outputs' device.
+struct DrawMapCuda {
+  template <typename Map>
+  static void run(const DrawMapPlan<Map>& plan) {
+    if (plan.draws.B == 0) return;
+    const c10::cuda::CUDAGuard guard(plan.device);
+    const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
+    launch_dependent(draw_map_kernel<Map>, draw_grid(plan.draws.data() != nullptr, plan.draws.B, plan.R), dim3(kDrawThreads),
+                     0, stream, stream.device_index(), plan.draws.data(), plan.draws.kernel, plan.draws.B, plan.R, plan.map);
+  }
+};
 
 }  // namespace torchaug

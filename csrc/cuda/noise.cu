@@ -1,6 +1,6 @@
 // CUDA kernels of the noise family (csrc/ops/noise.h). Grid: y = image plane (b, c), x = chunks of
 // its pixels; the sample's parameters are read once per thread, and the random numbers depend only
-// on (seed, element index); RandomErasing's rectangles: a thread per sample.
+// on (seed, element index).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -46,28 +46,8 @@ void noise_run_cuda(const at::Tensor& images, NoisePlan& plan) {
   });
 }
 
-__global__ void erasing_boxes_kernel(ErasingBoxParams p, int64_t B) {
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b < B) erasing_box_px(p, b);
-}
-
-at::Tensor erasing_boxes_cuda(const at::Tensor& rand, const at::Tensor& coins, int64_t height, int64_t width,
-                              double scale_min, double scale_max, double log_ratio_min, double log_ratio_max) {
-  auto plan = plan_erasing_boxes(rand, coins, height, width, scale_min, scale_max, log_ratio_min, log_ratio_max);
-  if (plan.B == 0) return plan.boxes;
-  const c10::cuda::CUDAGuard guard(rand.device());
-  constexpr int kBoxThreads = 128;
-  erasing_boxes_kernel<<<static_cast<unsigned>((plan.B + kBoxThreads - 1) / kBoxThreads), kBoxThreads, 0,
-                         c10::cuda::getCurrentCUDAStream()>>>(plan.p, plan.B);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return plan.boxes;
-}
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(torchaug, CUDA, m) {
-  register_noise_ops<noise_run_cuda>(m);
-  m.impl("_erasing_boxes", &erasing_boxes_cuda);
-}
+TORCH_LIBRARY_IMPL(torchaug, CUDA, m) { register_noise_ops<noise_run_cuda>(m); }
 
 }  // namespace torchaug

@@ -416,6 +416,110 @@ TORCHAUG_HOST_DEVICE inline void random_resized_crop_box(const double* u, double
 }
 
 // ----------------------------------------------------------------------------------------------
+// RandomAffine and RandomPerspective parameters
+// ----------------------------------------------------------------------------------------------
+
+// lo + (hi - lo) * u rounded step by step (torch's uniform_(lo, hi) of a draw u).
+TORCHAUG_HOST_DEVICE inline double uniform_between(double lo, double hi, double u) {
+  return rn_add(lo, rn_mul(rn_sub(hi, lo), u));
+}
+
+// RandomAffine's ranges: [lo, hi] of the angle, scale and shears (degrees), and the largest
+// translation as fractions of the width and height (0: none). No scale: [1, 1]; no shear: [0, 0].
+constexpr int kAffineDraws = 6;
+struct AffineSpace {
+  double angle[2], translate[2], scale[2], shear_x[2], shear_y[2];
+};
+
+// torchvision's RandomAffine.get_params for one image of height x width from its draws u
+// (kAffineDraws: angle, tx, ty, scale, shear x, shear y): out = [angle, tx, ty, scale, shear x,
+// shear y], the translations round(uniform(-t W, t W)) (half to even, as Python's round).
+TORCHAUG_HOST_DEVICE inline void random_affine_sample(const AffineSpace& s, const double* u, double height, double width,
+                                                      double* out) {
+  const double dx = rn_mul(s.translate[0], width), dy = rn_mul(s.translate[1], height);
+  out[0] = uniform_between(s.angle[0], s.angle[1], u[0]);
+  out[1] = rint(uniform_between(-dx, dx, u[1]));
+  out[2] = rint(uniform_between(-dy, dy, u[2]));
+  out[3] = uniform_between(s.scale[0], s.scale[1], u[3]);
+  out[4] = uniform_between(s.shear_x[0], s.shear_x[1], u[4]);
+  out[5] = uniform_between(s.shear_y[0], s.shear_y[1], u[5]);
+}
+
+// An integer in [lo, lo + n) from a uniform draw u: lo + floor(u n) (a draw outside [0, 1), NaN
+// included, clamps to the range).
+TORCHAUG_HOST_DEVICE inline int64_t uniform_integer(int64_t lo, int64_t n, double u) {
+  const double f = floor(rn_mul(u, static_cast<double>(n)));
+  return lo + (f >= 1.0 ? (f < static_cast<double>(n) ? static_cast<int64_t>(f) : n - 1) : 0);
+}
+
+// The homography coefficients (a, b, c, d, e, f, g, h) that map the output's corners `start` onto
+// the input's `end` (x0, y0, ..., x3, y3): torchvision's _get_perspective_coeffs, the 8x8 system
+// solved in float64 by Gaussian elimination with partial pivoting (torchvision's least squares gives
+// the same solution of the square system, to float64 rounding), then rounded to float32. A
+// singular system (corners on a line: images 1 pixel wide or high) gives the identity.
+TORCHAUG_HOST_DEVICE inline void perspective_coefficients(const double* start, const double* end, float* coeffs) {
+  double a[8][9];
+  for (int i = 0; i < 4; ++i) {
+    const double x1 = end[2 * i], y1 = end[2 * i + 1], x2 = start[2 * i], y2 = start[2 * i + 1];
+    const double rx[9] = {x1, y1, 1.0, 0.0, 0.0, 0.0, -rn_mul(x2, x1), -rn_mul(x2, y1), x2};
+    const double ry[9] = {0.0, 0.0, 0.0, x1, y1, 1.0, -rn_mul(y2, x1), -rn_mul(y2, y1), y2};
+    for (int j = 0; j < 9; ++j) {
+      a[2 * i][j] = rx[j];
+      a[2 * i + 1][j] = ry[j];
+    }
+  }
+  for (int k = 0; k < 8; ++k) {
+    int pivot = k;
+    for (int i = k + 1; i < 8; ++i) {
+      if (fabs(a[i][k]) > fabs(a[pivot][k])) pivot = i;
+    }
+    if (!(fabs(a[pivot][k]) > 0.0)) {
+      const float identity[8] = {1.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f};
+      for (int j = 0; j < 8; ++j) coeffs[j] = identity[j];
+      return;
+    }
+    if (pivot != k) {
+      for (int j = k; j < 9; ++j) {
+        const double t = a[k][j];
+        a[k][j] = a[pivot][j];
+        a[pivot][j] = t;
+      }
+    }
+    for (int i = k + 1; i < 8; ++i) {
+      const double f = rn_div(a[i][k], a[k][k]);
+      for (int j = k; j < 9; ++j) a[i][j] = rn_sub(a[i][j], rn_mul(f, a[k][j]));
+    }
+  }
+  double x[8];
+  for (int k = 7; k >= 0; --k) {
+    double r = a[k][8];
+    for (int j = k + 1; j < 8; ++j) r = rn_sub(r, rn_mul(a[k][j], x[j]));
+    x[k] = rn_div(r, a[k][k]);
+  }
+  for (int j = 0; j < 8; ++j) coeffs[j] = static_cast<float>(x[j]);
+}
+
+// torchvision's RandomPerspective.get_params for one height x width image from its draws u
+// (kPerspectiveDraws): u[0] < p applies it; u[1 .. 8] the x and y of the top-left, top-right,
+// bottom-right and bottom-left corners, integers in torchvision's ranges (within
+// distortion_scale * half the size of their edge), in its order. coeffs: the homography of those
+// corners (perspective_coefficients). Returns whether it applies.
+constexpr int kPerspectiveDraws = 9;
+TORCHAUG_HOST_DEVICE inline bool random_perspective_sample(const double* u, int64_t height, int64_t width, double distortion,
+                                                           double p, float* coeffs) {
+  const int64_t bh = static_cast<int64_t>(distortion * static_cast<double>(height / 2)) + 1;
+  const int64_t bw = static_cast<int64_t>(distortion * static_cast<double>(width / 2)) + 1;
+  const int64_t lo[8] = {0, 0, width - bw, 0, width - bw, height - bh, 0, height - bh};
+  const int64_t n[8] = {bw, bh, bw, bh, bw, bh, bw, bh};
+  const double w1 = static_cast<double>(width - 1), h1 = static_cast<double>(height - 1);
+  const double start[8] = {0.0, 0.0, w1, 0.0, w1, h1, 0.0, h1};
+  double end[8];
+  for (int k = 0; k < 8; ++k) end[k] = static_cast<double>(uniform_integer(lo[k], n[k], u[1 + k]));
+  perspective_coefficients(start, end, coeffs);
+  return u[0] < p;
+}
+
+// ----------------------------------------------------------------------------------------------
 // Flip
 // ----------------------------------------------------------------------------------------------
 

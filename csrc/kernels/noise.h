@@ -61,14 +61,14 @@ TORCHAUG_HOST_DEVICE inline acc_t erase_random_px(const Philox4& r) {
 
 // RandomErasing's rectangle for one image of height x width from its draws u (kErasingDraws: per
 // attempt k, u[4k] the area fraction, u[4k + 1] the log aspect ratio, u[4k + 2] and u[4k + 3] the
-// top and left offsets) and its coin: torchvision's get_params, the first of 10 attempts whose
+// top and left offsets; u[40] < p erases): torchvision's get_params, the first of 10 attempts whose
 // rounded height and width fit, at a uniform offset; box = [top, left, h, w], h = w = 0 where no
-// attempt fits or the coin says no (top and left then as attempt 0 gives them). torch's float64
-// steps one by one, each rounded and never contracted: the same boxes on the host and the device.
+// attempt fits or u[40] >= p (top and left then as attempt 0 gives them). torch's float64 steps one
+// by one, each rounded and never contracted: the same boxes on the host and the device.
 constexpr int kErasingAttempts = 10;
-constexpr int kErasingDraws = 4 * kErasingAttempts;
+constexpr int kErasingDraws = 4 * kErasingAttempts + 1;
 
-TORCHAUG_HOST_DEVICE inline void erasing_box(const double* u, bool coin, double height, double width, double scale_min,
+TORCHAUG_HOST_DEVICE inline void erasing_box(const double* u, double p, double height, double width, double scale_min,
                                              double scale_max, double log_ratio_min, double log_ratio_max, int64_t* box) {
   const double area = rn_mul(height, width);
   int pick = -1;
@@ -78,11 +78,12 @@ TORCHAUG_HOST_DEVICE inline void erasing_box(const double* u, bool coin, double 
     const double target = rn_mul(area, rn_add(scale_min, rn_mul(rn_sub(scale_max, scale_min), a[0])));
     const double aspect = exp(rn_add(log_ratio_min, rn_mul(rn_sub(log_ratio_max, log_ratio_min), a[1])));
     const double hk = rint(sqrt(rn_mul(target, aspect))), wk = rint(sqrt(rn_div(target, aspect)));
-    if (k == 0 || (hk < height && wk < width)) {  // attempt 0's size stands where none fits
+    const bool fits = hk < height && wk < width;
+    if (k == 0 || fits) {  // attempt 0's size stands where none fits
       h = hk;
       w = wk;
     }
-    if (hk < height && wk < width) {
+    if (fits) {
       pick = k;
       break;
     }
@@ -93,7 +94,7 @@ TORCHAUG_HOST_DEVICE inline void erasing_box(const double* u, bool coin, double 
   const double left = floor(rn_mul(a[3], rn_add(rn_sub(width, w), 1.0)));
   box[0] = top == top ? static_cast<int64_t>(top) : 0;  // a NaN draw (a caller's, not a uniform) gives 0
   box[1] = left == left ? static_cast<int64_t>(left) : 0;
-  const bool erase = found && coin;
+  const bool erase = found && u[4 * kErasingAttempts] < p;
   box[2] = erase ? static_cast<int64_t>(h) : 0;
   box[3] = erase ? static_cast<int64_t>(w) : 0;
 }

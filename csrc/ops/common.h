@@ -271,7 +271,7 @@ struct Draws {
 
 // The most draws per sample a kernel makes itself (a block's rows share one buffer of kDrawThreads
 // draws: csrc/cuda/draws.cuh); more are drawn by the op's at::rand.
-constexpr int64_t kMaxKernelDraws = 32;
+constexpr int64_t kMaxKernelDraws = 64;
 
 // rand checked ((B, R) float64; the caller checks its device), or the draws of `batch` samples on
 // `device` made as above. `generator` only without rand.

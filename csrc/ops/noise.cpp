@@ -119,30 +119,4 @@ at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& 
   return run_plan(run, images, plan);
 }
 
-ErasingBoxPlan plan_erasing_boxes(const at::Tensor& rand, const at::Tensor& coins, int64_t height, int64_t width,
-                                  double scale_min, double scale_max, double log_ratio_min, double log_ratio_max) {
-  const char* op = "_erasing_boxes";
-  check_defined(op, "rand", rand);
-  TORCHAUG_CHECK(rand.dim() == 2 && rand.size(1) == kernels::kErasingDraws, "torchaug::", op, ": rand must have shape (B, ",
-                 kernels::kErasingDraws, "), got ", shape_str(rand.sizes()));
-  TORCHAUG_CHECK(rand.scalar_type() == at::kDouble, "torchaug::", op, ": rand must be float64, got ", rand.scalar_type());
-  const int64_t B = rand.size(0);
-  check_param(op, "coins", coins, rand, {B}, "(B,)", {at::kBool});
-  TORCHAUG_CHECK(height > 0 && width > 0, "torchaug::", op, ": height and width must be positive, got ", height, " and ",
-                 width);
-  TORCHAUG_CHECK(0 <= scale_min && scale_min <= scale_max, "torchaug::", op,
-                 ": scale must satisfy 0 <= scale_min <= scale_max, got ", scale_min, ", ", scale_max);
-  TORCHAUG_CHECK(std::isfinite(log_ratio_min) && std::isfinite(log_ratio_max) && log_ratio_min <= log_ratio_max, "torchaug::",
-                 op, ": log_ratio must be finite with log_ratio_min <= log_ratio_max, got ", log_ratio_min, ", ",
-                 log_ratio_max);
-  ErasingBoxPlan plan;
-  plan.B = B;
-  plan.rand = rand.stride(1) == 1 ? rand : rand.contiguous();
-  plan.boxes = at::empty({B, 4}, rand.options().dtype(at::kLong));
-  plan.p = {plan.rand.data_ptr<double>(), plan.rand.stride(0), coins.data_ptr<bool>(), coins.stride(0),
-            static_cast<double>(height), static_cast<double>(width), scale_min, scale_max, log_ratio_min, log_ratio_max,
-            plan.boxes.data_ptr<int64_t>()};
-  return plan;
-}
-
 }  // namespace torchaug

@@ -95,29 +95,6 @@ at::Tensor salt_and_pepper_op(NoiseRunFn run, const at::Tensor& images, const at
 at::Tensor erase_op(NoiseRunFn run, const at::Tensor& images, const at::Tensor& boxes,
                     const std::optional<at::Tensor>& value, const std::optional<at::Tensor>& seed);
 
-struct ErasingBoxParams {
-  const double* rand;  // (B, kErasingDraws), rows at stride rand_stride
-  int64_t rand_stride;
-  const bool* coins;   // (B,)
-  int64_t coins_stride;
-  double height, width, scale_min, scale_max, log_ratio_min, log_ratio_max;
-  int64_t* boxes;      // (B, 4)
-};
-
-C10_HOST_DEVICE inline void erasing_box_px(const ErasingBoxParams& p, int64_t b) {
-  kernels::erasing_box(p.rand + b * p.rand_stride, p.coins[b * p.coins_stride], p.height, p.width, p.scale_min, p.scale_max,
-                       p.log_ratio_min, p.log_ratio_max, p.boxes + 4 * b);
-}
-
-struct ErasingBoxPlan {
-  at::Tensor boxes, rand;
-  ErasingBoxParams p;
-  int64_t B;
-};
-
-ErasingBoxPlan plan_erasing_boxes(const at::Tensor& rand, const at::Tensor& coins, int64_t height, int64_t width,
-                                  double scale_min, double scale_max, double log_ratio_min, double log_ratio_max);
-
 template <NoiseRunFn run>
 void register_noise_ops(torch::Library& m) {
   using at::Tensor;

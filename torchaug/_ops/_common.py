@@ -39,3 +39,16 @@ def register_fake(name: str, host_args=("offsets", "sizes")):
         return torch.library.register_fake(name)(checked)
 
     return wrap
+
+
+def draws_rows(op: str, rand, draws: int, batch: int, like):
+    """(B, the tensor the outputs are made like) of an op that maps uniform draws to parameters
+    (csrc/ops/common.h: resolve_draws): rand's rows, else `batch` samples on like's device."""
+    if rand is not None:
+        torch._check(rand.dim() == 2 and rand.shape[1] == draws,
+                     lambda: f"{op}: rand must be a (B, {draws}) float64 tensor of uniform draws, got {rand.dtype} of shape "
+                             f"{tuple(rand.shape)}")
+        return rand.shape[0], rand
+    torch._check(like is not None, lambda: f"{op}: without rand, like (a tensor on the batch's device) must be given")
+    torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
+    return batch, like

@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as nnf
 
-from ._common import empty_image, image_memory_format, register_fake
+from ._common import draws_rows, empty_image, image_memory_format, register_fake
 
 
 def _fake(op, images, channels13=False):
@@ -35,10 +35,10 @@ register_fake("torchaug::erase")(lambda images, boxes, value=None, seed=None: _f
 
 
 @register_fake("torchaug::_erasing_boxes")
-def _erasing_boxes_fake(rand, coins, height, width, scale_min, scale_max, log_ratio_min, log_ratio_max):
-    torch._check(rand.dim() == 2 and rand.shape[1] == 40,
-                 lambda: f"torchaug::_erasing_boxes: rand must have shape (B, 40), got {tuple(rand.shape)}")
-    return rand.new_empty((rand.shape[0], 4), dtype=torch.int64)
+def _erasing_boxes_fake(rand, height, width, p, scale_min, scale_max, log_ratio_min, log_ratio_max, batch=-1, like=None,
+                        generator=None):
+    b, on = draws_rows("torchaug::_erasing_boxes", rand, 41, batch, like)
+    return on.new_empty((b, 4), dtype=torch.int64)
 
 
 # ---- windows as tensors (the backward's reference computation) -------------------------------

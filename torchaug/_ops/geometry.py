@@ -2,7 +2,7 @@
 (resized_crop's and flip's autograd kernels are in csrc/autograd.cpp)."""
 import torch
 
-from ._common import empty_image, image_memory_format, register_fake
+from ._common import draws_rows, empty_image, image_memory_format, register_fake
 
 def _check_out_size(op, out_size):
     torch._check(len(out_size) == 2, lambda: f"torchaug::{op}: out_size must be [height, width], got {len(out_size)} values")
@@ -160,6 +160,24 @@ def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale
     torch._check(like is not None, lambda: f"{op}: without rand and sizes, like (a tensor on the batch's device) must be given")
     torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
     return like.new_empty((batch, 4), dtype=torch.int64)
+
+
+@register_fake("torchaug::_random_affine_params", host_args=())
+def _random_affine_params_fake(rand, sizes, height, width, degrees, translate, scale, shear, batch=-1, like=None,
+                               generator=None):
+    op = "torchaug::_random_affine_params"
+    if rand is None and sizes is not None:
+        torch._check(sizes.dim() == 2, lambda: f"{op}: sizes must have shape (B, 2), got {tuple(sizes.shape)}")
+        b, on = sizes.shape[0], sizes
+    else:
+        b, on = draws_rows(op, rand, 6, batch, like)
+    return on.new_empty((b, 6), dtype=torch.float64)
+
+
+@register_fake("torchaug::_perspective_params")
+def _perspective_params_fake(rand, height, width, distortion_scale, p, batch=-1, like=None, generator=None):
+    b, on = draws_rows("torchaug::_perspective_params", rand, 9, batch, like)
+    return on.new_empty((b, 8), dtype=torch.float32), on.new_empty((b,), dtype=torch.bool)
 
 
 # ---- flip -----------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from torch import Tensor
 
 from ..functional._augment import _cutmix_boxes
 from ..functional._filter import seeds_on
-from ..functional._geometry import _solve_perspective
 from ..functional._utils import draw_device
 
 
@@ -65,45 +64,41 @@ def fill_rows(fill: Optional[List[float]], batch: int, channels: int, device: to
     return f.unsqueeze(0).expand(batch, channels)
 
 
-def affine_params(batch: int, sizes: Tensor, degrees: List[float], translate: Optional[List[float]],
-                  scale: Optional[List[float]], shear: Optional[List[float]], device: torch.device,
-                  generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
-    """RandomAffine's draws (torchvision's get_params per sample): sizes (B, 2) float64 [H, W];
-    shear None, [min, max] (x only) or [x min, x max, y min, y max]."""
-    angle = uniform_on([batch], degrees[0], degrees[1], device, generator, gen_device)
-    if translate is not None:
-        max_d = torch.stack([sizes[:, 1] * translate[0], sizes[:, 0] * translate[1]], 1)
-        shift = torch.round(uniform_on([batch, 2], -1.0, 1.0, device, generator, gen_device) * max_d)
-    else:
-        shift = torch.zeros(batch, 2, dtype=torch.float64, device=device)
-    if scale is not None:
-        factor = uniform_on([batch], scale[0], scale[1], device, generator, gen_device)
-    else:
-        factor = torch.ones(batch, dtype=torch.float64, device=device)
-    sh = torch.zeros(batch, 2, dtype=torch.float64, device=device)
-    if shear is not None:
-        sh[:, 0] = uniform_on([batch], shear[0], shear[1], device, generator, gen_device)
-        if len(shear) == 4:
-            sh[:, 1] = uniform_on([batch], shear[2], shear[3], device, generator, gen_device)
-    return {"angle": angle, "translate": shift, "scale": factor, "shear": sh}
+AFFINE_DRAWS = 6  # uniforms per sample of _random_affine_params (csrc/kernels/geometry.h: kAffineDraws)
+ERASING_DRAWS = 41  # uniforms per sample of _erasing_boxes (csrc/kernels/noise.h: kErasingDraws)
+PERSPECTIVE_DRAWS = 9  # uniforms per sample of _perspective_params (csrc/kernels/geometry.h: kPerspectiveDraws)
+
+
+def affine_params(batch: int, height: int, width: int, sizes: Optional[Tensor], degrees: List[float],
+                  translate: Optional[List[float]], scale: Optional[List[float]], shear: Optional[List[float]], like: Tensor,
+                  generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
+    """RandomAffine's parameters (torchvision's get_params per sample) in one launch of
+    torchaug::_random_affine_params, for images of sizes (B, 2) int64, or all height x width when
+    sizes is None; shear None, [min, max] (x only) or [x min, x max, y min, y max]. The op draws its
+    (B, 6) float64 uniforms itself as jitter_program's does (rand: those drawn by the caller, the
+    generator then unused); the parameters are float64 views of its (B, 6) rows."""
+    p = torch.ops.torchaug._random_affine_params(rand, sizes, height, width, degrees, translate, scale, shear, batch, like,
+                                                 generator if rand is None else None)
+    return {"angle": p[:, 0], "translate": p[:, 1:3], "scale": p[:, 3], "shear": p[:, 4:6]}
 
 
 def erasing_params(batch: int, channels: int, height: int, width: int, p: float, scale: List[float], log_ratio: List[float],
-                   num_values: int, device: torch.device, generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
-    """RandomErasing's draws per sample: torchvision's up to 10 tries of area and log-uniform aspect
-    ratio, the first that fits; boxes (B, 4) int64 [top, left, h, w] (h = w = 0: left alone), and
-    the seeds of random values (num_values 0: value="random"; else the count of fill values, 1 or
-    the channels)."""
+                   num_values: int, like: Tensor, generator: Optional[torch.Generator], gen_device: str,
+                   rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
+    """RandomErasing's draws per sample: its coin and torchvision's up to 10 tries of area and
+    log-uniform aspect ratio, the first that fits, in one launch of torchaug::_erasing_boxes (its
+    (B, 41) uniforms drawn as jitter_program's are; rand: given); boxes (B, 4) int64 [top, left, h, w]
+    (h = w = 0: left alone), and the seeds of random values (num_values 0: value="random"; else the
+    count of fill values, 1 or the channels)."""
     random_value = num_values == 0
     if not random_value and num_values != 1 and num_values != channels:
         raise ValueError("torchaug.transforms.RandomErasing: value must have 1 or " + str(channels) + " values (the channels), got "
                          + str(num_values))
-    u = rand_on([batch, 40], device, generator, gen_device, torch.float64)  # 10 tries of (area, ratio, top, left)
-    coins = bernoulli_on([batch], p, device, generator, gen_device)
-    boxes = torch.ops.torchaug._erasing_boxes(u, coins, height, width, scale[0], scale[1], log_ratio[0], log_ratio[1])
+    boxes = torch.ops.torchaug._erasing_boxes(rand, height, width, p, scale[0], scale[1], log_ratio[0], log_ratio[1], batch, like,
+                                              generator if rand is None else None)
     params = {"boxes": boxes}
     if random_value:
-        params["seed"] = seeds_on(batch, device, generator, gen_device)
+        params["seed"] = seeds_on(batch, like.device, generator, gen_device)
     return params
 
 
@@ -346,22 +341,12 @@ def augmix_mix(images: Tensor, chains: Tensor, weights: Tensor, original_weight:
     return mix.to(images.dtype)
 
 
-def perspective_params(batch: int, height: int, width: int, distortion_scale: float, p: float, device: torch.device,
-                       generator: Optional[torch.Generator], gen_device: str) -> Dict[str, Tensor]:
-    """RandomPerspective's draws per sample, as torchvision makes them: a coin (uniform < p), then
-    the x and y of the top-left, top-right, bottom-right and bottom-left corners (integers in
-    torchvision's ranges, in its order), and each sample's coefficients (generator rules as
-    rand_on)."""
-    g = draw_device(device, gen_device)
-    applies = torch.rand([batch], device=g, generator=generator) < p
-    bh = int(distortion_scale * (height // 2)) + 1
-    bw = int(distortion_scale * (width // 2)) + 1
-    lows = [0, 0, width - bw, 0, width - bw, height - bh, 0, height - bh]
-    highs = [bw, bh, width, bh, width, height, bw, height]
-    cols: List[Tensor] = []
-    for k in range(8):
-        cols.append(torch.randint(lows[k], highs[k], [batch], device=g, generator=generator))
-    end = torch.stack(cols, 1).view(batch, 4, 2).to(torch.float64)
-    start = torch.tensor([[0.0, 0.0], [width - 1.0, 0.0], [width - 1.0, height - 1.0], [0.0, height - 1.0]],
-                         dtype=torch.float64, device=g).expand(batch, 4, 2).contiguous()
-    return {"coefficients": _moved(_solve_perspective(start, end), device), "applies": _moved(applies, device)}
+def perspective_params(batch: int, height: int, width: int, distortion_scale: float, p: float, like: Tensor,
+                       generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
+    """RandomPerspective's draws per sample, as torchvision makes them: a coin (uniform < p), the x
+    and y of the top-left, top-right, bottom-right and bottom-left corners (integers in torchvision's
+    ranges, in its order), and each sample's coefficients, in one launch of
+    torchaug::_perspective_params (its (B, 9) uniforms drawn as jitter_program's are; rand: given)."""
+    coefficients, applies = torch.ops.torchaug._perspective_params(rand, height, width, distortion_scale, p, batch, like,
+                                                                   generator if rand is None else None)
+    return {"coefficients": coefficients, "applies": applies}

@@ -121,8 +121,9 @@ class RandomErasing(Transform):
             raise ValueError("torchaug.transforms.RandomErasing: takes a (B, C, H, W) or (C, H, W) tensor, not a list of images")
         h, w = int(info.uniform_size[0]), int(info.uniform_size[1])
         num_values = 0 if isinstance(self.value, str) else len(self.value)
+        rand = D.compiled_draws(info.batch, D.ERASING_DRAWS, info.device, self.generator)
         return D.erasing_params(info.batch, info.channels, h, w, self.p, list(self.scale), self._log_ratio(), num_values,
-                                torch.device(info.device), *self._gen())
+                                info.like, *self._gen(), rand)
 
     def _log_ratio(self) -> List[float]:
         return [math.log(self.ratio[0]), math.log(self.ratio[1])]

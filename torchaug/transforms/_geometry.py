@@ -287,10 +287,12 @@ class RandomAffine(Transform):
 
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
-        return D.affine_params(info.batch, info.sizes().to(torch.float64), list(self.degrees),
+        sizes, (h, w) = (info.sizes(), (0, 0)) if info.ragged else (None, info.uniform_size)
+        rand = D.compiled_draws(info.batch, D.AFFINE_DRAWS, info.device, self.generator)
+        return D.affine_params(info.batch, h, w, sizes, [float(d) for d in self.degrees],
                                None if self.translate is None else [float(t) for t in self.translate],
                                None if self.scale is None else [float(v) for v in self.scale],
-                               None if self.shear is None else list(self.shear), torch.device(info.device), *self._gen())
+                               None if self.shear is None else [float(v) for v in self.shear], info.like, self.generator, rand)
 
     def _scriptable(self):
         return S.ScriptAffine(list(self.degrees), None if self.translate is None else [float(t) for t in self.translate],
@@ -574,7 +576,8 @@ class RandomPerspective(Transform):
     def make_params(self, images) -> Dict[str, Any]:
         info = BatchInfo(images)
         h, w = info.uniform_size
-        return D.perspective_params(info.batch, h, w, self.distortion_scale, self.p, torch.device(info.device), *self._gen())
+        rand = D.compiled_draws(info.batch, D.PERSPECTIVE_DRAWS, info.device, self.generator)
+        return D.perspective_params(info.batch, h, w, self.distortion_scale, self.p, info.like, self.generator, rand)
 
     def _scriptable(self):
         return S.ScriptPerspective(self.distortion_scale, self.p, interpolation_code(self.interpolation, "RandomPerspective",

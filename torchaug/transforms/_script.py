@@ -383,9 +383,8 @@ class ScriptAffine(ScriptTransform):
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
-        b, dev = images.shape[0], images.device
-        sizes = torch.tensor([images.shape[-2], images.shape[-1]], dtype=torch.int64, device=dev).expand(b, 2).to(torch.float64)
-        return affine_params(b, sizes, self.degrees, self.translate, self.scale, self.shear, dev, self.generator, self.gen_device)
+        return affine_params(images.shape[0], images.shape[-2], images.shape[-1], None, self.degrees, self.translate, self.scale,
+                             self.shear, images, self.generator)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
@@ -568,7 +567,7 @@ class ScriptErasing(ScriptTransform):
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
         return erasing_params(images.shape[0], images.shape[1], images.shape[-2], images.shape[-1], self.p, self.scale,
-                              self.log_ratio, 0 if self.random_value else len(self.value), images.device, self.generator,
+                              self.log_ratio, 0 if self.random_value else len(self.value), images, self.generator,
                               self.gen_device)
 
     @torch.jit.export
@@ -820,8 +819,8 @@ class ScriptPerspective(ScriptTransform):
 
     @torch.jit.export
     def make_params(self, images: Tensor) -> Dict[str, Tensor]:
-        return perspective_params(images.shape[0], images.shape[2], images.shape[3], self.distortion_scale, self.p, images.device,
-                                  self.generator, self.gen_device)
+        return perspective_params(images.shape[0], images.shape[2], images.shape[3], self.distortion_scale, self.p, images,
+                                  self.generator)
 
     @torch.jit.export
     def transform(self, images: Tensor, params: Dict[str, Tensor]) -> Tensor:
