@@ -22,9 +22,7 @@ constexpr int kTileW = 64, kTileH = 16, kRows = 4;  // block: kTileW x kRows thr
 // output pixel and load the last pixel, as one reflection would leave them outside the image.
 // 32-bit: the host refuses planes of 2^31 pixels or more.
 __device__ inline int tile_source(int i, int n, int r) {
-  if (i > n - 1 + r || n == 1) return n - 1;
-  if (i < 0) i = -i;
-  return i >= n ? 2 * (n - 1) - i : i;  // kernels::reflect101
+  return i > n - 1 + r ? n - 1 : kernels::reflect101(i, n);
 }
 
 // KY, KX: the window at compile time (3x3: adjust_sharpness, the common laplacian), whose taps then

@@ -27,8 +27,9 @@ constexpr int kFilterMaxWindow = 65;
 
 // Index i of a row of n pixels, mirrored at the borders without repeating the edge pixel
 // (torch.nn.functional.pad mode "reflect", OpenCV/DALI BORDER_REFLECT_101). The window's half
-// size is below n, so one reflection suffices.
-TORCHAUG_HOST_DEVICE inline int64_t reflect101(int64_t i, int64_t n) {
+// size is below n, so one reflection suffices. I: int64_t on the host, int in a CUDA tile.
+template <typename I>
+TORCHAUG_HOST_DEVICE inline I reflect101(I i, I n) {
   if (n == 1) return 0;
   if (i < 0) i = -i;
   if (i >= n) i = 2 * (n - 1) - i;
