@@ -200,6 +200,19 @@ def test_gaussian_noise_statistics(device, dtype):
     assert torch.equal(out[3], x[3]) or dtype == torch.uint8 and (out[3].int() - x[3].int()).abs().max() <= 0
 
 
+def test_noise_of_neighbouring_pixels_is_independent(device):
+    # the pixels of a unit share one Philox call (csrc/ops/noise.h: noise_unit): neighbours' values
+    # stay uncorrelated, at every lag within and across units, and standard normal
+    x = torch.zeros(2, 3, 128, 128, device=device)
+    z = F.gaussian_noise(x, 0.0, 1.0, clip=False, seed=torch.tensor([1, 2], device=device)).flatten().double().cpu()
+    assert abs(z.mean().item()) < 0.01 and abs(z.std().item() - 1.0) < 0.01
+    for lag in (1, 2, 3, 4, 5):
+        assert abs(torch.corrcoef(torch.stack([z[:-lag], z[lag:]]))[0, 1].item()) < 0.012, lag
+    s = F.salt_and_pepper(x + 0.5, 0.5, 0.5, True, seed=torch.tensor([3, 4], device=device)).flatten().double().cpu()
+    for lag in (1, 2, 3):
+        assert abs(torch.corrcoef(torch.stack([s[:-lag], s[lag:]]))[0, 1].item()) < 0.012, lag
+
+
 def test_gaussian_noise_is_a_function_of_the_seed(device):
     x = _images(torch.float32, 3, device)
     seed = torch.tensor([5, 6, 7, 8, 9], device=device)

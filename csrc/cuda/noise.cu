@@ -1,6 +1,6 @@
-// CUDA kernels of the noise family (csrc/ops/noise.h). Grid: y = image plane (b, c), x = chunks of
-// its pixels; the sample's parameters are read once per thread, and the random numbers depend only
-// on (seed, element index).
+// CUDA kernels of the noise family (csrc/ops/noise.h). Grid: y = image plane (b, c), x = the
+// plane's units (noise_unit: a few pixels that share one Philox call), a thread a unit; the
+// sample's parameters are read once per plane.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -18,16 +18,13 @@ constexpr int kThreads = 256;
 template <typename T>
 __global__ void __launch_bounds__(kThreads) noise_kernel(const T* __restrict__ in, T* __restrict__ out, NoiseParams P,
                                                          bool dense) {
-  using acc_t = typename AccOf<T>::type;
-  constexpr bool kU8 = std::is_same_v<T, uint8_t>;
-  const int64_t n = P.height * P.width;
-  for (int64_t plane = blockIdx.y; plane < P.batch * P.channels; plane += gridDim.y) {
-    const int64_t b = plane / P.channels, c = plane - b * P.channels;
+  const int64_t planes = noise_planes(P), units = noise_plane_units(P);
+  for (int64_t plane = blockIdx.y; plane < P.batch * planes; plane += gridDim.y) {
+    const int64_t b = plane / planes, c = plane - b * planes;
     const kernels::NoiseSample s = noise_sample(P, b);
-    for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < n;
-         p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-      const acc_t v = static_cast<acc_t>(in[noise_in_offset(P, dense, b, c, p)]);
-      out[noise_out_offset(P, dense, b, c, p)] = static_cast<T>(noise_element<acc_t, kU8>(P, s, b, c, p, v));
+    for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < units;
+         u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      noise_unit(in, out, P, dense, s, b, c, u, units);
     }
   }
 }
@@ -36,9 +33,9 @@ void noise_run_cuda(const at::Tensor& images, NoisePlan& plan) {
   const NoiseParams& P = plan.p_;
   const c10::cuda::CUDAGuard guard(images.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t n = P.height * P.width;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 1 << 16)),
-                  static_cast<unsigned>(std::min<int64_t>(P.batch * P.channels, 65535)));
+  const int64_t units = noise_plane_units(P);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((units + kThreads - 1) / kThreads, 1 << 16)),
+                  static_cast<unsigned>(std::min<int64_t>(P.batch * noise_planes(P), 65535)));
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "noise_cuda", [&] {
     noise_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(images.data_ptr<scalar_t>(), plan.out.data_ptr<scalar_t>(), P,
                                                           noise_dense(P));

@@ -17,6 +17,11 @@ enum NoiseMode : int {
   kNoiseErase = 2,
 };
 
+// The pixels of a plane that share one Philox call (random_words: four words): salt_and_pepper
+// takes two words a pixel (or element), gaussian_noise and erase's random fill one word or one
+// normal value (standard_normal_pair) each.
+TORCHAUG_HOST_DEVICE inline int noise_group(int mode) { return mode == kNoiseSaltPepper ? 2 : 4; }
+
 // The per-sample parameters of one element, already read for its sample.
 //   gaussian:     p0 mean, p1 sigma (fractions of the value range), clip
 //   salt_pepper:  p0 probability, p1 salt share, p2 salt value, p3 pepper value (image units)
@@ -44,19 +49,21 @@ TORCHAUG_HOST_DEVICE inline acc_t gaussian_noise_px(acc_t x, const NoiseSample& 
 }
 
 // salt_and_pepper, DALI semantics: with probability p0 the element (or the whole pixel, when the
-// random words are drawn per pixel) becomes salt (p2) with probability p1, else pepper (p3).
+// random words are drawn per pixel) becomes salt (p2) with probability p1, else pepper (p3); w0 and
+// w1: its two random words.
 template <typename acc_t>
-TORCHAUG_HOST_DEVICE inline acc_t salt_pepper_px(acc_t x, const NoiseSample& s, const Philox4& r) {
-  if (uniform01(r.v[0]) >= s.p0) return x;
-  return uniform01(r.v[1]) < s.p1 ? static_cast<acc_t>(s.p2) : static_cast<acc_t>(s.p3);
+TORCHAUG_HOST_DEVICE inline acc_t salt_pepper_px(acc_t x, const NoiseSample& s, uint32_t w0, uint32_t w1) {
+  if (uniform01(w0) >= s.p0) return x;
+  return uniform01(w1) < s.p1 ? static_cast<acc_t>(s.p2) : static_cast<acc_t>(s.p3);
 }
 
-// erase's random fill: a standard normal value for floating images (torchvision's
-// RandomErasing(value="random")), a uniform integer in [0, 255] for uint8 images.
+// erase's random fill of the k-th pixel of a group: a standard normal value z[k] for floating
+// images (torchvision's RandomErasing(value="random")), a uniform integer in [0, 255] (the top byte
+// of word k) for uint8 images.
 template <typename acc_t, bool kU8>
-TORCHAUG_HOST_DEVICE inline acc_t erase_random_px(const Philox4& r) {
-  if (kU8) return static_cast<acc_t>(r.v[0] >> 24);
-  return static_cast<acc_t>(standard_normal(r.v[0], r.v[1]));
+TORCHAUG_HOST_DEVICE inline acc_t erase_random_px(const Philox4& r, const float* z, int k) {
+  if (kU8) return static_cast<acc_t>(r.v[k] >> 24);
+  return static_cast<acc_t>(z[k]);
 }
 
 // RandomErasing's rectangle for one image of height x width from its draws u (kErasingDraws: per

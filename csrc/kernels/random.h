@@ -58,12 +58,14 @@ TORCHAUG_HOST_DEVICE inline float uniform01(uint32_t w) {
   return static_cast<float>(w >> 8) * (1.0f / 16777216.0f);
 }
 
-// A standard normal value from two words (Box-Muller), in float32: logf / sqrtf / cosf of the host
-// and device math libraries agree to an ulp or two.
-TORCHAUG_HOST_DEVICE inline float standard_normal(uint32_t w0, uint32_t w1) {
+// Two independent standard normal values from two words (Box-Muller: the radius of w0, the
+// cosine and sine of the angle of w1), in float32: logf / sqrtf / cosf / sinf of the host and
+// device math libraries agree to an ulp or two.
+TORCHAUG_HOST_DEVICE inline void standard_normal_pair(uint32_t w0, uint32_t w1, float* z) {
   const float u1 = static_cast<float>((w0 >> 8) + 1u) * (1.0f / 16777216.0f);  // (0, 1]
-  const float u2 = uniform01(w1);
-  return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+  const float radius = sqrtf(-2.0f * logf(u1)), angle = 6.2831853071795865f * uniform01(w1);
+  z[0] = radius * cosf(angle);
+  z[1] = radius * sinf(angle);
 }
 
 // ---- torch.rand's float64 numbers on CUDA ------------------------------------------------------

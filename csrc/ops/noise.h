@@ -40,43 +40,89 @@ C10_HOST_DEVICE inline bool noise_dense(const NoiseParams& P) {
   return P.is.y == P.width * P.is.x && P.os.y == P.width * P.os.x;
 }
 
-// The output value of element (b, c, pixel p = y * W + x) whose input value is v;
-// s: noise_sample(P, b).
-template <typename acc_t, bool kU8>
-C10_HOST_DEVICE inline acc_t noise_element(const NoiseParams& P, const kernels::NoiseSample& s, int64_t b, int64_t c,
-                                           int64_t p, acc_t v) {
-  using namespace kernels;
-  const int64_t element = c * P.height * P.width + p;
-  if (P.mode == kNoiseGaussian) {
-    const Philox4 r = random_words(s.seed, kStreamGaussian, element);
-    return gaussian_noise_px<acc_t, kU8>(v, s, P.clip, standard_normal(r.v[0], r.v[1]));
-  }
-  if (P.mode == kNoiseSaltPepper) {
-    const acc_t r = salt_pepper_px<acc_t>(v, s, random_words(s.seed, kStreamSaltPepper, P.per_channel ? element : p));
-    return kU8 ? trunc_u8(clamp_of(r, acc_t(0), acc_t(255))) : r;
-  }
-  const int64_t* box = P.boxes + b * P.boxes_stride;
-  // a plane has fewer than 2^31 pixels (make_plan): 32-bit division, far cheaper on the device
-  const uint32_t row = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
-  const int64_t y = row, x = p - static_cast<int64_t>(row) * P.width;
-  if (y < box[0] || y >= box[0] + box[2] || x < box[1] || x >= box[1] + box[3]) return v;
-  if (P.seed) return erase_random_px<acc_t, kU8>(random_words(s.seed, kStreamEraseFill, element));
-  const acc_t fill = P.values ? static_cast<acc_t>(P.values[P.values_s.at(b, c)]) : acc_t(0);
-  return kU8 ? trunc_u8(clamp_of(fill, acc_t(0), acc_t(255))) : fill;
-}
-
-// Element offsets of pixel p of plane (b, c).
+// Element offsets of pixel p of plane (b, c) (a plane has fewer than 2^31 pixels: make_plan).
 C10_HOST_DEVICE inline int64_t noise_in_offset(const NoiseParams& P, bool dense, int64_t b, int64_t c, int64_t p) {
   const int64_t base = b * P.is.b + c * P.is.c;
   if (dense) return base + p * P.is.x;
-  const int64_t y = p / P.width;
+  const int64_t y = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
   return base + y * P.is.y + (p - y * P.width) * P.is.x;
 }
 C10_HOST_DEVICE inline int64_t noise_out_offset(const NoiseParams& P, bool dense, int64_t b, int64_t c, int64_t p) {
   const int64_t base = b * P.os.b + c * P.os.c;
   if (dense) return base + p * P.os.x;
-  const int64_t y = p / P.width;
+  const int64_t y = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
   return base + y * P.os.y + (p - y * P.width) * P.os.x;
+}
+
+// The work of the noise kernels comes in units: unit u of plane (b, c) is the plane's pixels
+// [u G, u G + G), G = kernels::noise_group(P.mode), whose random numbers are the four words of one
+// Philox call, counter c * units + u (units: noise_plane_units). salt_and_pepper drawn per pixel
+// walks plane 0 only, each pixel with all its channels. So an element's values depend only on
+// (seed, c, p), on any backend, launch or memory format.
+C10_HOST_DEVICE inline int64_t noise_planes(const NoiseParams& P) {
+  return P.mode == kernels::kNoiseSaltPepper && !P.per_channel ? 1 : P.channels;
+}
+C10_HOST_DEVICE inline int64_t noise_plane_units(const NoiseParams& P) {
+  const int64_t g = kernels::noise_group(P.mode);
+  return (P.height * P.width + g - 1) / g;
+}
+
+// Unit u of plane (b, c) from in to out; s: noise_sample(P, b), units: noise_plane_units(P).
+template <typename T>
+C10_HOST_DEVICE inline void noise_unit(const T* __restrict__ in, T* __restrict__ out, const NoiseParams& P, bool dense,
+                                       const kernels::NoiseSample& s, int64_t b, int64_t c, int64_t u, int64_t units) {
+  using namespace kernels;
+  using acc_t = typename AccOf<T>::type;
+  constexpr bool kU8 = std::is_same<T, uint8_t>::value;
+  const int g = noise_group(P.mode);
+  const int64_t p0 = u * g, left = P.height * P.width - p0, counter = c * units + u;
+  const int count = left < g ? static_cast<int>(left) : g;
+  auto value = [&](int64_t ch, int64_t p) { return static_cast<acc_t>(in[noise_in_offset(P, dense, b, ch, p)]); };
+  auto store = [&](int64_t ch, int64_t p, acc_t v) { out[noise_out_offset(P, dense, b, ch, p)] = static_cast<T>(v); };
+  if (P.mode == kNoiseGaussian) {
+    const Philox4 r = random_words(s.seed, kStreamGaussian, counter);
+    float z[4];
+    standard_normal_pair(r.v[0], r.v[1], z);
+    standard_normal_pair(r.v[2], r.v[3], z + 2);
+    for (int k = 0; k < count; ++k) store(c, p0 + k, gaussian_noise_px<acc_t, kU8>(value(c, p0 + k), s, P.clip, z[k]));
+    return;
+  }
+  if (P.mode == kNoiseSaltPepper) {
+    const Philox4 r = random_words(s.seed, kStreamSaltPepper, counter);
+    const int64_t c_end = P.per_channel ? c + 1 : P.channels;
+    for (int k = 0; k < count; ++k) {
+      for (int64_t ch = c; ch < c_end; ++ch) {
+        const acc_t v = salt_pepper_px<acc_t>(value(ch, p0 + k), s, r.v[2 * k], r.v[2 * k + 1]);
+        store(ch, p0 + k, kU8 ? trunc_u8(clamp_of(v, acc_t(0), acc_t(255))) : v);
+      }
+    }
+    return;
+  }
+  const int64_t* box = P.boxes + b * P.boxes_stride;
+  acc_t fill = acc_t(0);
+  if (!P.seed && P.values) fill = static_cast<acc_t>(P.values[P.values_s.at(b, c)]);
+  if (kU8) fill = trunc_u8(clamp_of(fill, acc_t(0), acc_t(255)));
+  Philox4 r{};
+  float z[4] = {0.f, 0.f, 0.f, 0.f};
+  bool drawn = false;
+  for (int k = 0; k < count; ++k) {
+    const int64_t p = p0 + k;
+    const uint32_t row = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
+    const int64_t y = row, x = p - static_cast<int64_t>(row) * P.width;
+    if (y < box[0] || y >= box[0] + box[2] || x < box[1] || x >= box[1] + box[3]) {
+      store(c, p, value(c, p));
+      continue;
+    }
+    if (P.seed && !drawn) {  // the words only where the unit erases
+      r = random_words(s.seed, kStreamEraseFill, counter);
+      if (!kU8) {
+        standard_normal_pair(r.v[0], r.v[1], z);
+        standard_normal_pair(r.v[2], r.v[3], z + 2);
+      }
+      drawn = true;
+    }
+    store(c, p, P.seed ? erase_random_px<acc_t, kU8>(r, z, k) : fill);
+  }
 }
 
 struct NoisePlan {
