@@ -261,7 +261,7 @@ def test_draw_errors(device):
         torch.ops.torchaug._random_affine_params(None, None, 30, 40, [-1.0, 1.0], None, None, [1.0, 2.0, 3.0], 4, like, g)
     with pytest.raises(RuntimeError, match="_random_affine_params: degrees must be \\[min, max\\] pairs with min <= max, got 2 and 1"):
         torch.ops.torchaug._random_affine_params(None, None, 30, 40, [2.0, 1.0], None, None, None, 4, like, g)
-    with pytest.raises(RuntimeError, match=r"_random_affine_params: translate must be 2 fractions in \[0, 1\]"):
+    with pytest.raises(RuntimeError, match=r"_random_affine_params: translate must be 2 fractions in \[0, 1\] \(of the width and the height\), got 0.5 and 1.5"):
         torch.ops.torchaug._random_affine_params(None, None, 30, 40, [1.0, 2.0], [0.5, 1.5], None, None, 4, like, g)
     with pytest.raises(RuntimeError, match="_random_affine_params: scale must be positive, got 0"):
         torch.ops.torchaug._random_affine_params(None, None, 30, 40, [1.0, 2.0], None, [0.0, 1.0], None, 4, like, g)

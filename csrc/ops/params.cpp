@@ -19,12 +19,10 @@ void check_rand(const char* op, const Draws& d) {
   if (d.u.defined()) check_values(op, "rand", d.u, 0.0, 1.0, "uniform draws in [0, 1]");
 }
 
-// A [lo, hi] range argument: `count` finite values, lo <= hi in each pair.
-void check_ranges(const char* op, const char* name, at::ArrayRef<double> v, std::initializer_list<size_t> counts) {
-  bool count_ok = false;
-  for (const size_t c : counts) count_ok = count_ok || v.size() == c;
-  TORCHAUG_CHECK(count_ok, "torchaug::", op, ": ", name, " must have ", *counts.begin(),
-                 counts.size() > 1 ? " or 4" : "", " values ([min, max] pairs), got ", v.size());
+// A range argument: [min, max] pairs of finite values, min <= max; 2 values, or 4 where `four`.
+void check_ranges(const char* op, const char* name, at::ArrayRef<double> v, bool four = false) {
+  TORCHAUG_CHECK(v.size() == 2 || (four && v.size() == 4), "torchaug::", op, ": ", name, " must have 2", four ? " or 4" : "",
+                 " values ([min, max] pairs), got ", v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     TORCHAUG_CHECK(std::isfinite(v[i]), "torchaug::", op, ": ", name, " must be finite, got ", v[i], " at index ", i);
   }
@@ -70,28 +68,29 @@ DrawMapPlan<AffineParamsMap> plan_random_affine_params(const std::optional<at::T
   const char* op = "_random_affine_params";
   const at::Tensor& on = rand ? *rand : (sizes ? *sizes : draws_on(op, rand, like));
   kernels::AffineSpace s{};
-  check_ranges(op, "degrees", degrees, {2});
+  check_ranges(op, "degrees", degrees);
   s.angle[0] = degrees[0];
   s.angle[1] = degrees[1];
   if (translate.has_value()) {
     const auto t = *translate;
-    TORCHAUG_CHECK(t.size() == 2 && t[0] >= 0.0 && t[0] <= 1.0 && t[1] >= 0.0 && t[1] <= 1.0, "torchaug::", op,
-                   ": translate must be 2 fractions in [0, 1] (of the width and the height), got ", t.size(), " values",
-                   t.size() == 2 ? " outside [0, 1]" : "");
+    TORCHAUG_CHECK(t.size() == 2, "torchaug::", op, ": translate must be 2 fractions (of the width and the height), got ",
+                   t.size(), " values");
+    TORCHAUG_CHECK(t[0] >= 0.0 && t[0] <= 1.0 && t[1] >= 0.0 && t[1] <= 1.0, "torchaug::", op,
+                   ": translate must be 2 fractions in [0, 1] (of the width and the height), got ", t[0], " and ", t[1]);
     s.translate[0] = t[0];
     s.translate[1] = t[1];
   }
   s.scale[0] = s.scale[1] = 1.0;
   if (scale.has_value()) {
     const auto v = *scale;
-    check_ranges(op, "scale", v, {2});
+    check_ranges(op, "scale", v);
     TORCHAUG_CHECK(v[0] > 0.0, "torchaug::", op, ": scale must be positive, got ", v[0]);
     s.scale[0] = v[0];
     s.scale[1] = v[1];
   }
   if (shear.has_value()) {
     const auto v = *shear;
-    check_ranges(op, "shear", v, {2, 4});
+    check_ranges(op, "shear", v, /*four=*/true);
     s.shear_x[0] = v[0];
     s.shear_x[1] = v[1];
     if (v.size() == 4) {

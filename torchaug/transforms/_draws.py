@@ -343,7 +343,7 @@ def augmix_mix(images: Tensor, chains: Tensor, weights: Tensor, original_weight:
 
 def perspective_params(batch: int, height: int, width: int, distortion_scale: float, p: float, like: Tensor,
                        generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
-    """RandomPerspective's draws per sample, as torchvision makes them: a coin (uniform < p), the x
+    """RandomPerspective's draws per sample (torchvision's get_params): a coin (uniform < p), the x
     and y of the top-left, top-right, bottom-right and bottom-left corners (integers in torchvision's
     ranges, in its order), and each sample's coefficients, in one launch of
     torchaug::_perspective_params (its (B, 9) uniforms drawn as jitter_program's are; rand: given)."""
