@@ -21,6 +21,13 @@ TORCH_LIBRARY(torchaug, m) {
       "_warp_affine_backward(Tensor grad, Tensor images, Tensor matrices, int interpolation, "
       "Tensor? fill, bool[2] output_mask) -> (Tensor, Tensor)");
 
+  // grid_sample of a batch (align_corners=False, zero padding) with torchvision's fill blending and
+  // rounding (_apply_grid_transform), in the images' dtype: output pixel (x, y) of sample b samples
+  // where grid[b, y, x] (normalized x, y; (B, H_out, W_out, 2) or (1, H_out, W_out, 2), float32, or
+  // float64 for float64 images) points; interpolation 0 nearest, 1 bilinear; fill (B, C) or None
+  // (zeros outside). ElasticTransform's sampling.
+  m.def("warp_grid(Tensor images, Tensor grid, int interpolation=1, Tensor? fill=None) -> Tensor");
+
   // torchvision's _get_inverse_affine_matrix per sample, (B, 2, 3) float64: angle, scale (B,) or
   // (1,); translate, shear, center (B, 2) or (1, 2), float64, angle and shear in degrees, center the
   // offset of the centre from the image centre; samples whose angle is a multiple of snap_period

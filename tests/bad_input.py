@@ -91,6 +91,7 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
                      vertical=torch.tensor([False, True], device=d)),
         "normalize": dict(images=img, mean=f(B, C), std=f(B, C) + 0.5),
         "warp_affine": dict(images=img, matrices=matrices, out_size=[H, W], interpolation=1),
+        "warp_grid": dict(images=img, grid=f(B, H, W, 2) * 2 - 1, interpolation=1),
         "_warp_affine_backward": dict(grad=f(B, C, H, W), images=img, matrices=matrices, interpolation=1, fill=None,
                                       output_mask=[True, True]),
         "resized_crop": dict(images=img, boxes=boxes, out_size=[4, 5]),

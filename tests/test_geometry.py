@@ -1046,3 +1046,68 @@ def valid_mix(rx, ry, h, w):
     """Some taps inside the image, some outside."""
     inside = (rx >= 0) & (rx < w) & (ry >= 0) & (ry < h)
     return bool(inside.any()) and not bool(inside.all())
+
+
+# ---- warp_grid ------------------------------------------------------------------------------------
+
+def _warp_grid_grids(b, oh, ow, dtype, generator):
+    """Grids that reach past the image on every side, with some entries on pixel centres and the
+    centres' midpoints (the nearest taps' ties)."""
+    g = torch.rand(b, oh, ow, 2, generator=generator, dtype=torch.float64).to(dtype) * 2.6 - 1.3
+    g[:, 0, :, 0] = (2 * torch.arange(ow, dtype=dtype) + 1) / ow - 1  # pixel centres of a same-size input
+    g[:, 1, :, 0] = 2 * torch.arange(ow, dtype=dtype) / ow - 1  # midpoints
+    return g
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float16, torch.float64])
+@pytest.mark.parametrize("interpolation", [0, 1])
+@pytest.mark.parametrize("fill", [None, "rows"])
+def test_warp_grid_is_grid_sample_with_torchvisions_fill_and_rounding(device, dtype, interpolation, fill):
+    # against F._geometry._sample_grid (torch's grid_sample on a float copy, torchvision's
+    # _apply_grid_transform): a grid per sample and one for the batch, another output size,
+    # channels_last input; bilinear uint8 within 1 LSB (the taps' sums in another order), float64
+    # within 1e-12, nearest exactly
+    gen = torch.Generator().manual_seed(int(interpolation) * 10 + (fill is None))
+    x = random_images(3, 3, 17, 23, dtype, device, generator=gen)
+    gdtype = torch.float64 if dtype == torch.float64 else torch.float32
+    rows = None if fill is None else (torch.rand(3, 3, generator=gen) * (255 if dtype == torch.uint8 else 1)).to(device)
+    mode = "nearest" if interpolation == 0 else "bilinear"
+    for grid in (_warp_grid_grids(3, 11, 29, gdtype, gen), _warp_grid_grids(1, 17, 23, gdtype, gen)):
+        grid = grid.to(device)
+        for images in (x, x.contiguous(memory_format=torch.channels_last)):
+            got = torch.ops.torchaug.warp_grid(images, grid, interpolation, rows)
+            want = F._geometry._sample_grid(images, grid, mode, rows)
+            assert got.shape == want.shape and got.stride() == want.stride()
+            if interpolation == 0:
+                torch.testing.assert_close(got, want, atol=0, rtol=0)
+            elif dtype == torch.float64:
+                torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+            else:
+                assert_close_images(got, want, dtype, f"{dtype} {mode} fill={fill}")
+    torch.library.opcheck(torch.ops.torchaug.warp_grid, (x, grid, interpolation, rows))
+
+
+def test_warp_grid_errors(device):
+    x = torch.zeros(2, 3, 5, 6, device=device)
+    with pytest.raises(RuntimeError, match=r"warp_grid: grid must have shape \(B, H_out, W_out, 2\) or \(1, H_out, W_out, 2\) with B=2, got \(3, 4, 4, 2\)"):
+        torch.ops.torchaug.warp_grid(x, torch.zeros(3, 4, 4, 2, device=device))
+    with pytest.raises(RuntimeError, match="warp_grid: grid must be float32 or float64, got Half"):
+        torch.ops.torchaug.warp_grid(x, torch.zeros(2, 4, 4, 2, device=device, dtype=torch.float16))
+    with pytest.raises(RuntimeError, match=r"warp_grid: fill must have shape \(B, C\)"):
+        torch.ops.torchaug.warp_grid(x, torch.zeros(2, 4, 4, 2, device=device), 1, torch.zeros(2, 2, device=device))
+    if torch.device(device).type == "cpu":
+        with pytest.raises(RuntimeError, match="warp_grid: grid must be finite, got nan"):
+            torch.ops.torchaug.warp_grid(x, torch.full((2, 4, 4, 2), float("nan")))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_warp_grid_cpu_and_cuda_agree(dtype):
+    gen = torch.Generator().manual_seed(4)
+    x = random_images(4, 3, 31, 40, dtype, generator=gen)
+    grid = _warp_grid_grids(4, 31, 40, torch.float32, gen)
+    rows = torch.rand(4, 3, generator=gen) * 255
+    for interpolation in (0, 1):
+        cpu = torch.ops.torchaug.warp_grid(x, grid, interpolation, rows)
+        cuda = torch.ops.torchaug.warp_grid(x.cuda(), grid.cuda(), interpolation, rows.cuda()).cpu()
+        assert_close_images(cuda, cpu, dtype, f"interpolation {interpolation}")

@@ -466,6 +466,30 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
   return out;
 }
 
+at::Tensor warp_grid_cpu(const at::Tensor& images, const at::Tensor& grid, int64_t interpolation,
+                         const std::optional<at::Tensor>& fill) {
+  WarpGridPlan plan = plan_warp_grid(images, grid, interpolation, fill);
+  const WarpAffineParams& p = plan.p;
+  const int64_t B = images.size(0), oh = p.out_h, ow = p.out_w;
+  if (plan.out.numel() == 0) return plan.out;
+  TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_grid_cpu", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    const scalar_t* in = images.data_ptr<scalar_t>();
+    scalar_t* o = plan.out.data_ptr<scalar_t>();
+    const acc_t* g = plan.grid.data_ptr<acc_t>();
+    for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
+      const float* fill_b = p.fill ? p.fill + b * p.channels : nullptr;
+      with_affine_taps(p.interpolation, [&](auto taps) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          warp_grid_output_px<decltype(taps)::value>(in, o, g + b * plan.gb + oy * plan.gy + ox * plan.gx, plan.gk, fill_b, p,
+                                                     b, oy, ox);
+        }
+      });
+    });
+  });
+  return plan.out;
+}
+
 std::tuple<at::Tensor, at::Tensor> warp_affine_backward_cpu(const at::Tensor& grad, const at::Tensor& images,
                                                             const at::Tensor& matrices, int64_t interpolation,
                                                             const std::optional<at::Tensor>& fill,
@@ -584,6 +608,7 @@ TORCH_LIBRARY_IMPL(torchaug, CPU, m) {
   m.impl("resized_crop_ragged", &resized_crop_ragged_cpu);
   m.impl("_resized_crop_backward", &resized_crop_backward_cpu);
   m.impl("warp_affine", &warp_affine_cpu);
+  m.impl("warp_grid", &warp_grid_cpu);
   m.impl("_warp_affine_backward", &warp_affine_backward_cpu);
   m.impl("flip", &flip_cpu);
 }

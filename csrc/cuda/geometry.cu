@@ -88,6 +88,39 @@ at::Tensor warp_affine_cuda(const at::Tensor& images, const at::Tensor& matrices
   return out;
 }
 
+template <int N, typename scalar_t>
+__global__ void warp_grid_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out,
+                                 const typename AccOf<scalar_t>::type* __restrict__ grid, WarpAffineParams p, int64_t gb,
+                                 int64_t gy, int64_t gx, int64_t gk, int64_t B) {
+  const int64_t ox = static_cast<int64_t>(blockIdx.x) * kTileX + threadIdx.x;
+  const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
+  if (ox >= p.out_w || oy >= p.out_h) return;
+  for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
+    const float* fill = p.fill ? p.fill + b * p.channels : nullptr;
+    warp_grid_output_px<N>(in, out, grid + b * gb + oy * gy + ox * gx, gk, fill, p, b, oy, ox);
+  }
+}
+
+at::Tensor warp_grid_cuda(const at::Tensor& images, const at::Tensor& grid, int64_t interpolation,
+                          const std::optional<at::Tensor>& fill) {
+  WarpGridPlan plan = plan_warp_grid(images, grid, interpolation, fill);
+  if (plan.out.numel() == 0) return plan.out;
+  c10::cuda::CUDAGuard guard(images.device());
+  const WarpAffineParams& p = plan.p;
+  const int64_t B = images.size(0);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  TORCHAUG_DISPATCH_IMAGE_TYPES(images.scalar_type(), "warp_grid_cuda", [&] {
+    using acc_t = typename AccOf<scalar_t>::type;
+    with_affine_taps(interpolation, [&](auto taps) {
+      warp_grid_kernel<decltype(taps)::value, scalar_t><<<pixel_grid(B, p.out_h, p.out_w), dim3(kTileX, kTileY), 0, stream>>>(
+          images.data_ptr<scalar_t>(), plan.out.data_ptr<scalar_t>(), plan.grid.data_ptr<acc_t>(), p, plan.gb, plan.gy,
+          plan.gx, plan.gk, B);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+  return plan.out;
+}
+
 template <typename T>
 __device__ inline T warp_sum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
@@ -254,6 +287,7 @@ TORCH_LIBRARY_IMPL(torchaug, CUDA, m) {
   m.impl("_affine_matrices", &affine_matrices_cuda);
   m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cuda);
   m.impl("warp_affine", &warp_affine_cuda);
+  m.impl("warp_grid", &warp_grid_cuda);
   m.impl("_warp_affine_backward", &warp_affine_backward_cuda);
   m.impl("flip", &flip_cuda);
 }

@@ -244,6 +244,14 @@ TORCHAUG_HOST_DEVICE inline void warp_source(const acc_t* m, int rows, std::comm
   else affine_source<acc_t, idx_t>(m, x, y, sx, sy);
 }
 
+// The input pixel position of grid_sample's normalized coordinate g along an axis of `size` pixels
+// (align_corners=False): ((g + 1) * size - 1) / 2, each step rounded (the CPU grid_sample's
+// (g + 1) * (size / 2) - 0.5, to the bit).
+template <typename acc_t>
+TORCHAUG_HOST_DEVICE inline acc_t grid_unnormalize(acc_t g, int64_t size) {
+  return rn_mul(rn_sub(rn_mul(rn_add(g, acc_t(1)), static_cast<acc_t>(size)), acc_t(1)), acc_t(0.5));
+}
+
 // The N taps of grid_sample at (sx, sy): N = 1 (nearest) or 4 (bilinear: nw, ne, sw, se). Tap k
 // has offset (ix[k], iy[k]) and weight w[k]; taps outside the image get valid[k] = false (and
 // offset 0). mask = sum of the weights of the valid taps. N is a compile-time constant, so that

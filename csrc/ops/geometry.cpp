@@ -90,6 +90,36 @@ void check_warp_affine(const char* op, const at::Tensor& images, const at::Tenso
   }
 }
 
+WarpGridPlan plan_warp_grid(const at::Tensor& images, const at::Tensor& grid, int64_t interpolation,
+                            const std::optional<at::Tensor>& fill) {
+  const char* op = "warp_grid";
+  check_images(op, images);
+  const int64_t B = images.size(0), C = images.size(1);
+  check_defined(op, "grid", grid);
+  check_device(op, "grid", grid, images);
+  const bool ok = grid.dim() == 4 && (grid.size(0) == B || grid.size(0) == 1) && grid.size(3) == 2;
+  TORCHAUG_CHECK(ok, "torchaug::", op, ": grid must have shape (B, H_out, W_out, 2) or (1, H_out, W_out, 2) with B=", B,
+                 ", got ", shape_str(grid.sizes()));
+  TORCHAUG_CHECK(grid.scalar_type() == at::kFloat || grid.scalar_type() == at::kDouble, "torchaug::", op,
+                 ": grid must be float32 or float64, got ", grid.scalar_type());
+  check_values(op, "grid", grid, -kFiniteMax, kFiniteMax, "finite");
+  check_interpolation(op, interpolation, kernels::kBilinear);
+  if (fill) {
+    check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
+    check_values(op, "fill", *fill, -kFiniteMax, kFiniteMax, "finite");
+  }
+  WarpGridPlan plan;
+  plan.grid = acc_matrices(images, grid);
+  plan.out = empty_output(op, {B, C, grid.size(1), grid.size(2)}, images.options().memory_format(image_memory_format(images)));
+  if (fill) plan.fill = fill->contiguous();
+  plan.p = warp_affine_params(images, plan.out, interpolation, plan.fill);
+  plan.gb = grid.size(0) == 1 ? 0 : plan.grid.stride(0);
+  plan.gy = plan.grid.stride(1);
+  plan.gx = plan.grid.stride(2);
+  plan.gk = plan.grid.stride(3);
+  return plan;
+}
+
 at::Tensor acc_matrices(const at::Tensor& images, const at::Tensor& matrices) {
   return matrices.to(images.scalar_type() == at::kDouble ? at::kDouble : at::kFloat).contiguous();
 }

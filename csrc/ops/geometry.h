@@ -241,11 +241,27 @@ C10_HOST_DEVICE inline void with_affine_taps(int64_t interpolation, F&& f) {
 // count of p.interpolation (with_affine_taps); kC: the channel count at compile time (a caller
 // that keeps the values in registers), or 0 for p.channels.
 template <int N, int kC, typename scalar_t, typename F>
+C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_sample_px(const scalar_t* in, typename AccOf<scalar_t>::type sx,
+                                                             typename AccOf<scalar_t>::type sy, const float* fill,
+                                                             const WarpAffineParams& p, int64_t b, F&& f);
+
+template <int N, int kC, typename scalar_t, typename F>
 C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_affine_px(const scalar_t* in, const typename AccOf<scalar_t>::type* m, const float* fill,
                                            const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox, F&& f) {
   using acc_t = typename AccOf<scalar_t>::type;
   acc_t sx, sy;
   kernels::warp_source(m, p.rows, ox, oy, &sx, &sy);
+  warp_sample_px<N, kC>(in, sx, sy, fill, p, b, f);
+}
+
+// The channel values of sample b at input position (sx, sy) (pixel centres at integers), passed to
+// f(c, value): grid_sample's N taps, the fill blended in (fill: the sample's C values, or nullptr:
+// zero padding) as torchvision's _apply_grid_transform does. N, kC: as warp_affine_px.
+template <int N, int kC, typename scalar_t, typename F>
+C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_sample_px(const scalar_t* in, typename AccOf<scalar_t>::type sx,
+                                                             typename AccOf<scalar_t>::type sy, const float* fill,
+                                                             const WarpAffineParams& p, int64_t b, F&& f) {
+  using acc_t = typename AccOf<scalar_t>::type;
   const auto taps = kernels::affine_taps<acc_t, N>(sx, sy, p.in_h, p.in_w);
   const kernels::ImageView v{b * p.is.b, p.in_h, p.in_w, p.is.c, p.is.y, p.is.x};
   const int64_t nc = kC > 0 ? kC : p.channels;
@@ -267,6 +283,28 @@ C10_HOST_DEVICE inline void warp_affine_output_px(const scalar_t* in, scalar_t* 
   warp_affine_px<N, 0>(in, m, fill, p, b, oy, ox,
                        [&](int64_t c, acc_t r) { out[obase + c * p.os.c] = kernels::PixelStore<scalar_t>::from(r); });
 }
+
+// warp_grid: output pixel (ox, oy) of sample b sampled where its grid entry g (grid_sample's
+// normalized x, then y at g[gk]) points, stored.
+template <int N, typename scalar_t>
+C10_HOST_DEVICE inline void warp_grid_output_px(const scalar_t* in, scalar_t* out, const typename AccOf<scalar_t>::type* g,
+                                                int64_t gk, const float* fill, const WarpAffineParams& p, int64_t b,
+                                                int64_t oy, int64_t ox) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  const int64_t obase = b * p.os.b + oy * p.os.y + ox * p.os.x;
+  warp_sample_px<N, 0>(in, kernels::grid_unnormalize(g[0], p.in_w), kernels::grid_unnormalize(g[gk], p.in_h), fill, p, b,
+                  [&](int64_t c, acc_t r) { out[obase + c * p.os.c] = kernels::PixelStore<scalar_t>::from(r); });
+}
+
+// The checked operands of warp_grid: the grid in the images' accumulator dtype, its strides (b 0
+// where one grid serves the batch), the fill made dense.
+struct WarpGridPlan {
+  at::Tensor out, grid, fill;
+  WarpAffineParams p;
+  int64_t gb, gy, gx, gk;
+};
+WarpGridPlan plan_warp_grid(const at::Tensor& images, const at::Tensor& grid, int64_t interpolation,
+                            const std::optional<at::Tensor>& fill);
 
 // Backward of one output pixel (N: as warp_affine_output_px): grad_images via add_img(index, value); returns the
 // p.matrix_size() partial derivatives of the loss with respect to matrices[b] in dm (added to).
@@ -350,7 +388,7 @@ C10_HOST_DEVICE inline void warp_affine_backward_px(const scalar_t* grad, const 
 void check_warp_affine(const char* op, const at::Tensor& images, const at::Tensor& matrices,
                               int64_t interpolation, const std::optional<at::Tensor>& fill);
 
-// Matrices in the accumulator dtype of the images, contiguous.
+// Matrices (or warp_grid's grid) in the accumulator dtype of the images, contiguous.
 at::Tensor acc_matrices(const at::Tensor& images, const at::Tensor& matrices);
 
 // The checked operands of _warp_affine_backward, shared by both backends. The kernels index the

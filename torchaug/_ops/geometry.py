@@ -18,6 +18,20 @@ def _warp_affine_fake(images, matrices, out_size, interpolation=1, fill=None):
     return empty_image((images.shape[0], images.shape[1], oh, ow), images.dtype, images.device, image_memory_format(images))
 
 
+@register_fake("torchaug::warp_grid")
+def _warp_grid_fake(images, grid, interpolation=1, fill=None):
+    op = "torchaug::warp_grid"
+    torch._check(images.dim() == 4, lambda: f"{op}: images must be a 4-D (B, C, H, W) tensor, got {images.dim()}-D")
+    torch._check(grid.dim() == 4 and grid.shape[0] in (1, images.shape[0]) and grid.shape[3] == 2,
+                 lambda: f"{op}: grid must have shape (B, H_out, W_out, 2) or (1, H_out, W_out, 2) with B={images.shape[0]}, "
+                         f"got {tuple(grid.shape)}")
+    return empty_image((images.shape[0], images.shape[1], grid.shape[1], grid.shape[2]), images.dtype, images.device,
+                       image_memory_format(images))
+
+
+# warp_grid has no autograd: functional.elastic samples through grid_sample where a gradient is wanted
+
+
 @register_fake("torchaug::_warp_affine_backward")
 def _warp_affine_backward_fake(grad, images, matrices, interpolation, fill, output_mask):
     gi = torch.empty_like(images, memory_format=image_memory_format(images)) if output_mask[0] else None

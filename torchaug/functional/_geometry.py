@@ -285,16 +285,19 @@ def _grid_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 def _elastic(x: torch.Tensor, displacement: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
-    """elastic of a (B, C, H, W) batch; fill_rows (B, C) or None. TorchScript-compatible (the scripted
-    ElasticTransform calls it)."""
+    """elastic of a (B, C, H, W) batch; fill_rows (B, C) or None: one torchaug::warp_grid launch in
+    the images' dtype, or torch's grid_sample (_sample_grid, the same values) where a gradient is
+    wanted. TorchScript-compatible (the scripted ElasticTransform calls it)."""
     h, w = x.shape[2], x.shape[3]
     dtype = _grid_dtype(x)
     grid = _identity_grid(h, w, x.device, dtype) + displacement.to(device=x.device, dtype=dtype)
-    return _sample_grid(x, grid, mode, fill_rows)
+    if x.requires_grad or grid.requires_grad:
+        return _sample_grid(x, grid, mode, fill_rows)
+    return torch.ops.torchaug.warp_grid(x, grid, 0 if mode == "nearest" else 1, fill_rows)
 
 
 def _sample_grid(x: torch.Tensor, grid: torch.Tensor, mode: str, fill_rows: Optional[torch.Tensor]) -> torch.Tensor:
-    """torchvision's _apply_grid_transform over a batch: grid (1 or B, H, W, 2) in grid_sample's
+    """torchvision's _apply_grid_transform over a batch: grid (1 or B, H_out, W_out, 2) in grid_sample's
     coordinates (of _grid_dtype(x)), the fill blended in by a ones channel sampled beside the
     image's (fill None: zeros outside), integers rounded. TorchScript-compatible."""
     b, c, h, w = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
@@ -302,9 +305,10 @@ def _sample_grid(x: torch.Tensor, grid: torch.Tensor, mode: str, fill_rows: Opti
     src = x.to(dtype)
     if fill_rows is not None:
         src = torch.cat([src, torch.ones(b, 1, h, w, dtype=dtype, device=x.device)], dim=1)
-    out = torch.nn.functional.grid_sample(src, grid.expand(b, h, w, 2), mode=mode, padding_mode="zeros", align_corners=False)
+    oh, ow = grid.shape[1], grid.shape[2]
+    out = torch.nn.functional.grid_sample(src, grid.expand(b, oh, ow, 2), mode=mode, padding_mode="zeros", align_corners=False)
     if fill_rows is not None:
-        mask = out[:, c:].expand(b, c, h, w)
+        mask = out[:, c:].expand(b, c, oh, ow)
         out = out[:, :c]
         f = fill_rows.to(dtype).view(b, c, 1, 1)
         if mode == "nearest":
