@@ -91,8 +91,9 @@ class GaussianNoise(Transform):
 
 class RandomErasing(Transform):
     """torchvision.transforms.v2.RandomErasing(p, scale, ratio, value, inplace) with a rectangle per
-    sample, drawn as torchvision draws it (up to 10 tries of area and log-uniform aspect ratio; a
-    sample with no fitting try is left alone). value: a number, a per-channel sequence, or
+    sample, drawn as torchvision's get_params draws it (up to 10 tries of area and log-uniform aspect
+    ratio; a sample with no fitting try is left alone), with the coin, in one
+    torchaug::_erasing_boxes launch. value: a number, a per-channel sequence, or
     "random" (floating images: standard normal values; uint8 images: uniform in [0, 255])."""
 
     def __init__(self, p: float = 0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0.0, inplace: bool = False,

@@ -249,7 +249,8 @@ def _range(value, name: str, center: float = 0.0, lower: Optional[float] = None)
 
 
 class RandomAffine(Transform):
-    """torchvision.transforms.v2.RandomAffine with an angle, translation, scale and shear per sample."""
+    """torchvision.transforms.v2.RandomAffine with an angle, translation, scale and shear per sample
+    (torchvision's get_params per sample, in one torchaug::_random_affine_params launch)."""
 
     def __init__(
         self,
@@ -560,8 +561,9 @@ class ElasticTransform(Transform):
 class RandomPerspective(Transform):
     """torchvision.transforms.v2.RandomPerspective: with probability p a sample's corners move
     inward by up to distortion_scale of its half sides, each sample its own coin and corners
-    (torchvision's draws); the warp is one projective warp_affine launch for the batch
-    (functional.perspective). Boxes, masks and keypoints follow as torchvision moves them."""
+    (torchvision's ranges; coefficients and coin in one torchaug::_perspective_params launch); the
+    warp is one projective warp_affine launch for the batch (functional.perspective). Boxes, masks
+    and keypoints follow as torchvision moves them."""
 
     def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation=InterpolationMode.BILINEAR, fill=0,
                  generator: Optional[torch.Generator] = None):
