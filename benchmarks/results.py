@@ -75,8 +75,13 @@ HISTORY = """In short (the commits that made each step say more):
   geometric slots in the block; runs of separable color slots composed into one table, applied where
   the pixels are read next), its blocks taking samples by estimated cost; elsewhere one pass per slot
   (auto-augmentation) or per statistics op (color).
-- Random parameters are drawn inside the parameter kernels, the chain's kernels are dependent launches
-  (each starts while the one before runs), and the hot ops' autograd kernels are C++.
+- Random parameters are drawn inside the parameter kernels (a transform's draws and their mapping to
+  parameters in one launch: crop boxes, policies, ColorJitter, RandomAffine, RandomPerspective's
+  homographies, RandomErasing's boxes), the chain's kernels are dependent launches (each starts while
+  the one before runs), and the hot ops' autograd kernels are C++.
+- Warps sample the images in their own dtype (affine, projective and grid maps share one set of taps);
+  separable blurs read each shared-memory value once for several sums; the noise ops share one Philox
+  call among a few pixels.
 - JPEG decoding: nvJPEG's hardware engines with a pool of decoders per GPU, the scan check beside the
   engines, 32 CUDA work queues so that the decoder does not wait behind the model, and workers that
   read a batch straight into one reused shared-memory buffer.
