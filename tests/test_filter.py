@@ -394,11 +394,13 @@ def _errors(x):
 @given(
     b=st.integers(1, 3), c=st.sampled_from([1, 3]), h=st.integers(1, 12), w=st.integers(1, 12),
     dtype=st.sampled_from([torch.uint8, torch.float32, torch.float64, torch.float16]), channels_last=st.booleans(),
-    op=st.sampled_from(["sharpness", "blur", "laplacian", "noise", "salt_pepper", "erase"]), seed=st.integers(0, 2**16),
+    op=st.sampled_from(["sharpness", "blur", "laplacian", "noise", "salt_pepper", "erase", "erase_random"]),
+    seed=st.integers(0, 2**16),
 )
 def test_layout_and_dtype_property(b, c, h, w, dtype, channels_last, op, seed):
-    # any shape / dtype / layout: channels_last input gives the contiguous input's values, in the
-    # input's layout; floating results equal the float64 computation to the dtype's precision
+    # any shape / dtype / layout: channels_last input, and a view whose rows are not packed (a column
+    # crop), give the contiguous input's values, in the input's layout; floating results equal the
+    # float64 computation to the dtype's precision
     g = torch.Generator().manual_seed(seed)
     x = random_images(b, c, h, w, dtype, "cpu", False, g)
     k = max(1, min(2 * min(h, w) - 1, 5)) | 1
@@ -410,11 +412,16 @@ def test_layout_and_dtype_property(b, c, h, w, dtype, channels_last, op, seed):
         "noise": lambda t: ops.gaussian_noise(t, torch.tensor([0.0]), torch.tensor([0.2]), torch.tensor([seed]), True),
         "salt_pepper": lambda t: ops.salt_and_pepper(t, torch.tensor([0.3]), torch.tensor([0.5]), torch.tensor([seed]), True, None, None),
         "erase": lambda t: ops.erase(t, torch.tensor([[h // 3, w // 4, h // 2 + 1, w // 2]]).expand(b, 4), torch.tensor([[0.25]]), None),
+        "erase_random": lambda t: ops.erase(t, torch.tensor([[h // 3, w // 4, h // 2 + 1, w // 2]]).expand(b, 4), None,
+                                            torch.arange(b) + seed),
     }[op]
     out = run(x)
     cl = run(x.contiguous(memory_format=torch.channels_last)) if channels_last else out
     assert torch.equal(cl, out)
-    if dtype != torch.uint8 and op not in ("noise",):
+    wide = random_images(b, c, h, w + 3, dtype, "cpu", channels_last, g)
+    view = wide[..., 2:w + 2]
+    assert torch.equal(run(view), run(view.contiguous()))
+    if dtype != torch.uint8 and op not in ("noise", "erase_random"):
         ref = run(x.double()).to(dtype)
         assert_close_images(out, ref, dtype, op)
     if op in ("sharpness", "noise", "salt_pepper", "erase") or dtype == torch.uint8:

@@ -11,7 +11,6 @@ namespace {
 
 void noise_run_cpu(const at::Tensor& images, NoisePlan& plan) {
   const NoiseParams& P = plan.p_;
-  const bool dense = noise_dense(P);
   const int64_t planes = noise_planes(P), units = noise_plane_units(P);
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "noise_cpu", [&] {
     const scalar_t* in = images.data_ptr<scalar_t>();
@@ -20,7 +19,7 @@ void noise_run_cpu(const at::Tensor& images, NoisePlan& plan) {
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t b = plane / planes, c = plane % planes;
         const kernels::NoiseSample s = noise_sample(P, b);
-        for (int64_t u = 0; u < units; ++u) noise_unit(in, out, P, dense, s, b, c, u, units);
+        for (int64_t u = 0; u < units; ++u) noise_unit(in, out, P, s, b, c, u, units);
       }
     });
   });

@@ -16,15 +16,14 @@ namespace {
 constexpr int kThreads = 256;
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) noise_kernel(const T* __restrict__ in, T* __restrict__ out, NoiseParams P,
-                                                         bool dense) {
+__global__ void __launch_bounds__(kThreads) noise_kernel(const T* __restrict__ in, T* __restrict__ out, NoiseParams P) {
   const int64_t planes = noise_planes(P), units = noise_plane_units(P);
   for (int64_t plane = blockIdx.y; plane < P.batch * planes; plane += gridDim.y) {
     const int64_t b = plane / planes, c = plane - b * planes;
     const kernels::NoiseSample s = noise_sample(P, b);
     for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < units;
          u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-      noise_unit(in, out, P, dense, s, b, c, u, units);
+      noise_unit(in, out, P, s, b, c, u, units);
     }
   }
 }
@@ -37,8 +36,7 @@ void noise_run_cuda(const at::Tensor& images, NoisePlan& plan) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((units + kThreads - 1) / kThreads, 1 << 16)),
                   static_cast<unsigned>(std::min<int64_t>(P.batch * noise_planes(P), 65535)));
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, images.scalar_type(), "noise_cuda", [&] {
-    noise_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(images.data_ptr<scalar_t>(), plan.out.data_ptr<scalar_t>(), P,
-                                                          noise_dense(P));
+    noise_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(images.data_ptr<scalar_t>(), plan.out.data_ptr<scalar_t>(), P);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

@@ -68,6 +68,12 @@ TORCHAUG_HOST_DEVICE inline void standard_normal_pair(uint32_t w0, uint32_t w1, 
   z[1] = radius * sinf(angle);
 }
 
+// Four standard normal values from the four words of one Philox call (two Box-Muller pairs).
+TORCHAUG_HOST_DEVICE inline void standard_normal_quad(const Philox4& r, float* z) {
+  standard_normal_pair(r.v[0], r.v[1], z);
+  standard_normal_pair(r.v[2], r.v[3], z + 2);
+}
+
 // ---- torch.rand's float64 numbers on CUDA ------------------------------------------------------
 // Element i of torch.rand(n, dtype=torch.float64) drawn on CUDA by a generator whose Philox state
 // for the call is (seed, offset), so that an op's kernel can draw what a torch.rand call before it

@@ -34,26 +34,6 @@ C10_HOST_DEVICE inline kernels::NoiseSample noise_sample(const NoiseParams& P, i
   return {v[0], v[1], v[2], v[3], P.seed ? P.seed[b * P.seed_stride] : 0};
 }
 
-// Whether pixel p of a plane sits at p * stride_x in input and output (contiguous or
-// channels_last batches), so that no row / column split is needed.
-C10_HOST_DEVICE inline bool noise_dense(const NoiseParams& P) {
-  return P.is.y == P.width * P.is.x && P.os.y == P.width * P.os.x;
-}
-
-// Element offsets of pixel p of plane (b, c) (a plane has fewer than 2^31 pixels: make_plan).
-C10_HOST_DEVICE inline int64_t noise_in_offset(const NoiseParams& P, bool dense, int64_t b, int64_t c, int64_t p) {
-  const int64_t base = b * P.is.b + c * P.is.c;
-  if (dense) return base + p * P.is.x;
-  const int64_t y = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
-  return base + y * P.is.y + (p - y * P.width) * P.is.x;
-}
-C10_HOST_DEVICE inline int64_t noise_out_offset(const NoiseParams& P, bool dense, int64_t b, int64_t c, int64_t p) {
-  const int64_t base = b * P.os.b + c * P.os.c;
-  if (dense) return base + p * P.os.x;
-  const int64_t y = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
-  return base + y * P.os.y + (p - y * P.width) * P.os.x;
-}
-
 // The work of the noise kernels comes in units: unit u of plane (b, c) is the plane's pixels
 // [u G, u G + G), G = kernels::noise_group(P.mode), whose random numbers are the four words of one
 // Philox call, counter c * units + u (units: noise_plane_units). salt_and_pepper drawn per pixel
@@ -67,9 +47,12 @@ C10_HOST_DEVICE inline int64_t noise_plane_units(const NoiseParams& P) {
   return (P.height * P.width + g - 1) / g;
 }
 
-// Unit u of plane (b, c) from in to out; s: noise_sample(P, b), units: noise_plane_units(P).
+// Unit u of plane (b, c) from in to out; s: noise_sample(P, b), units: noise_plane_units(P). The
+// unit's first pixel is split into its row and column once (a plane has fewer than 2^31 pixels:
+// make_plan), the next ones step along the row, so that a pixel's offsets in any layout are a few
+// adds and no division.
 template <typename T>
-C10_HOST_DEVICE inline void noise_unit(const T* __restrict__ in, T* __restrict__ out, const NoiseParams& P, bool dense,
+C10_HOST_DEVICE inline void noise_unit(const T* __restrict__ in, T* __restrict__ out, const NoiseParams& P,
                                        const kernels::NoiseSample& s, int64_t b, int64_t c, int64_t u, int64_t units) {
   using namespace kernels;
   using acc_t = typename AccOf<T>::type;
@@ -77,23 +60,39 @@ C10_HOST_DEVICE inline void noise_unit(const T* __restrict__ in, T* __restrict__
   const int g = noise_group(P.mode);
   const int64_t p0 = u * g, left = P.height * P.width - p0, counter = c * units + u;
   const int count = left < g ? static_cast<int>(left) : g;
-  auto value = [&](int64_t ch, int64_t p) { return static_cast<acc_t>(in[noise_in_offset(P, dense, b, ch, p)]); };
-  auto store = [&](int64_t ch, int64_t p, acc_t v) { out[noise_out_offset(P, dense, b, ch, p)] = static_cast<T>(v); };
+  const uint32_t width = static_cast<uint32_t>(P.width);
+  uint32_t y = static_cast<uint32_t>(p0) / width, x = static_cast<uint32_t>(p0) - y * width;
+  const T* in_c = in + b * P.is.b + c * P.is.c;
+  T* out_c = out + b * P.os.b + c * P.os.c;
+  // pixel k's offsets in in_c and out_c, then (y, x) moved to pixel k + 1
+  int64_t io = 0, oo = 0;
+  const auto locate = [&] {
+    io = y * P.is.y + x * P.is.x;
+    oo = y * P.os.y + x * P.os.x;
+  };
+  const auto next = [&] {
+    if (++x == width) {
+      x = 0;
+      ++y;
+    }
+  };
   if (P.mode == kNoiseGaussian) {
-    const Philox4 r = random_words(s.seed, kStreamGaussian, counter);
     float z[4];
-    standard_normal_pair(r.v[0], r.v[1], z);
-    standard_normal_pair(r.v[2], r.v[3], z + 2);
-    for (int k = 0; k < count; ++k) store(c, p0 + k, gaussian_noise_px<acc_t, kU8>(value(c, p0 + k), s, P.clip, z[k]));
+    standard_normal_quad(random_words(s.seed, kStreamGaussian, counter), z);
+    for (int k = 0; k < count; ++k, next()) {
+      locate();
+      out_c[oo] = static_cast<T>(gaussian_noise_px<acc_t, kU8>(static_cast<acc_t>(in_c[io]), s, P.clip, z[k]));
+    }
     return;
   }
   if (P.mode == kNoiseSaltPepper) {
     const Philox4 r = random_words(s.seed, kStreamSaltPepper, counter);
-    const int64_t c_end = P.per_channel ? c + 1 : P.channels;
-    for (int k = 0; k < count; ++k) {
-      for (int64_t ch = c; ch < c_end; ++ch) {
-        const acc_t v = salt_pepper_px<acc_t>(value(ch, p0 + k), s, r.v[2 * k], r.v[2 * k + 1]);
-        store(ch, p0 + k, kU8 ? trunc_u8(clamp_of(v, acc_t(0), acc_t(255))) : v);
+    const int64_t channels = P.per_channel ? 1 : P.channels;
+    for (int k = 0; k < count; ++k, next()) {
+      locate();
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        const acc_t v = salt_pepper_px<acc_t>(static_cast<acc_t>(in_c[io + ch * P.is.c]), s, r.v[2 * k], r.v[2 * k + 1]);
+        out_c[oo + ch * P.os.c] = static_cast<T>(kU8 ? trunc_u8(clamp_of(v, acc_t(0), acc_t(255))) : v);
       }
     }
     return;
@@ -105,23 +104,18 @@ C10_HOST_DEVICE inline void noise_unit(const T* __restrict__ in, T* __restrict__
   Philox4 r{};
   float z[4] = {0.f, 0.f, 0.f, 0.f};
   bool drawn = false;
-  for (int k = 0; k < count; ++k) {
-    const int64_t p = p0 + k;
-    const uint32_t row = static_cast<uint32_t>(p) / static_cast<uint32_t>(P.width);
-    const int64_t y = row, x = p - static_cast<int64_t>(row) * P.width;
+  for (int k = 0; k < count; ++k, next()) {
+    locate();
     if (y < box[0] || y >= box[0] + box[2] || x < box[1] || x >= box[1] + box[3]) {
-      store(c, p, value(c, p));
+      out_c[oo] = in_c[io];
       continue;
     }
     if (P.seed && !drawn) {  // the words only where the unit erases
       r = random_words(s.seed, kStreamEraseFill, counter);
-      if (!kU8) {
-        standard_normal_pair(r.v[0], r.v[1], z);
-        standard_normal_pair(r.v[2], r.v[3], z + 2);
-      }
+      if (!kU8) standard_normal_quad(r, z);
       drawn = true;
     }
-    store(c, p, P.seed ? erase_random_px<acc_t, kU8>(r, z, k) : fill);
+    out_c[oo] = static_cast<T>(P.seed ? erase_random_px<acc_t, kU8>(r, z, k) : fill);
   }
 }
 
