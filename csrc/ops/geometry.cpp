@@ -75,19 +75,30 @@ ResizedCropPlan plan_resized_crop(const char* op, const at::Tensor& ref, int64_t
   return plan;
 }
 
+namespace {
+
+// A warp's sampling arguments (warp_affine, warp_grid): nearest or bilinear, and the optional
+// fill, finite float32 (B, C) values on the images' device.
+void check_warp_sampling(const char* op, const at::Tensor& images, int64_t interpolation,
+                         const std::optional<at::Tensor>& fill) {
+  check_interpolation(op, interpolation, kernels::kBilinear);
+  if (fill) {
+    check_param(op, "fill", *fill, images, {images.size(0), images.size(1)}, "(B, C)", {at::kFloat});
+    check_values(op, "fill", *fill, -kFiniteMax, kFiniteMax, "finite");
+  }
+}
+
+}  // namespace
+
 void check_warp_affine(const char* op, const at::Tensor& images, const at::Tensor& matrices,
-                              int64_t interpolation, const std::optional<at::Tensor>& fill) {
+                       int64_t interpolation, const std::optional<at::Tensor>& fill) {
   check_images(op, images);
   const int64_t B = images.size(0);
   check_defined(op, "matrices", matrices);
   const int64_t rows = matrices.dim() == 3 && matrices.size(1) == 3 ? 3 : 2;
   check_param(op, "matrices", matrices, images, {B, rows, 3}, "(B, 2, 3) or (B, 3, 3)", {at::kFloat, at::kDouble});
   check_values(op, "matrices", matrices, -kFiniteMax, kFiniteMax, "finite");
-  check_interpolation(op, interpolation, kernels::kBilinear);
-  if (fill) {
-    check_param(op, "fill", *fill, images, {B, images.size(1)}, "(B, C)", {at::kFloat});
-    check_values(op, "fill", *fill, -kFiniteMax, kFiniteMax, "finite");
-  }
+  check_warp_sampling(op, images, interpolation, fill);
 }
 
 WarpGridPlan plan_warp_grid(const at::Tensor& images, const at::Tensor& grid, int64_t interpolation,
@@ -103,11 +114,7 @@ WarpGridPlan plan_warp_grid(const at::Tensor& images, const at::Tensor& grid, in
   TORCHAUG_CHECK(grid.scalar_type() == at::kFloat || grid.scalar_type() == at::kDouble, "torchaug::", op,
                  ": grid must be float32 or float64, got ", grid.scalar_type());
   check_values(op, "grid", grid, -kFiniteMax, kFiniteMax, "finite");
-  check_interpolation(op, interpolation, kernels::kBilinear);
-  if (fill) {
-    check_param(op, "fill", *fill, images, {B, C}, "(B, C)", {at::kFloat});
-    check_values(op, "fill", *fill, -kFiniteMax, kFiniteMax, "finite");
-  }
+  check_warp_sampling(op, images, interpolation, fill);
   WarpGridPlan plan;
   plan.grid = acc_matrices(images, grid);
   plan.out = empty_output(op, {B, C, grid.size(1), grid.size(2)}, images.options().memory_format(image_memory_format(images)));
