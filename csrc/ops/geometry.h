@@ -236,27 +236,11 @@ C10_HOST_DEVICE inline void with_affine_taps(int64_t interpolation, F&& f) {
   else f(std::integral_constant<int, 4>());
 }
 
-// The channel values of output pixel (ox, oy) of sample b, whose inverse matrix is m (p.rows x 3),
-// passed to f(c, value); fill: the sample's C fill values or nullptr (zero padding). N: the tap
-// count of p.interpolation (with_affine_taps); kC: the channel count at compile time (a caller
-// that keeps the values in registers), or 0 for p.channels.
-template <int N, int kC, typename scalar_t, typename F>
-C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_sample_px(const scalar_t* in, typename AccOf<scalar_t>::type sx,
-                                                             typename AccOf<scalar_t>::type sy, const float* fill,
-                                                             const WarpAffineParams& p, int64_t b, F&& f);
-
-template <int N, int kC, typename scalar_t, typename F>
-C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_affine_px(const scalar_t* in, const typename AccOf<scalar_t>::type* m, const float* fill,
-                                           const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox, F&& f) {
-  using acc_t = typename AccOf<scalar_t>::type;
-  acc_t sx, sy;
-  kernels::warp_source(m, p.rows, ox, oy, &sx, &sy);
-  warp_sample_px<N, kC>(in, sx, sy, fill, p, b, f);
-}
-
 // The channel values of sample b at input position (sx, sy) (pixel centres at integers), passed to
 // f(c, value): grid_sample's N taps, the fill blended in (fill: the sample's C values, or nullptr:
-// zero padding) as torchvision's _apply_grid_transform does. N, kC: as warp_affine_px.
+// zero padding) as torchvision's _apply_grid_transform does. N: the tap count of p.interpolation
+// (with_affine_taps); kC: the channel count at compile time (a caller that keeps the values in
+// registers), or 0 for p.channels.
 template <int N, int kC, typename scalar_t, typename F>
 C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_sample_px(const scalar_t* in, typename AccOf<scalar_t>::type sx,
                                                              typename AccOf<scalar_t>::type sy, const float* fill,
@@ -271,6 +255,18 @@ C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_sample_px(const scalar_
     const acc_t fc = fill != nullptr ? static_cast<acc_t>(fill[c]) : acc_t(0);
     f(c, kernels::affine_blend(s, taps.mask, fill != nullptr, fc, p.interpolation));
   }
+}
+
+// The channel values of output pixel (ox, oy) of sample b, whose inverse matrix is m (p.rows x 3),
+// passed to f(c, value); fill: the sample's C fill values or nullptr (zero padding). N, kC: as
+// warp_sample_px.
+template <int N, int kC, typename scalar_t, typename F>
+C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void warp_affine_px(const scalar_t* in, const typename AccOf<scalar_t>::type* m, const float* fill,
+                                           const WarpAffineParams& p, int64_t b, int64_t oy, int64_t ox, F&& f) {
+  using acc_t = typename AccOf<scalar_t>::type;
+  acc_t sx, sy;
+  kernels::warp_source(m, p.rows, ox, oy, &sx, &sy);
+  warp_sample_px<N, kC>(in, sx, sy, fill, p, b, f);
 }
 
 // Output pixel (ox, oy) of sample b (warp_affine_px), stored.
