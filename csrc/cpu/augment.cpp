@@ -111,7 +111,7 @@ void augment_slot_cpu(const at::Tensor& in, const at::Tensor& out, const Augment
           if (s.kind == kernels::kAugKindSharpness && sharpness_rows_u8<C>(src, dst, P, s.om, b, y)) continue;
           if (s.kind == kernels::kAugKindAffine && P.warp.interpolation == kernels::kNearest) {
             warp_nearest_row<scalar_t>(src + b * P.is.b, dst + b * P.os.b + y * P.os.y, s.m,
-                                       P.warp.fill ? P.warp.fill + b * C : nullptr, P.warp, y);
+                                       P.warp.sample_fill(b), P.warp, y);
             continue;
           }
           augment_row<scalar_t, C>(src, dst, P, s, st, b, y);

@@ -452,7 +452,7 @@ at::Tensor warp_affine_cpu(const at::Tensor& images, const at::Tensor& matrices,
     scalar_t* o = out.data_ptr<scalar_t>();
     const acc_t* mp = m.data_ptr<acc_t>();
     for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
-      const float* fill_b = p.fill ? p.fill + b * p.channels : nullptr;
+      const float* fill_b = p.sample_fill(b);
       if (p.interpolation == kernels::kNearest && p.rows == 2) {
         warp_nearest_row<scalar_t>(in + b * p.is.b, o + b * p.os.b + oy * p.os.y, mp + 6 * b, fill_b, p, oy);
         return;
@@ -478,7 +478,7 @@ at::Tensor warp_grid_cpu(const at::Tensor& images, const at::Tensor& grid, int64
     scalar_t* o = plan.out.data_ptr<scalar_t>();
     const acc_t* g = plan.grid.data_ptr<acc_t>();
     for_each_row(B, oh, ow, [&](int64_t b, int64_t oy) {
-      const float* fill_b = p.fill ? p.fill + b * p.channels : nullptr;
+      const float* fill_b = p.sample_fill(b);
       with_affine_taps(p.interpolation, [&](auto taps) {
         for (int64_t ox = 0; ox < ow; ++ox) {
           warp_grid_output_px<decltype(taps)::value>(in, o, g + b * plan.gb + oy * plan.gy + ox * plan.gx, plan.gk, fill_b, p,

@@ -53,7 +53,7 @@ __global__ void warp_affine_kernel(const scalar_t* __restrict__ in, scalar_t* __
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   if (ox >= p.out_w || oy >= p.out_h) return;
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
-    const float* fill = p.fill ? p.fill + b * p.channels : nullptr;
+    const float* fill = p.sample_fill(b);
     if (dense) {
       warp_affine_dense_px<N>(in, out, matrices + p.matrix_size() * b, fill, p, b, static_cast<int>(oy), static_cast<int>(ox));
     } else {
@@ -96,7 +96,7 @@ __global__ void warp_grid_kernel(const scalar_t* __restrict__ in, scalar_t* __re
   const int64_t oy = static_cast<int64_t>(blockIdx.y) * kTileY + threadIdx.y;
   if (ox >= p.out_w || oy >= p.out_h) return;
   for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
-    const float* fill = p.fill ? p.fill + b * p.channels : nullptr;
+    const float* fill = p.sample_fill(b);
     warp_grid_output_px<N>(in, out, grid + b * gb + oy * gy + ox * gx, gk, fill, p, b, oy, ox);
   }
 }

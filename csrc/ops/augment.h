@@ -112,7 +112,7 @@ C10_HOST_DEVICE TORCHAUG_INLINE_ON_HOST inline void augment_value_px(const T* in
   using acc_t = typename AccOf<T>::type;
   constexpr bool kU8 = std::is_same_v<T, uint8_t>;
   if (s.kind == kernels::kAugKindAffine) {
-    const float* fill = P.warp.fill ? P.warp.fill + b * C : nullptr;
+    const float* fill = P.warp.sample_fill(b);
     with_affine_taps(P.warp.interpolation, [&](auto taps) {
       warp_affine_px<decltype(taps)::value, C>(in, s.m, fill, P.warp, b, y, x, [&](int64_t c, acc_t r) { v[c] = r; });
     });

@@ -226,6 +226,8 @@ struct WarpAffineParams {
   const float* fill;  // (B, C) or nullptr
   int rows;           // of the inverse maps: 2 affine (2x3), 3 projective (3x3, kernels::warp_source)
   C10_HOST_DEVICE int64_t matrix_size() const { return 3 * rows; }
+  // sample b's fill values (channels of them), or nullptr: zero padding
+  C10_HOST_DEVICE const float* sample_fill(int64_t b) const { return fill ? fill + b * channels : nullptr; }
 };
 
 // Calls f(std::integral_constant<int, N>) with the tap count of an interpolation (nearest: 1,
