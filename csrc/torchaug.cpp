@@ -68,6 +68,14 @@ TORCH_LIBRARY(torchaug, m) {
       "_random_resized_crop_boxes(Tensor? rand, Tensor? sizes, int height, int width, float scale_min, "
       "float scale_max, float ratio_min, float ratio_max, int batch=-1, Tensor? like=None, "
       "Generator? generator=None) -> Tensor");
+  // RandomResizedCrop's boxes and then RandomHorizontalFlip's coins from the same generator, in one
+  // call: (boxes, flips (B,) bool), what _random_resized_crop_boxes(None, ...) followed by
+  // torch.empty(B, dtype=torch.bool).bernoulli_(p, generator) give, with the generator left where
+  // those two leave it. On CUDA, with the generator on the op's device, one kernel draws both.
+  m.def(
+      "_random_resized_crop_boxes_flips(Tensor? sizes, int height, int width, float scale_min, float scale_max, "
+      "float ratio_min, float ratio_max, float p, int batch=-1, Tensor? like=None, Generator? generator=None) "
+      "-> (Tensor, Tensor)");
 
   // RandomAffine's parameters (B, 6) float64 [angle, tx, ty, scale, shear x, shear y] from uniform
   // draws rand (B, 6) float64 (csrc/kernels/geometry.h: random_affine_sample): degrees [min, max];

@@ -103,6 +103,8 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
         "_random_resized_crop_boxes": dict(rand=torch.rand(B, 22, generator=g, dtype=torch.float64).to(d), sizes=None,
                                            height=H, width=W, scale_min=0.08, scale_max=1.0, ratio_min=0.75,
                                            ratio_max=4 / 3),
+        "_random_resized_crop_boxes_flips": dict(sizes=None, height=H, width=W, scale_min=0.08, scale_max=1.0, ratio_min=0.75,
+                                                 ratio_max=4 / 3, p=0.5, batch=B, like=img),
         "_affine_matrices": dict(angle=torch.tensor([10.0, -20.0], dtype=torch.float64, device=d),
                                  translate=torch.tensor([[1.0, -2.0], [0.0, 3.0]], dtype=torch.float64, device=d),
                                  scale=torch.tensor([1.1, 0.9], dtype=torch.float64, device=d),
@@ -133,8 +135,11 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
 
 # arguments whose tensors carry no batch dimension tied to the images (any leading size is valid)
 _FREE_LEADING = {"nms", "batched_nms", "roi_align", "_roi_align_backward", "_policy_program", "decode_jpeg",
-                 "_random_resized_crop_boxes", "_color_jitter_program", "_affine_matrices", "_erasing_boxes",
+                 "_random_resized_crop_boxes", "_random_resized_crop_boxes_flips", "_color_jitter_program", "_affine_matrices", "_erasing_boxes",
                  "_random_affine_params", "_perspective_params"}
+# arguments that only name the device an op runs on (a drawing op's `like`): their dtype, shape and
+# values are not read, so any of them is a valid call
+_DEVICE_ARGS = {"like"}
 # arguments that are image-like data: their NaN/inf values are pixels (a defined result), not parameters
 _DATA_ARGS = {"images", "input", "data", "grad"}
 # ops whose tensor inputs follow torchvision's semantics for non-finite values (NaN boxes, scores and
@@ -197,6 +202,8 @@ def _tensor_mutations(op: str, name: str, t: torch.Tensor, on_gpu: bool, alone: 
         huge = t.clone()
         huge.view(-1)[0] = 1e30
         out.append(("1e30", huge, "clean", None))
+    if name in _DEVICE_ARGS:
+        out = [(label, v, "clean" if expect == "error" and label != "meta" else expect, dense) for label, v, expect, dense in out]
     return out
 
 

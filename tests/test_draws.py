@@ -68,6 +68,75 @@ def test_boxes_draw_what_torch_rand_draws(device, batch):
     assert _same_state_after(device, g, ref)
 
 
+def _boxes_flips(p=0.5, sizes=None, h=375, w=500, batch=-1, like=None, generator=None):
+    return torch.ops.torchaug._random_resized_crop_boxes_flips(sizes, h, w, *RRC, p, batch, like, generator)
+
+
+def _torch_flips(batch, p, device, generator=None):
+    return torch.empty(batch, dtype=torch.bool, device=device).bernoulli_(p, generator=generator)
+
+
+@pytest.mark.parametrize("batch", [0, 1, 5, 256, 1000])
+@pytest.mark.parametrize("p", [0.5, 0.3, 0.0, 1.0])
+def test_boxes_flips_draw_what_torch_draws(device, batch, p):
+    """_random_resized_crop_boxes_flips: the boxes of torch.rand's numbers, then the coins of a bool
+    bernoulli_(p), from one generator, which is left where those two calls leave it."""
+    like = torch.empty(batch, 3, 4, 4, dtype=torch.uint8, device=device)
+    g, ref = _gen(device, 5), _gen(device, 5)
+    boxes, flips = _boxes_flips(p, batch=batch, like=like, generator=g)
+    want = _boxes(torch.rand(batch, 22, dtype=torch.float64, device=device, generator=ref))
+    want_flips = _torch_flips(batch, p, device, ref)
+    assert boxes.device == like.device and flips.device == like.device and flips.dtype == torch.bool
+    assert torch.equal(boxes, want) and torch.equal(flips, want_flips)
+    assert _same_state_after(device, g, ref)
+    if batch >= 256 and 0 < p < 1:  # coins of both faces
+        assert 0 < int(flips.sum()) < batch
+
+
+def test_boxes_flips_ragged_sizes_and_default_generator(device):
+    sizes = torch.randint(20, 600, (33, 2), dtype=torch.int64).to(device)
+    torch.manual_seed(9)
+    boxes, flips = _boxes_flips(0.5, sizes=sizes, h=0, w=0)
+    after = torch.rand(3, device=device)
+    torch.manual_seed(9)
+    want = _boxes(torch.rand(33, 22, dtype=torch.float64, device=device), sizes, h=0, w=0)
+    assert torch.equal(boxes, want) and torch.equal(flips, _torch_flips(33, 0.5, device))
+    assert torch.equal(after, torch.rand(3, device=device))
+
+
+@pytest.mark.parametrize("generators", ["default", "shared", "separate"])
+@pytest.mark.parametrize("crop", ["resized", "ragged", "padded"])
+def test_compose_draws_crop_and_flip_in_one_call(device, generators, crop, monkeypatch):
+    """Compose draws a RandomResizedCrop's boxes (or a RandomCrop's windows) and the coins of the
+    RandomHorizontalFlip after it in one _random_resized_crop_boxes_flips call where both draw from
+    the same generator: the parameters and the output of the transforms run one by one (fuse=False)
+    from the same seed."""
+    calls = []
+    cls = T.RandomCrop if crop == "padded" else T.RandomResizedCrop
+    fused_draw = cls.make_params_and_flips
+    monkeypatch.setattr(cls, "make_params_and_flips", lambda self, *a: calls.append(1) or fused_draw(self, *a))
+    ragged = crop == "ragged"
+    gen = torch.Generator().manual_seed(3)
+    if ragged:
+        x = [torch.randint(0, 256, (3, 30 + 5 * i, 41 - 2 * i), dtype=torch.uint8, generator=gen).to(device) for i in range(12)]
+    else:
+        x = torch.randint(0, 256, (40, 3, 30, 41), dtype=torch.uint8, generator=gen).to(device)
+
+    def run(fuse):
+        torch.manual_seed(11)
+        g = {"default": (None, None), "shared": (_gen(device, 4),) * 2, "separate": (_gen(device, 4), _gen(device, 5))}[generators]
+        first = T.RandomCrop(16, padding=4, generator=g[0]) if crop == "padded" else T.RandomResizedCrop(16, generator=g[0])
+        chain = T.Compose([first, T.RandomHorizontalFlip(0.4, generator=g[1]),
+                           T.ToDtype(torch.float32, scale=True), T.Normalize([0.4, 0.5, 0.6], [0.2, 0.25, 0.3])], fuse=fuse)
+        return chain(x, return_params=True)
+
+    (out, params), (want, want_params) = run(True), run(False)
+    assert len(calls) == (0 if generators == "separate" else 1)
+    assert torch.equal(params[0]["boxes"], want_params[0]["boxes"]) and torch.equal(params[1]["flip"], want_params[1]["flip"])
+    assert 0 < int(params[1]["flip"].sum()) < params[1]["flip"].numel()
+    torch.testing.assert_close(out, torch.stack(want) if isinstance(want, list) else want, atol=1e-6, rtol=1e-6)
+
+
 def test_boxes_ragged_sizes_draw_what_torch_rand_draws(device):
     sizes = torch.randint(20, 600, (33, 2), dtype=torch.int64).to(device)
     g, ref = _gen(device, 9), _gen(device, 9)
@@ -229,6 +298,12 @@ def test_draw_errors(device):
         _boxes(sizes=sizes, batch=5)
     with pytest.raises(RuntimeError, match="scale must satisfy"):  # checked before anything is drawn
         torch.ops.torchaug._random_resized_crop_boxes(None, None, 10, 10, 0.5, 0.1, 0.75, 1.3, 4, like, g)
+    with pytest.raises(RuntimeError, match=r"_random_resized_crop_boxes_flips: p must be a probability in \[0, 1\], got 1.5"):
+        _boxes_flips(1.5, batch=4, like=like, generator=g)
+    with pytest.raises(RuntimeError, match="_random_resized_crop_boxes_flips: ratio must satisfy 0 < ratio_min <= ratio_max"):
+        torch.ops.torchaug._random_resized_crop_boxes_flips(None, 10, 10, 0.1, 0.5, 1.3, 0.75, 0.5, 4, like, g)
+    with pytest.raises(RuntimeError, match="_random_resized_crop_boxes_flips: without rand the batch size must be given"):
+        _boxes_flips(like=like, generator=g)
     assert torch.equal(g.get_state(), _gen(device, 0).get_state())
     t = _space(device)
     with pytest.raises(RuntimeError, match="_policy_program: without rand the batch size must be given"):
@@ -280,6 +355,8 @@ def test_drawing_ops_opcheck(device):
     like = torch.empty(6, 3, 4, 4, device=device)
     utils = ("test_schema", "test_autograd_registration", "test_faketensor")
     torch.library.opcheck(torch.ops.torchaug._random_resized_crop_boxes, (None, None, 30, 40, *RRC, 6, like, None), test_utils=utils)
+    torch.library.opcheck(torch.ops.torchaug._random_resized_crop_boxes_flips, (None, 30, 40, *RRC, 0.5, 6, like, None),
+                          test_utils=utils)
     t = _space(device)
     torch.library.opcheck(torch.ops.torchaug._policy_program,
                           (None, t.ids, t.mags, t.signed, 0, 2, 9, None, None, None, 6, None), test_utils=utils)
@@ -323,6 +400,21 @@ def test_cuda_kernel_draws_past_one_grid_stride():
 
 
 @requires_cuda
+def test_cuda_kernel_flips_past_one_grid_stride():
+    """The coins of more samples than torch's threads: past the first stride they come from the
+    second, third and fourth float of a thread's curand_uniform4, then from its next call."""
+    props = torch.cuda.get_device_properties(0)
+    stride = props.multi_processor_count * (props.max_threads_per_multi_processor // 256) * 256
+    for batch in (stride + 3, 4 * stride + 11):
+        like = torch.empty(batch, 1, 1, 1, device="cuda")
+        g, ref = _gen("cuda", batch), _gen("cuda", batch)
+        boxes, flips = _boxes_flips(0.5, batch=batch, like=like, generator=g)
+        want = _boxes(torch.rand(batch, 22, dtype=torch.float64, device="cuda", generator=ref))
+        assert torch.equal(boxes, want) and torch.equal(flips, _torch_flips(batch, 0.5, "cuda", ref))
+        assert _same_state_after("cuda", g, ref)
+
+
+@requires_cuda
 def test_cuda_cpu_generator_draws_on_the_cpu():
     """A CPU generator draws on the CPU and the draws are copied (torchaug's rule for every draw)."""
     like = torch.empty(9, 3, 4, 4, device="cuda")
@@ -330,6 +422,10 @@ def test_cuda_cpu_generator_draws_on_the_cpu():
     got = _boxes(batch=9, like=like, generator=g)
     want = _boxes(torch.rand(9, 22, dtype=torch.float64, generator=ref).cuda())
     assert got.is_cuda and torch.equal(got, want) and _same_state_after("cpu", g, ref)
+    boxes, flips = _boxes_flips(0.5, batch=9, like=like, generator=g)
+    want = _boxes(torch.rand(9, 22, dtype=torch.float64, generator=ref).cuda())
+    want_flips = _torch_flips(9, 0.5, "cpu", ref).cuda()
+    assert flips.is_cuda and torch.equal(boxes, want) and torch.equal(flips, want_flips) and _same_state_after("cpu", g, ref)
 
 
 @requires_cuda
@@ -345,6 +441,16 @@ def test_cuda_kernel_draws_in_a_graph():
     want = _boxes(torch.rand(40, 22, dtype=torch.float64, device="cuda"))
     assert torch.equal(first, want)
     assert not torch.equal(first, second)
+    graph = torchaug.graphed(lambda x: _boxes_flips(0.5, batch=300, like=x), like)
+    torch.cuda.manual_seed(13)
+    first = [t.clone() for t in graph.replay()]
+    second = [t.clone() for t in graph.replay()]
+    torch.cuda.manual_seed(13)
+    want = _boxes(torch.rand(300, 22, dtype=torch.float64, device="cuda"))
+    assert torch.equal(first[0], want) and torch.equal(first[1], _torch_flips(300, 0.5, "cuda"))
+    assert not torch.equal(first[1], second[1])
+    second_want = _boxes(torch.rand(300, 22, dtype=torch.float64, device="cuda"))
+    assert torch.equal(second[0], second_want) and torch.equal(second[1], _torch_flips(300, 0.5, "cuda"))
 
 
 @requires_cuda

@@ -588,21 +588,36 @@ at::Tensor affine_matrices_cpu(const at::Tensor& angle, const at::Tensor& transl
   return plan.out;
 }
 
-at::Tensor random_resized_crop_boxes_cpu(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes,
-                                         int64_t height, int64_t width, double scale_min, double scale_max,
-                                         double ratio_min, double ratio_max, int64_t batch,
-                                         const std::optional<at::Tensor>& like, std::optional<at::Generator> generator) {
-  auto plan = plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch, like, generator);
+at::Tensor rrc_boxes_cpu(const RrcBoxPlan& plan) {
   at::parallel_for(0, plan.B, 256, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) rrc_box_px(plan.p, b, plan.p.rand + b * kernels::kRrcDraws);
   });
   return plan.boxes;
 }
 
+at::Tensor random_resized_crop_boxes_cpu(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes,
+                                         int64_t height, int64_t width, double scale_min, double scale_max,
+                                         double ratio_min, double ratio_max, int64_t batch,
+                                         const std::optional<at::Tensor>& like, std::optional<at::Generator> generator) {
+  return rrc_boxes_cpu(
+      plan_rrc_boxes(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch, like, generator));
+}
+
+std::tuple<at::Tensor, at::Tensor> random_resized_crop_boxes_flips_cpu(
+    const std::optional<at::Tensor>& sizes, int64_t height, int64_t width, double scale_min, double scale_max,
+    double ratio_min, double ratio_max, double p, int64_t batch, const std::optional<at::Tensor>& like,
+    std::optional<at::Generator> generator) {
+  check_flip_p(p);
+  auto boxes = rrc_boxes_cpu(plan_rrc_boxes(std::nullopt, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max,
+                                            batch, like, generator, "_random_resized_crop_boxes_flips"));
+  return {boxes, torch_flips(generator, boxes.size(0), p, boxes.device())};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torchaug, CPU, m) {
   m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cpu);
+  m.impl("_random_resized_crop_boxes_flips", &random_resized_crop_boxes_flips_cpu);
   m.impl("_affine_matrices", &affine_matrices_cpu);
   m.impl("resized_crop", &resized_crop_cpu);
   m.impl("resized_crop_ragged", &resized_crop_ragged_cpu);

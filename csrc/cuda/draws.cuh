@@ -21,6 +21,12 @@ static_assert(std::is_trivially_copyable<at::PhiloxCudaState>::value &&
                   sizeof(at::PhiloxCudaState) <= sizeof(KernelDraws::philox) && alignof(at::PhiloxCudaState) <= 8,
               "KernelDraws holds an at::PhiloxCudaState as bytes");
 
+// The generator's state for n values of a torch distribution kernel whose curand calls give per_call
+// values each (torch.rand float64: 2; the float uniforms of bernoulli_ on bools: 4), and its offset
+// advanced as that kernel advances it (csrc/cuda/draws.cu).
+KernelDraws reserve_kernel_draws(const std::optional<at::Generator>& generator, int64_t n, const at::Device& device,
+                                 int per_call);
+
 // A kernel that draws its own uniforms runs blocks of kDrawThreads threads, each block for
 // draw_rows_per_block(R) samples: the block's threads draw the samples' rows into shared memory (one
 // or two draws a thread; one thread drawing a sample's 22 took the boxes kernel from ~4 to ~40 us on

@@ -235,14 +235,22 @@ __global__ void random_resized_crop_boxes_kernel(RrcBoxParams p, int64_t B) {
   kernel_draw_rows(p.draws, b0, rows, kernels::kRrcDraws, u);
   const bool mine = static_cast<int>(threadIdx.x) < rows;
   const double* own = u + threadIdx.x * kernels::kRrcDraws;
+  const int64_t b = b0 + threadIdx.x;
   int64_t box[4];
   if (mine && p.sizes == nullptr) {
     kernels::random_resized_crop_box(own, static_cast<double>(p.height), static_cast<double>(p.width), p.scale_min,
                                      p.scale_max, p.ratio_min, p.ratio_max, box);
   }
+  bool flip = false;
+  if (mine && p.flips != nullptr) {  // the coin bernoulli_ would draw for sample b after the boxes' draws
+    at::PhiloxCudaState state;
+    memcpy(&state, p.flip_draws.philox, sizeof(state));
+    const auto so = at::cuda::philox::unpack(state);
+    flip = kernels::torch_cuda_uniform_f32(std::get<0>(so), std::get<1>(so), p.flip_draws.stride, b) < p.flip_p;
+  }
   dependent_launch_begin();
   if (!mine) return;
-  const int64_t b = b0 + threadIdx.x;
+  if (p.flips != nullptr) p.flips[b] = flip;
   if (p.sizes != nullptr) {
     rrc_box_px(p, b, own);
     return;
@@ -261,6 +269,29 @@ at::Tensor random_resized_crop_boxes_cuda(const std::optional<at::Tensor>& rand,
   launch_dependent(random_resized_crop_boxes_kernel, draw_grid(plan.p.rand != nullptr, plan.B, kernels::kRrcDraws),
                    dim3(kDrawThreads), 0, c10::cuda::getCurrentCUDAStream(), plan.boxes.get_device(), plan.p, plan.B);
   return plan.boxes;
+}
+
+std::tuple<at::Tensor, at::Tensor> random_resized_crop_boxes_flips_cuda(
+    const std::optional<at::Tensor>& sizes, int64_t height, int64_t width, double scale_min, double scale_max,
+    double ratio_min, double ratio_max, double p, int64_t batch, const std::optional<at::Tensor>& like,
+    std::optional<at::Generator> generator) {
+  check_flip_p(p);
+  auto plan = plan_rrc_boxes(std::nullopt, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch, like,
+                             generator, "_random_resized_crop_boxes_flips");
+  const at::Device device = plan.boxes.device();
+  if (plan.B == 0) return {plan.boxes, at::empty({0}, plan.boxes.options().dtype(at::kBool))};
+  c10::cuda::CUDAGuard guard(device);
+  at::Tensor flips;
+  if (plan.p.rand == nullptr) {  // the kernel draws the boxes' uniforms, and then the coins
+    flips = at::empty({plan.B}, plan.boxes.options().dtype(at::kBool));
+    plan.p.flips = flips.data_ptr<bool>();
+    plan.p.flip_draws = reserve_kernel_draws(generator, plan.B, device, 4);
+    plan.p.flip_p = static_cast<float>(p);  // torch's bernoulli compares the float uniform to float(p)
+  }
+  launch_dependent(random_resized_crop_boxes_kernel, draw_grid(plan.p.rand != nullptr, plan.B, kernels::kRrcDraws),
+                   dim3(kDrawThreads), 0, c10::cuda::getCurrentCUDAStream(), device.index(), plan.p, plan.B);
+  if (plan.p.rand != nullptr) flips = torch_flips(generator, plan.B, p, device);  // drawn where the boxes' were
+  return {plan.boxes, flips};
 }
 
 __global__ void affine_matrices_kernel(AffineMatrixParams p, int64_t B) {
@@ -286,6 +317,7 @@ at::Tensor affine_matrices_cuda(const at::Tensor& angle, const at::Tensor& trans
 TORCH_LIBRARY_IMPL(torchaug, CUDA, m) {
   m.impl("_affine_matrices", &affine_matrices_cuda);
   m.impl("_random_resized_crop_boxes", &random_resized_crop_boxes_cuda);
+  m.impl("_random_resized_crop_boxes_flips", &random_resized_crop_boxes_flips_cuda);
   m.impl("warp_affine", &warp_affine_cuda);
   m.impl("warp_grid", &warp_grid_cuda);
   m.impl("_warp_affine_backward", &warp_affine_backward_cuda);

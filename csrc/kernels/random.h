@@ -74,35 +74,38 @@ TORCHAUG_HOST_DEVICE inline void standard_normal_quad(const Philox4& r, float* z
   standard_normal_pair(r.v[2], r.v[3], z + 2);
 }
 
-// ---- torch.rand's float64 numbers on CUDA ------------------------------------------------------
-// Element i of torch.rand(n, dtype=torch.float64) drawn on CUDA by a generator whose Philox state
-// for the call is (seed, offset), so that an op's kernel can draw what a torch.rand call before it
-// would have drawn (csrc/cuda/draws.cuh). torch's distribution kernels (ATen/native/cuda/
-// DistributionTemplates.h: distribution_nullary_kernel with curand_uniform2_double) run `stride` =
-// 256 x grid threads; thread t's curand state is curand_init(seed, t, offset), and its j-th
-// curand_uniform2_double gives element t + stride x 2j (.x) and t + stride x (2j + 1) (.y).
-// curand's Philox4_32_10 (curand_kernel.h): counter (x, y) = offset / 4 + j, (z, w) = t, key = seed,
-// with offset % 4 words of the stream skipped; a double from words (a, b) is
-// (a ^ (b << 21)) x 2^-53 + 2^-54; uniform_ maps 1 to 0 ([0, 1)).
+// ---- torch's uniform numbers on CUDA -----------------------------------------------------------
+// Element i of torch.rand(n, dtype=torch.float64), or of the float uniforms behind
+// torch.empty(n, dtype=torch.bool).bernoulli_(p), drawn on CUDA by a generator whose Philox state
+// for the call is (seed, offset), so that an op's kernel can draw what a torch call before it would
+// have drawn (csrc/cuda/draws.cuh). torch's distribution kernels (ATen/native/cuda/
+// DistributionTemplates.h: distribution_nullary_kernel) run `stride` = 256 x grid threads; thread t's
+// curand state is curand_init(seed, t, offset), and each of its curand calls gives `per_call` values
+// (curand_uniform2_double: 2, curand_uniform4: 4): value k of its j-th call is element
+// t + stride x (per_call x j + k). curand's Philox4_32_10 (curand_kernel.h): counter (x, y) =
+// offset / 4 + j, (z, w) = t, key = seed, with offset % 4 words of the stream skipped.
 TORCHAUG_HOST_DEVICE inline Philox4 curand_philox_block(uint64_t seed, uint64_t lo, uint64_t hi) {
   return philox4x32(static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32), static_cast<uint32_t>(hi),
                     static_cast<uint32_t>(hi >> 32), static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
-TORCHAUG_HOST_DEVICE inline double torch_cuda_uniform_f64(uint64_t seed, uint64_t offset, int64_t stride, int64_t i) {
-  // t = i % stride, r = i / stride (i < 2^31: resolve_draws; 32-bit, and none for the first stride)
+// The four words of the curand call that gives element i (i < 2^31: resolve_draws) into w; returns
+// the element's value index k in that call.
+TORCHAUG_HOST_DEVICE inline unsigned torch_cuda_call_words(uint64_t seed, uint64_t offset, int64_t stride, unsigned per_call,
+                                                           int64_t i, uint32_t* w) {
+  // t = i % stride, r = i / stride (32-bit, and none for the first stride)
   uint64_t t = static_cast<uint64_t>(i), r = 0;
   if (i >= stride) {
     const uint32_t q = static_cast<uint32_t>(i) / static_cast<uint32_t>(stride);
     r = q;
     t = static_cast<uint64_t>(i) - static_cast<uint64_t>(q) * static_cast<uint64_t>(stride);
   }
-  // the words of the (r / 2)-th curand4 of thread t: 4 words of its stream from word 4 (offset / 4 + r / 2) + offset % 4
-  uint64_t lo = offset / 4 + r / 2, hi = t;
+  // the words of the (r / per_call)-th curand4 of thread t: 4 words of its stream from word
+  // 4 (offset / 4 + r / per_call) + offset % 4
+  uint64_t lo = offset / 4 + r / per_call, hi = t;
   if (lo < offset / 4) ++hi;  // the 128-bit counter's carry
   const unsigned skip = static_cast<unsigned>(offset % 4);
   const Philox4 a = curand_philox_block(seed, lo, hi);
-  uint32_t w[4];
   if (skip == 0) {
     for (int k = 0; k < 4; ++k) w[k] = a.v[k];
   } else {
@@ -110,10 +113,27 @@ TORCHAUG_HOST_DEVICE inline double torch_cuda_uniform_f64(uint64_t seed, uint64_
     const Philox4 b = curand_philox_block(seed, lo2, hi2);
     for (unsigned k = 0; k < 4; ++k) w[k] = k + skip < 4 ? a.v[k + skip] : b.v[k + skip - 4];
   }
-  const unsigned pair = static_cast<unsigned>(r % 2) * 2;
+  return static_cast<unsigned>(r % per_call);
+}
+
+// torch.rand's float64 element i: a double from words (a, b) is (a ^ (b << 21)) x 2^-53 + 2^-54,
+// and uniform_ maps 1 to 0 ([0, 1)).
+TORCHAUG_HOST_DEVICE inline double torch_cuda_uniform_f64(uint64_t seed, uint64_t offset, int64_t stride, int64_t i) {
+  uint32_t w[4];
+  const unsigned pair = torch_cuda_call_words(seed, offset, stride, 2, i, w) * 2;
   const uint64_t z = static_cast<uint64_t>(w[pair]) ^ (static_cast<uint64_t>(w[pair + 1]) << 21);
   const double x = static_cast<double>(z) * 1.1102230246251565e-16 + 1.1102230246251565e-16 / 2.0;
   return x == 1.0 ? 0.0 : x;
+}
+
+// The float uniform in (0, 1] of a bool tensor's bernoulli_(p) at element i (curand_uniform4: a
+// word w gives w x 2^-32 + 2^-33; the product is exact, so a fused multiply-add rounds the same);
+// the coin is that value < float(p).
+TORCHAUG_HOST_DEVICE inline float torch_cuda_uniform_f32(uint64_t seed, uint64_t offset, int64_t stride, int64_t i) {
+  uint32_t w[4];
+  const unsigned k = torch_cuda_call_words(seed, offset, stride, 4, i, w);
+  constexpr float kInv = 2.3283064e-10f;  // 2^-32
+  return static_cast<float>(w[k]) * kInv + kInv / 2.0f;
 }
 
 }  // namespace kernels

@@ -238,8 +238,7 @@ AffineMatrixPlan plan_affine_matrices(const at::Tensor& angle, const at::Tensor&
 RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes, int64_t height,
                           int64_t width, double scale_min, double scale_max, double ratio_min, double ratio_max,
                           int64_t batch, const std::optional<at::Tensor>& like,
-                          const std::optional<at::Generator>& generator) {
-  const char* op = "_random_resized_crop_boxes";
+                          const std::optional<at::Generator>& generator, const char* op) {
   TORCHAUG_CHECK(rand || sizes || like, "torchaug::", op,
                  ": without rand and sizes, like (a tensor on the batch's device) must be given");
   const at::Tensor& on = rand ? *rand : (sizes ? *sizes : *like);
@@ -268,6 +267,17 @@ RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::opti
   plan.p = {draws.data(), draws.kernel, sizes ? plan.sizes.data_ptr<int64_t>() : nullptr, height, width,
             scale_min, scale_max, ratio_min, ratio_max, plan.boxes.data_ptr<int64_t>()};
   return plan;
+}
+
+void check_flip_p(double p) {
+  TORCHAUG_CHECK(p >= 0.0 && p <= 1.0, "torchaug::_random_resized_crop_boxes_flips: p must be a probability in [0, 1], got ", p);
+}
+
+at::Tensor torch_flips(const std::optional<at::Generator>& generator, int64_t B, double p, const at::Device& device) {
+  const at::Device where = generator ? generator->device() : device;
+  auto flips = at::empty({B}, at::TensorOptions().dtype(at::kBool).device(where));
+  flips.bernoulli_(p, generator);
+  return where == device ? flips : flips.to(device, /*non_blocking=*/true);
 }
 
 void check_flip(const char* op, const at::Tensor& images, const at::Tensor& horizontal,

@@ -450,6 +450,11 @@ struct RrcBoxParams {
   int64_t height, width;  // when sizes is nullptr
   double scale_min, scale_max, ratio_min, ratio_max;
   int64_t* boxes;  // (B, 4)
+  // A horizontal flip's coins drawn by the same CUDA kernel (_random_resized_crop_boxes_flips): flips
+  // (B,) or nullptr, from the draws of a bernoulli_(flip_p) of B bools made after the boxes' draws.
+  bool* flips = nullptr;
+  KernelDraws flip_draws = {};
+  float flip_p = 0.f;
 };
 
 // Sample b's box from its draws u (kRrcDraws).
@@ -467,10 +472,18 @@ struct RrcBoxPlan {
 
 // rand (B, kRrcDraws) float64, or None: drawn from generator (resolve_draws) for B = sizes.size(0),
 // or `batch` when sizes is None too (like then gives the device).
+// op: the op named in errors (_random_resized_crop_boxes or _random_resized_crop_boxes_flips).
 RrcBoxPlan plan_rrc_boxes(const std::optional<at::Tensor>& rand, const std::optional<at::Tensor>& sizes, int64_t height,
                           int64_t width, double scale_min, double scale_max, double ratio_min, double ratio_max,
                           int64_t batch, const std::optional<at::Tensor>& like,
-                          const std::optional<at::Generator>& generator);
+                          const std::optional<at::Generator>& generator, const char* op = "_random_resized_crop_boxes");
+
+// _random_resized_crop_boxes_flips' check of p, made before anything is drawn.
+void check_flip_p(double p);
+
+// The coins torch.empty(B, dtype=torch.bool).bernoulli_(p, generator) gives on the generator's
+// device (`device` without one), copied to `device`: the flips where the kernel does not draw them.
+at::Tensor torch_flips(const std::optional<at::Generator>& generator, int64_t B, double p, const at::Device& device);
 
 // ---------------------------------------------------------------------------------------------
 // flip

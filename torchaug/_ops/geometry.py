@@ -163,7 +163,10 @@ def _resized_crop_backward_fake(grad, boxes, input_size, interpolation, antialia
 @register_fake("torchaug::_random_resized_crop_boxes")
 def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, batch=-1, like=None,
                                     generator=None):
-    op = "torchaug::_random_resized_crop_boxes"
+    return _boxes_fake("torchaug::_random_resized_crop_boxes", rand, sizes, batch, like)
+
+
+def _boxes_fake(op, rand, sizes, batch, like):
     if rand is not None:
         torch._check(rand.dim() == 2 and rand.shape[1] == 22,
                      lambda: f"{op}: rand must be a (B, 22) float64 tensor of uniform draws, got {rand.dtype} of shape {tuple(rand.shape)}")
@@ -174,6 +177,13 @@ def _random_resized_crop_boxes_fake(rand, sizes, height, width, scale_min, scale
     torch._check(like is not None, lambda: f"{op}: without rand and sizes, like (a tensor on the batch's device) must be given")
     torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
     return like.new_empty((batch, 4), dtype=torch.int64)
+
+
+@register_fake("torchaug::_random_resized_crop_boxes_flips")
+def _random_resized_crop_boxes_flips_fake(sizes, height, width, scale_min, scale_max, ratio_min, ratio_max, p, batch=-1, like=None,
+                                          generator=None):
+    boxes = _boxes_fake("torchaug::_random_resized_crop_boxes_flips", None, sizes, batch, like)
+    return boxes, boxes.new_empty((boxes.shape[0],), dtype=torch.bool)
 
 
 @register_fake("torchaug::_random_affine_params", host_args=())

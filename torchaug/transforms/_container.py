@@ -13,7 +13,7 @@ from .. import functional as F
 from ..functional._utils import _constant_row, where_images
 
 from ._auto_augment import _AutoAugmentBase
-from ._geometry import RandomHorizontalFlip, _CropLike
+from ._geometry import RandomHorizontalFlip, _CropLike, _DrawnCrop
 from ._misc import Normalize, ToDtype
 from . import _script as S
 from . import _targets
@@ -33,7 +33,8 @@ class Compose(Transform):
     TrivialAugmentWide, AutoAugment, AugMix's chains excepted) followed by [ToDtype(floating,
     scale=True)] Normalize as one augment call that normalizes, and ToDtype(floating, scale=True)
     followed by Normalize as one normalize pass, with the same result as running them one by one
-    (fuse=False does that).
+    (fuse=False does that). A RandomResizedCrop or RandomCrop followed by a RandomHorizontalFlip of
+    the same generator draws the crops and the coins in one call, the numbers the two draw in turn.
     forward(images, *targets, params=None, return_params=False): params is the list of each
     transform's parameters (None for plain callables); targets (boxes, masks, keypoints) follow
     each transform in turn, and then the output is (images, *targets). A RaggedImages batch goes as
@@ -138,7 +139,15 @@ class Compose(Transform):
     def _run_fused(self, x, i: int, end: int, params, drawn):
         ts = self.transforms
         crop = ts[i]
-        for k in range(i, end):
+        start = i
+        if (params is None and isinstance(crop, _DrawnCrop) and type(ts[i + 1]) is RandomHorizontalFlip
+                and crop.generator is ts[i + 1].generator and not torch.compiler.is_compiling()):
+            # the crop's windows and the flip's coins in one call (one kernel on CUDA): the numbers the
+            # two transforms draw one after the other (under torch.compile they draw one by one, as
+            # torch.rand and bernoulli_ calls the compiler keeps in program order)
+            drawn[i], drawn[i + 1] = crop.make_params_and_flips(x, ts[i + 1].p)
+            start = i + 2
+        for k in range(start, end):
             drawn[k] = params[k] if params is not None else ts[k].make_params(x)
         if isinstance(crop, ToDtype):
             norm = ts[i + 1]

@@ -281,7 +281,8 @@ def random_crop_padding(padding: List[int], size: List[int], pad_if_needed: bool
 
 
 def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: List[int], like: Tensor,
-                        generator: Optional[torch.Generator], rand: Optional[Tensor] = None) -> Dict[str, Tensor]:
+                        generator: Optional[torch.Generator], rand: Optional[Tensor] = None,
+                        flip_p: float = -1.0) -> Dict[str, Tensor]:
     """RandomCrop's window per sample, uniform over the padded image: {"top", "left"} (B,) int64 in
     the padded image's coordinates, each uniform over [0, padded - size] as torchvision's randint
     draws it (here floor(u * (padded - size + 1))), and "boxes", the (B, 4) [top, left, height,
@@ -292,13 +293,19 @@ def random_crop_offsets(batch: int, h: int, w: int, padding: List[int], size: Li
     back through sqrt and rint whole), and its offsets are drawn as above. So the window is one
     launch of torchaug::_random_resized_crop_boxes (its uniforms drawn in the kernel on CUDA, as
     torch.rand((B, 22), dtype=torch.float64) would draw them, the last two of each row giving the
-    offsets), not a chain of small ops. rand: those uniforms drawn by the caller (compiled_draws)."""
+    offsets), not a chain of small ops. rand: those uniforms drawn by the caller (compiled_draws).
+    flip_p >= 0 (rand None): also "flip", the coins a RandomHorizontalFlip(flip_p) drawing next from
+    the generator makes, from the same call (torchaug::_random_resized_crop_boxes_flips)."""
     ph, pw = h + padding[1] + padding[3], w + padding[0] + padding[2]
     if ph < size[0] or pw < size[1]:
         raise ValueError("torchaug.transforms.RandomCrop: crop size " + str(size) + " is larger than the padded image ("
                          + str(ph) + ", " + str(pw) + ")")
     scale = float(size[0] * size[1]) / float(ph * pw)
     ratio = float(size[1]) / float(size[0])
+    if flip_p >= 0.0 and rand is None:
+        boxes, flips = torch.ops.torchaug._random_resized_crop_boxes_flips(None, ph, pw, scale, scale, ratio, ratio, flip_p, batch,
+                                                                           like, generator)
+        return {"top": boxes[:, 0], "left": boxes[:, 1], "boxes": boxes, "flip": flips}
     boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, None, ph, pw, scale, scale, ratio, ratio, batch, like,
                                                           generator if rand is None else None)
     return {"top": boxes[:, 0], "left": boxes[:, 1], "boxes": boxes}

@@ -69,7 +69,26 @@ class _CropLike(Transform):
         return out[0] if single else out
 
 
-class RandomResizedCrop(_CropLike):
+class _DrawnCrop(_CropLike):
+    """A crop-like transform whose windows are drawn per sample by torchaug::_random_resized_crop_boxes
+    (RandomResizedCrop, RandomCrop), in _draw: a RandomHorizontalFlip drawing next from the same
+    generator can have its coins drawn by the same call (Compose does that in eager mode)."""
+
+    def make_params(self, images) -> Dict[str, Any]:
+        return self._draw(images, -1.0)[0]
+
+    def make_params_and_flips(self, images, p: float) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """make_params(images), then the coins {"flip": (B,) bool} that a RandomHorizontalFlip(p)
+        drawing next from the same generator makes, in one call (_random_resized_crop_boxes_flips: the
+        same numbers, one kernel on CUDA)."""
+        return self._draw(images, p)
+
+    def _draw(self, images, flip_p: float):
+        """(params, None), or with flip_p >= 0 (params, {"flip": coins})."""
+        raise NotImplementedError
+
+
+class RandomResizedCrop(_DrawnCrop):
     """torchvision.transforms.v2.RandomResizedCrop, a different crop per sample, one launch per batch.
     Also takes a list of (C, H_i, W_i) images of different sizes and returns the (B, C, h, w) batch."""
 
@@ -94,20 +113,27 @@ class RandomResizedCrop(_CropLike):
         self.interpolation = interpolation
         self.antialias = antialias
 
-    def make_params(self, images) -> Dict[str, Any]:
+    def _draw(self, images, flip_p: float):
         # torchvision's get_params per sample (10 attempts, then the central crop), in one launch
         # of torchaug::_random_resized_crop_boxes, which draws the (B, 22) uniforms from the generator
-        # itself (torch.rand's numbers; on CUDA inside its kernel)
+        # itself (torch.rand's numbers; on CUDA inside its kernel); flip_p >= 0: and then a flip's
+        # coins, as bernoulli_(flip_p) draws them, in the same launch (_random_resized_crop_boxes_flips).
+        # Under torch.compile the draws are torch.rand / bernoulli_ calls the compiler keeps in order
+        # (compiled_draws), never the fused op.
         info = BatchInfo(images)
         if info.ragged:
             sizes, (h, w), like = info.sizes(), (0, 0), None
         else:
             sizes, (h, w), like = None, info.uniform_size, images
+        if flip_p >= 0.0:
+            boxes, flips = torch.ops.torchaug._random_resized_crop_boxes_flips(
+                sizes, h, w, self.scale[0], self.scale[1], self.ratio[0], self.ratio[1], flip_p, info.batch, like, self.generator)
+            return {"boxes": boxes}, {"flip": flips}
         rand = D.compiled_draws(info.batch, RRC_DRAWS, info.device, self.generator)
         boxes = torch.ops.torchaug._random_resized_crop_boxes(rand, sizes, h, w, self.scale[0], self.scale[1], self.ratio[0],
                                                               self.ratio[1], info.batch, like,
                                                               self.generator if rand is None else None)
-        return {"boxes": boxes}
+        return {"boxes": boxes}, None
 
     def crop_boxes(self, images, params):
         return params["boxes"], self.size, self.interpolation, self.antialias
@@ -376,7 +402,7 @@ def _is_zero(fill) -> bool:
         isinstance(v, numbers.Real) and not isinstance(v, bool) and v == 0 for v in fill)
 
 
-class RandomCrop(_CropLike):
+class RandomCrop(_DrawnCrop):
     """torchvision.transforms.v2.RandomCrop, a different offset per sample.
 
     Where the padding is zeros (padding_mode "constant" with fill 0, torchvision's default, or no
@@ -415,16 +441,19 @@ class RandomCrop(_CropLike):
             boxes = boxes - F._utils._constant_row((top, left, 0, 0), t.device, torch.int64)
         return boxes, [ch, cw], InterpolationMode.NEAREST, False
 
-    def make_params(self, images) -> Dict[str, Any]:
+    def _draw(self, images, flip_p: float):
+        # the windows of random_crop_offsets, with a flip's coins from the same launch where flip_p >= 0
         info = BatchInfo(images)
         if info.ragged:
             raise ValueError("torchaug.transforms.RandomCrop: takes a (B, C, H, W) batch, not a list of images")
         h, w = info.uniform_size
         padding = D.random_crop_padding(self.padding, self.size, self.pad_if_needed, h, w)
-        rand = D.compiled_draws(info.batch, RRC_DRAWS, info.device, self.generator)
-        params: Dict[str, Any] = D.random_crop_offsets(info.batch, h, w, padding, self.size, info.like, self.generator, rand)
+        rand = D.compiled_draws(info.batch, RRC_DRAWS, info.device, self.generator) if flip_p < 0 else None
+        params: Dict[str, Any] = D.random_crop_offsets(info.batch, h, w, padding, self.size, info.like, self.generator, rand,
+                                                       flip_p)
         params["padding"] = padding
-        return params
+        flips = params.pop("flip", None)
+        return params, None if flips is None else {"flip": flips}
 
     def _scriptable(self):
         return S.ScriptRandomCrop(list(self.size), list(self.padding), bool(self.pad_if_needed),
