@@ -2,6 +2,8 @@
 // uniform draws of the ops that map draws to parameters.
 #include <ATen/ATen.h>
 
+#include <limits>
+
 #include "common.h"
 
 namespace torchaug {
@@ -33,6 +35,8 @@ Draws resolve_draws(const char* op, const std::optional<at::Tensor>& rand, const
   }
   const int64_t B = d.B = batch;
   TORCHAUG_CHECK(B >= 0, "torchaug::", op, ": without rand the batch size must be given (a non-negative integer), got ", B);
+  TORCHAUG_CHECK(R == 0 || B <= std::numeric_limits<int64_t>::max() / R, "torchaug::", op, ": cannot draw ", R,
+                 " numbers for each of ", B, " samples (more than an int64 counts)");
   const at::Device where = generator ? generator->device() : device;
   const int64_t n = B * R;
   if (device.is_cuda() && where == device && R <= kMaxKernelDraws && n <= INT32_MAX && cuda_kernel_draws() != nullptr) {
