@@ -135,8 +135,8 @@ def _op_bases(d: torch.device) -> Dict[str, Dict[str, Any]]:
 
 # arguments whose tensors carry no batch dimension tied to the images (any leading size is valid)
 _FREE_LEADING = {"nms", "batched_nms", "roi_align", "_roi_align_backward", "_policy_program", "decode_jpeg",
-                 "_random_resized_crop_boxes", "_random_resized_crop_boxes_flips", "_color_jitter_program", "_affine_matrices", "_erasing_boxes",
-                 "_random_affine_params", "_perspective_params"}
+                 "_random_resized_crop_boxes", "_random_resized_crop_boxes_flips", "_color_jitter_program", "_affine_matrices",
+                 "_erasing_boxes", "_random_affine_params", "_perspective_params"}
 # arguments that only name the device an op runs on (a drawing op's `like`): their dtype, shape and
 # values are not read, so any of them is a valid call
 _DEVICE_ARGS = {"like"}
