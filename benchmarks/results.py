@@ -44,11 +44,15 @@ ABOUT = {
              "per-sample loop is the same semantics and its batch call is not.",
     "scaling": "The RandomResizedCrop + flip (+ RandAugment) + normalize chains on uint8 device batches across image "
                "sizes (32x32 to 1024x1024 at batch 256) and batch sizes (8 to 1024 at 224x224): cost per pixel and per "
-               "image, and the host time of a call. Replayed from a CUDA graph, a batch of 64x64 or smaller images is bound "
-               "by the host's `replay()` (H100, RandomResizedCrop + flip + normalize at 64x64: ~20 us of host time a "
-               "replay against ~14 us of the chain's kernels; torch's replay first launches two `fill_` kernels that "
-               "write the CUDA generator's seed and offset for the graph's draws), so those rows stay near 20 us a "
-               "batch whatever the kernels do.",
+               "image, and the host time of a call. Called eagerly, the RandomResizedCrop + flip + normalize chain "
+               "costs ~50 us of host time a call back to back (on an H100 machine's host: about half of it the "
+               "transforms' Python, the rest the two op calls, the draws and the fused crop, ~12 us each, where torch's "
+               "own `add_` on a CUDA tensor takes ~7 us there; scripts/profile/host_split.py shows the split), so "
+               "an eager call of fewer than ~100 images of 224x224 (of 256 of 128x128 too) waits on the host, not the GPU. "
+               "Replayed from a CUDA graph, a batch of 64x64 or smaller images is bound by the host's `replay()` (H100, "
+               "RandomResizedCrop + flip + normalize at 64x64: ~20 us of host time a replay against ~14 us of the "
+               "chain's kernels; torch's replay first launches two `fill_` kernels that write the CUDA generator's seed "
+               "and offset for the graph's draws), so those rows stay near 20 us a batch whatever the kernels do.",
     "detection": "nms, batched_nms and roi_align against torchvision.ops (calls per second).",
     "cpu": "The CPU kernels (CPU tensors: DataLoader workers, machines without a GPU) on batches of 32 uint8 "
            "images, every sample its own parameters, against torchvision v2's per-sample loop on the same cores, "
