@@ -291,7 +291,7 @@ def test_draw_errors(device):
         _boxes(u, generator=g)
     with pytest.raises(RuntimeError, match="no tensor arguments"):  # no device to run on: the dispatcher says so
         _boxes(batch=4)
-    with pytest.raises(RuntimeError, match="without rand the batch size must be given \\(a non-negative integer\\), got -1"):
+    with pytest.raises(RuntimeError, match="batch must be the number of samples to draw for \\(a non-negative integer\\), got -1"):
         _boxes(like=like)
     sizes = torch.full((4, 2), 50, dtype=torch.int64, device=device)
     with pytest.raises(RuntimeError, match="batch must be sizes.size\\(0\\) \\(4\\) or -1, got 5"):
@@ -302,15 +302,15 @@ def test_draw_errors(device):
         _boxes_flips(1.5, batch=4, like=like, generator=g)
     with pytest.raises(RuntimeError, match="_random_resized_crop_boxes_flips: ratio must satisfy 0 < ratio_min <= ratio_max"):
         torch.ops.torchaug._random_resized_crop_boxes_flips(None, 10, 10, 0.1, 0.5, 1.3, 0.75, 0.5, 4, like, g)
-    with pytest.raises(RuntimeError, match="_random_resized_crop_boxes_flips: without rand the batch size must be given"):
+    with pytest.raises(RuntimeError, match="_random_resized_crop_boxes_flips: batch must be the number of samples to draw for"):
         _boxes_flips(like=like, generator=g)
     assert torch.equal(g.get_state(), _gen(device, 0).get_state())
     t = _space(device)
-    with pytest.raises(RuntimeError, match="_policy_program: without rand the batch size must be given"):
+    with pytest.raises(RuntimeError, match="_policy_program: batch must be the number of samples to draw for"):
         _program(t, 2)
     with pytest.raises(RuntimeError, match="_policy_program: generator draws rand when rand is None"):
         _program(t, 2, torch.rand(4, 4, dtype=torch.float64, device=device), generator=g)
-    with pytest.raises(RuntimeError, match="_color_jitter_program: without rand the batch size must be given"):
+    with pytest.raises(RuntimeError, match="_color_jitter_program: batch must be the number of samples to draw for"):
         _jitter(like=like)
     with pytest.raises(RuntimeError, match=r"_color_jitter_program: rand must be a \(B, 8\) float64 tensor of uniform draws, got Float"):
         _jitter(torch.rand(4, 8, device=device))
@@ -322,7 +322,7 @@ def test_draw_errors(device):
         _jitter(batch=4, like=like, generator=g, space=([1.0] * 4, [0.0, -0.5, 0.0, 0.0], [1] * 4))
     ops = _draw_map_ops(like)
     for op, (draws, call) in ops.items():
-        with pytest.raises(RuntimeError, match=f"{op}: without rand the batch size must be given"):
+        with pytest.raises(RuntimeError, match=f"{op}: batch must be the number of samples to draw for"):
             call(None, -1, g)
         with pytest.raises(RuntimeError, match=f"{op}: generator draws rand when rand is None"):
             call(torch.rand(4, draws, dtype=torch.float64, device=device), -1, g)

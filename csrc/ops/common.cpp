@@ -34,7 +34,7 @@ Draws resolve_draws(const char* op, const std::optional<at::Tensor>& rand, const
     return d;
   }
   const int64_t B = d.B = batch;
-  TORCHAUG_CHECK(B >= 0, "torchaug::", op, ": without rand the batch size must be given (a non-negative integer), got ", B);
+  TORCHAUG_CHECK(B >= 0, "torchaug::", op, ": batch must be the number of samples to draw for (a non-negative integer), got ", B);
   TORCHAUG_CHECK(R == 0 || B <= std::numeric_limits<int64_t>::max() / R, "torchaug::", op, ": cannot draw ", R,
                  " numbers for each of ", B, " samples (more than an int64 counts)");
   const at::Device where = generator ? generator->device() : device;

@@ -50,5 +50,5 @@ def draws_rows(op: str, rand, draws: int, batch: int, like):
                              f"{tuple(rand.shape)}")
         return rand.shape[0], rand
     torch._check(like is not None, lambda: f"{op}: without rand, like (a tensor on the batch's device) must be given")
-    torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
+    torch._check(batch >= 0, lambda: f"{op}: batch must be the number of samples to draw for (a non-negative integer), got {batch}")
     return batch, like

@@ -30,7 +30,7 @@ def _policy_program_fake(rand, ids, mags, signed, kind, num_ops, magnitude, sub_
     torch._check(kind in (0, 1, 2), lambda: f"torchaug::_policy_program: kind must be 0, 1 or 2, got {kind}")
     n = num_ops if kind == 0 else (1 if kind == 1 else 2)
     if rand is None:
-        torch._check(batch >= 0, lambda: f"torchaug::_policy_program: without rand the batch size must be given (a non-negative integer), got {batch}")
+        torch._check(batch >= 0, lambda: f"torchaug::_policy_program: batch must be the number of samples to draw for (a non-negative integer), got {batch}")
     b = rand.shape[0] if rand is not None else batch
     like = rand if rand is not None else ids
     return (like.new_empty((b, n), dtype=torch.int64), like.new_empty((b, n), dtype=torch.int64),

@@ -52,7 +52,7 @@ def _color_jitter_program_fake(rand, lo, span, codes, batch=-1, like=None, gener
         b, on = rand.shape[0], rand
     else:
         torch._check(like is not None, lambda: f"{op}: without rand, like (a tensor on the batch's device) must be given")
-        torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
+        torch._check(batch >= 0, lambda: f"{op}: batch must be the number of samples to draw for (a non-negative integer), got {batch}")
         b, on = batch, like
     return on.new_empty((b, 4), dtype=torch.int64), on.new_empty((b, 4, 2), dtype=torch.float32)
 

@@ -175,7 +175,7 @@ def _boxes_fake(op, rand, sizes, batch, like):
         torch._check(sizes.dim() == 2, lambda: f"{op}: sizes must have shape (B, 2), got {tuple(sizes.shape)}")
         return sizes.new_empty((sizes.shape[0], 4), dtype=torch.int64)
     torch._check(like is not None, lambda: f"{op}: without rand and sizes, like (a tensor on the batch's device) must be given")
-    torch._check(batch >= 0, lambda: f"{op}: without rand the batch size must be given (a non-negative integer), got {batch}")
+    torch._check(batch >= 0, lambda: f"{op}: batch must be the number of samples to draw for (a non-negative integer), got {batch}")
     return like.new_empty((batch, 4), dtype=torch.int64)
 
 
