@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 
 #include "../kernels/random.h"
@@ -35,13 +36,19 @@ constexpr int kDrawThreads = 128;
 __host__ __device__ inline int draw_rows_per_block(int R) { return R > 0 && R < kDrawThreads ? kDrawThreads / R : 1; }
 static_assert(kMaxKernelDraws <= kDrawThreads, "a block's shared buffer of kDrawThreads draws holds at least one row");
 
+// The (seed, offset) of the generator's Philox state reserved in d (read from the graph's buffers
+// when the launch was captured).
+__device__ inline std::tuple<uint64_t, uint64_t> kernel_draws_seed_offset(const KernelDraws& d) {
+  at::PhiloxCudaState state;
+  memcpy(&state, d.philox, sizeof(state));
+  return at::cuda::philox::unpack(state);
+}
+
 // Rows [b0, b0 + rows) of a (B, R) call into u (rows x R doubles, shared), by every thread of the
 // block; ends with __syncthreads (so every thread of the block must call it). It reads only d and
 // the generator's state, so a dependent launch may call it before its wait (dependent_launch.cuh).
 __device__ inline void kernel_draw_rows(const KernelDraws& d, int64_t b0, int rows, int R, double* u) {
-  at::PhiloxCudaState state;
-  memcpy(&state, d.philox, sizeof(state));
-  const auto so = at::cuda::philox::unpack(state);  // read from the graph's buffers when captured
+  const auto so = kernel_draws_seed_offset(d);
   for (int k = threadIdx.x; k < rows * R; k += blockDim.x)
     u[k] = kernels::torch_cuda_uniform_f64(std::get<0>(so), std::get<1>(so), d.stride, b0 * R + k);
   __syncthreads();

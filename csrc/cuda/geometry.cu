@@ -243,9 +243,7 @@ __global__ void random_resized_crop_boxes_kernel(RrcBoxParams p, int64_t B) {
   }
   bool flip = false;
   if (mine && p.flips != nullptr) {  // the coin bernoulli_ would draw for sample b after the boxes' draws
-    at::PhiloxCudaState state;
-    memcpy(&state, p.flip_draws.philox, sizeof(state));
-    const auto so = at::cuda::philox::unpack(state);
+    const auto so = kernel_draws_seed_offset(p.flip_draws);
     flip = kernels::torch_cuda_uniform_f32(std::get<0>(so), std::get<1>(so), p.flip_draws.stride, b) < p.flip_p;
   }
   dependent_launch_begin();
