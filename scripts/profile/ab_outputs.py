@@ -63,7 +63,7 @@ def cases(dev, quick):
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
     # batch, image size, output sizes (quick: small enough for a CPU smoke run)
     B, H, W = (4, 75, 100) if quick else (48, 375, 500)
-    sizes = ([24, 24], [9, 13], [60, 40]) if quick else ([224, 224], [64, 96], [480, 300])
+    sizes = ([24, 24], [9, 13], [60, 40]) if quick else ([224, 224], [63, 97], [480, 300])
     S = sizes[0]
     rrc = T.RandomResizedCrop(S[0], generator=torch.Generator().manual_seed(1))
 
