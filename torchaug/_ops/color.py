@@ -2,7 +2,7 @@
 expressions (left to ATen); ops whose math is not differentiable raise when a gradient is asked."""
 import torch
 
-from ._common import empty_image, image_memory_format, register_fake
+from ._common import draws_rows, empty_image, image_memory_format, register_fake
 
 _LUMA = (0.2989, 0.587, 0.114)
 
@@ -46,14 +46,7 @@ def _color_jitter_program_fake(rand, lo, span, codes, batch=-1, like=None, gener
     torch._check(len(lo) == 4 and len(span) == 4 and len(codes) == 4,
                  lambda: f"{op}: lo, span and codes must have 4 values each (brightness, contrast, saturation, hue), got "
                          f"{len(lo)}, {len(span)} and {len(codes)}")
-    if rand is not None:
-        torch._check(rand.dim() == 2 and rand.shape[1] == 8,
-                     lambda: f"{op}: rand must be a (B, 8) float64 tensor of uniform draws, got {rand.dtype} of shape {tuple(rand.shape)}")
-        b, on = rand.shape[0], rand
-    else:
-        torch._check(like is not None, lambda: f"{op}: without rand, like (a tensor on the batch's device) must be given")
-        torch._check(batch >= 0, lambda: f"{op}: batch must be the number of samples to draw for (a non-negative integer), got {batch}")
-        b, on = batch, like
+    b, on = draws_rows(op, rand, 8, batch, like)
     return on.new_empty((b, 4), dtype=torch.int64), on.new_empty((b, 4, 2), dtype=torch.float32)
 
 
